@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh Debian/Ubuntu machine (run as root):
+# installs the runtime packages, a Node >= 22, the npm dependencies, builds,
+# then `npm test` (unit tests + integration tests against private containerd
+# instances the tests start themselves).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+source scripts/bootstrap.sh
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  npm ci --no-audit --no-fund
+fi
+npm run build >/dev/null
+npm test

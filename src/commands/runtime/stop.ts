@@ -1,0 +1,21 @@
+import { BaseCommand, outputFlags } from '../../base-command.js';
+
+export default class RuntimeStop extends BaseCommand<typeof RuntimeStop> {
+  static override summary = 'Stop the klet-managed containerd and every pod it runs.';
+  static override description = `Stops and removes every pod sandbox through CRI (containers get SIGTERM, then SIGKILL), stops containerd, ends any shim left over and unmounts what remains under <root-dir>/containerd. Images and the containerd root are kept for the next start. A runtime klet did not start is never touched.`;
+  static override examples = ['<%= config.bin %> <%= command.id %>'];
+  static override flags = { ...outputFlags };
+
+  async run(): Promise<void> {
+    const { stopManagedRuntime } = await import('../../lib/runtime/containerd.js');
+    const res = await stopManagedRuntime({
+      endpoint: this.flags['container-runtime-endpoint'],
+      rootDir: this.flags['root-dir'],
+    });
+    await this.printObject(res, () =>
+      res.wasRunning
+        ? `stopped containerd on ${res.endpoint} (${res.podsStopped} pod sandbox(es) stopped and removed)`
+        : `no klet-managed containerd was running for ${res.endpoint}`,
+    );
+  }
+}

@@ -1,0 +1,362 @@
+/**
+ * A typed client for the CRI v1 RuntimeService and ImageService over a unix
+ * socket, behaving like the kubelet's remote runtime client:
+ *
+ * - every unary call has a deadline (default 2m, the kubelet's
+ *   --runtime-request-timeout) and can be cancelled with an AbortSignal;
+ * - failures are CriError subclasses (see errors.ts);
+ * - Stop/Remove of a sandbox, container or image that does not exist
+ *   succeeds, as the CRI requires of those calls (some runtimes still answer
+ *   NotFound, so the client enforces it);
+ * - requests are DeepPartial inputs completed by the generated fromPartial,
+ *   so callers write only the fields they mean.
+ */
+import {
+  Client,
+  credentials,
+  Metadata,
+  type ClientReadableStream,
+  type ClientUnaryCall,
+  type ServiceError,
+} from '@grpc/grpc-js';
+import {
+  ContainerStatsRequest,
+  ContainerStatusRequest,
+  CreateContainerRequest,
+  ExecSyncRequest,
+  GetEventsRequest,
+  ImageFsInfoRequest,
+  ImageServiceService,
+  ImageStatusRequest,
+  ListContainerStatsRequest,
+  ListContainersRequest,
+  ListImagesRequest,
+  ListPodSandboxRequest,
+  PodSandboxStatusRequest,
+  PullImageRequest,
+  RemoveContainerRequest,
+  RemoveImageRequest,
+  RemovePodSandboxRequest,
+  RunPodSandboxRequest,
+  RuntimeServiceService,
+  StartContainerRequest,
+  StatusRequest,
+  StopContainerRequest,
+  StopPodSandboxRequest,
+  VersionRequest,
+  type ContainerEventResponse,
+  type ContainerStatsResponse,
+  type ContainerStatusResponse,
+  type CreateContainerResponse,
+  type DeepPartial,
+  type ExecSyncResponse,
+  type ImageFsInfoResponse,
+  type ImageStatusResponse,
+  type ListContainerStatsResponse,
+  type ListContainersResponse,
+  type ListImagesResponse,
+  type ListPodSandboxResponse,
+  type MessageFns,
+  type PodSandboxStatusResponse,
+  type PullImageResponse,
+  RemoveContainerResponse,
+  RemoveImageResponse,
+  RemovePodSandboxResponse,
+  type RunPodSandboxResponse,
+  type StartContainerResponse,
+  type StatusResponse,
+  StopContainerResponse,
+  StopPodSandboxResponse,
+  type VersionResponse,
+} from './gen/api.js';
+import { parseEndpoint } from './endpoint.js';
+import { CriNotFoundError, toCriError } from './errors.js';
+
+/** The kubelet's --runtime-request-timeout default. */
+export const DEFAULT_TIMEOUT_MS = 2 * 60 * 1000;
+/**
+ * PullImage default deadline. The kubelet gives pulls no deadline at all
+ * (large images on slow links take long); we keep one so a hung runtime still
+ * surfaces, but a generous one.
+ */
+export const DEFAULT_PULL_TIMEOUT_MS = 30 * 60 * 1000;
+/** The kubelet's maximum CRI message size (ListContainers on a busy node is large). */
+export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
+
+export interface CriClientOptions {
+  /** Deadline of each call unless the call overrides it. Default 2 minutes. */
+  timeoutMs?: number;
+  /** Deadline of PullImage unless the call overrides it. Default 30 minutes. */
+  pullTimeoutMs?: number;
+}
+
+export interface CallOptions {
+  /** Cancels the call; it then rejects with CriCancelledError. */
+  signal?: AbortSignal;
+  /** This call's deadline, instead of the client's. */
+  timeoutMs?: number;
+}
+
+/** A request as callers write it: any subset of the message's fields. */
+export type Input<T> = DeepPartial<T>;
+
+/** The shape of one entry of a generated grpc-js service definition. */
+interface MethodDef<Req, Res> {
+  path: string;
+  requestSerialize(value: Req): Buffer;
+  responseDeserialize(value: Buffer): Res;
+}
+
+/** "/runtime.v1.RuntimeService/RunPodSandbox" → "RunPodSandbox". */
+function methodName(path: string): string {
+  return path.slice(path.lastIndexOf('/') + 1);
+}
+
+const rt = RuntimeServiceService;
+const img = ImageServiceService;
+
+export class CriClient {
+  /** The endpoint URI, `unix:///…`. */
+  readonly endpoint: string;
+  readonly timeoutMs: number;
+  readonly pullTimeoutMs: number;
+  private readonly client: Client;
+
+  private constructor(endpoint: string, opts: CriClientOptions) {
+    this.endpoint = parseEndpoint(endpoint).uri;
+    this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.pullTimeoutMs = opts.pullTimeoutMs ?? Math.max(DEFAULT_PULL_TIMEOUT_MS, this.timeoutMs);
+    // One channel serves both services: the method paths carry the service name.
+    this.client = new Client(this.endpoint, credentials.createInsecure(), {
+      'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
+      'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
+    });
+  }
+
+  /**
+   * Creates a client for `endpoint` (unix:///path or an absolute path; throws
+   * InputError otherwise). Connecting is lazy: an unreachable runtime shows up
+   * as CriUnavailableError on the first call.
+   */
+  static connect(endpoint: string, opts: CriClientOptions = {}): CriClient {
+    return new CriClient(endpoint, opts);
+  }
+
+  /** Closes the channel; calls in flight are cancelled. */
+  close(): void {
+    this.client.close();
+  }
+
+  // ------------------------------------------------------------- runtime
+
+  version(req: Input<VersionRequest> = {}, opts?: CallOptions): Promise<VersionResponse> {
+    return this.unary(rt.version, VersionRequest, req, opts);
+  }
+
+  /** Runtime conditions (RuntimeReady, NetworkReady); `verbose` adds the runtime's config in `info`. */
+  status(req: Input<StatusRequest> = {}, opts?: CallOptions): Promise<StatusResponse> {
+    return this.unary(rt.status, StatusRequest, req, opts);
+  }
+
+  runPodSandbox(req: Input<RunPodSandboxRequest>, opts?: CallOptions): Promise<RunPodSandboxResponse> {
+    return this.unary(rt.runPodSandbox, RunPodSandboxRequest, req, opts);
+  }
+
+  /** Idempotent: a sandbox that does not exist is already stopped. */
+  stopPodSandbox(req: Input<StopPodSandboxRequest>, opts?: CallOptions): Promise<StopPodSandboxResponse> {
+    return orEmptyIfNotFound(
+      this.unary(rt.stopPodSandbox, StopPodSandboxRequest, req, opts),
+      () => StopPodSandboxResponse.create(),
+    );
+  }
+
+  /** Idempotent: a sandbox that does not exist is already removed. */
+  removePodSandbox(req: Input<RemovePodSandboxRequest>, opts?: CallOptions): Promise<RemovePodSandboxResponse> {
+    return orEmptyIfNotFound(
+      this.unary(rt.removePodSandbox, RemovePodSandboxRequest, req, opts),
+      () => RemovePodSandboxResponse.create(),
+    );
+  }
+
+  podSandboxStatus(req: Input<PodSandboxStatusRequest>, opts?: CallOptions): Promise<PodSandboxStatusResponse> {
+    return this.unary(rt.podSandboxStatus, PodSandboxStatusRequest, req, opts);
+  }
+
+  listPodSandbox(req: Input<ListPodSandboxRequest> = {}, opts?: CallOptions): Promise<ListPodSandboxResponse> {
+    return this.unary(rt.listPodSandbox, ListPodSandboxRequest, req, opts);
+  }
+
+  createContainer(req: Input<CreateContainerRequest>, opts?: CallOptions): Promise<CreateContainerResponse> {
+    return this.unary(rt.createContainer, CreateContainerRequest, req, opts);
+  }
+
+  startContainer(req: Input<StartContainerRequest>, opts?: CallOptions): Promise<StartContainerResponse> {
+    return this.unary(rt.startContainer, StartContainerRequest, req, opts);
+  }
+
+  /**
+   * Idempotent: a container that does not exist is already stopped. The
+   * deadline is extended by the grace period (`timeout` seconds), since the
+   * runtime waits that long before SIGKILL.
+   */
+  stopContainer(req: Input<StopContainerRequest>, opts: CallOptions = {}): Promise<StopContainerResponse> {
+    const full = StopContainerRequest.fromPartial(req);
+    const timeoutMs = (opts.timeoutMs ?? this.timeoutMs) + secondsToMs(full.timeout);
+    return orEmptyIfNotFound(
+      this.unary(rt.stopContainer, StopContainerRequest, full, { ...opts, timeoutMs }),
+      () => StopContainerResponse.create(),
+    );
+  }
+
+  /** Idempotent: a container that does not exist is already removed. */
+  removeContainer(req: Input<RemoveContainerRequest>, opts?: CallOptions): Promise<RemoveContainerResponse> {
+    return orEmptyIfNotFound(
+      this.unary(rt.removeContainer, RemoveContainerRequest, req, opts),
+      () => RemoveContainerResponse.create(),
+    );
+  }
+
+  listContainers(req: Input<ListContainersRequest> = {}, opts?: CallOptions): Promise<ListContainersResponse> {
+    return this.unary(rt.listContainers, ListContainersRequest, req, opts);
+  }
+
+  containerStatus(req: Input<ContainerStatusRequest>, opts?: CallOptions): Promise<ContainerStatusResponse> {
+    return this.unary(rt.containerStatus, ContainerStatusRequest, req, opts);
+  }
+
+  /**
+   * Runs a command in a container and collects its output. A non-zero exit
+   * is a normal response (exitCode), not an error. The exec's own `timeout`
+   * (seconds) is added to the call deadline, as the kubelet does, so the
+   * runtime's timeout fires first and the runtime has time to clean up.
+   */
+  execSync(req: Input<ExecSyncRequest>, opts: CallOptions = {}): Promise<ExecSyncResponse> {
+    const full = ExecSyncRequest.fromPartial(req);
+    const timeoutMs = (opts.timeoutMs ?? this.timeoutMs) + secondsToMs(full.timeout);
+    return this.unary(rt.execSync, ExecSyncRequest, full, { ...opts, timeoutMs });
+  }
+
+  containerStats(req: Input<ContainerStatsRequest>, opts?: CallOptions): Promise<ContainerStatsResponse> {
+    return this.unary(rt.containerStats, ContainerStatsRequest, req, opts);
+  }
+
+  listContainerStats(
+    req: Input<ListContainerStatsRequest> = {},
+    opts?: CallOptions,
+  ): Promise<ListContainerStatsResponse> {
+    return this.unary(rt.listContainerStats, ListContainerStatsRequest, req, opts);
+  }
+
+  /**
+   * Container lifecycle events (evented PLEG). The stream has no deadline: it
+   * lasts until the consumer stops iterating, `opts.signal` aborts (the
+   * iteration then throws CriCancelledError), or the runtime ends it.
+   * containerd 1.6 does not implement it: iteration throws CriUnimplementedError.
+   */
+  async *getContainerEvents(opts: CallOptions = {}): AsyncGenerator<ContainerEventResponse, void, undefined> {
+    const def = rt.getContainerEvents;
+    const deadlineAt = opts.timeoutMs === undefined ? undefined : Date.now() + opts.timeoutMs;
+    const context = { method: methodName(def.path), endpoint: this.endpoint, timeoutMs: opts.timeoutMs, deadlineAt };
+    const callOptions = deadlineAt === undefined ? {} : { deadline: deadlineAt };
+    const stream: ClientReadableStream<ContainerEventResponse> = this.client.makeServerStreamRequest(
+      def.path,
+      def.requestSerialize,
+      def.responseDeserialize,
+      GetEventsRequest.fromPartial({}),
+      new Metadata(),
+      callOptions,
+    );
+    const cancel = (): void => stream.cancel();
+    if (opts.signal?.aborted) cancel();
+    else opts.signal?.addEventListener('abort', cancel, { once: true });
+    try {
+      for await (const event of stream) yield event as ContainerEventResponse;
+    } catch (err) {
+      throw toCriError(err, context);
+    } finally {
+      opts.signal?.removeEventListener('abort', cancel);
+      stream.cancel(); // no-op once the call ended; stops it when the consumer breaks out
+    }
+  }
+
+  // -------------------------------------------------------------- images
+
+  listImages(req: Input<ListImagesRequest> = {}, opts?: CallOptions): Promise<ListImagesResponse> {
+    return this.unary(img.listImages, ListImagesRequest, req, opts);
+  }
+
+  /** Resolves with `image` unset (not an error) when the image is not present. */
+  imageStatus(req: Input<ImageStatusRequest>, opts?: CallOptions): Promise<ImageStatusResponse> {
+    return this.unary(img.imageStatus, ImageStatusRequest, req, opts);
+  }
+
+  /** Deadline: `pullTimeoutMs` (30 minutes by default) unless the call sets one. */
+  pullImage(req: Input<PullImageRequest>, opts: CallOptions = {}): Promise<PullImageResponse> {
+    const timeoutMs = opts.timeoutMs ?? this.pullTimeoutMs;
+    return this.unary(img.pullImage, PullImageRequest, req, { ...opts, timeoutMs });
+  }
+
+  /** Idempotent: an image that is not present is already removed. */
+  removeImage(req: Input<RemoveImageRequest>, opts?: CallOptions): Promise<RemoveImageResponse> {
+    return orEmptyIfNotFound(
+      this.unary(img.removeImage, RemoveImageRequest, req, opts),
+      () => RemoveImageResponse.create(),
+    );
+  }
+
+  imageFsInfo(req: Input<ImageFsInfoRequest> = {}, opts?: CallOptions): Promise<ImageFsInfoResponse> {
+    return this.unary(img.imageFsInfo, ImageFsInfoRequest, req, opts);
+  }
+
+  // ------------------------------------------------------------ plumbing
+
+  /** One unary call: complete the request, set the deadline, wire the signal, map errors. */
+  private unary<Req, Res>(
+    def: MethodDef<Req, Res>,
+    type: Pick<MessageFns<Req>, 'fromPartial'>,
+    req: Input<Req>,
+    opts: CallOptions = {},
+  ): Promise<Res> {
+    const timeoutMs = opts.timeoutMs ?? this.timeoutMs;
+    const deadlineAt = Date.now() + timeoutMs;
+    const context = { method: methodName(def.path), endpoint: this.endpoint, timeoutMs, deadlineAt };
+    const { signal } = opts;
+    return new Promise<Res>((resolve, reject) => {
+      // The callback needs `cancel` and `cancel` needs the call: hold the call in a box.
+      const box: { call?: ClientUnaryCall } = {};
+      // grpc-js answers a cancelled call with status CANCELLED → CriCancelledError.
+      const cancel = (): void => box.call?.cancel();
+      box.call = this.client.makeUnaryRequest(
+        def.path,
+        def.requestSerialize,
+        def.responseDeserialize,
+        type.fromPartial(req),
+        new Metadata(),
+        { deadline: deadlineAt },
+        (err: ServiceError | null, res?: Res) => {
+          signal?.removeEventListener('abort', cancel);
+          if (err) reject(toCriError(err, context));
+          else if (res === undefined) reject(toCriError(new Error('empty response'), context));
+          else resolve(res);
+        },
+      );
+      if (signal?.aborted) cancel();
+      else signal?.addEventListener('abort', cancel, { once: true });
+    });
+  }
+}
+
+/** CRI int64 seconds → ms, 0 for unset or negative. */
+function secondsToMs(seconds: bigint): number {
+  return seconds > 0n ? Number(seconds) * 1000 : 0;
+}
+
+/** The CRI's idempotence rule for stop/remove: "not found" means "already done". */
+async function orEmptyIfNotFound<T>(call: Promise<T>, empty: () => T): Promise<T> {
+  try {
+    return await call;
+  } catch (err) {
+    if (err instanceof CriNotFoundError) return empty();
+    throw err;
+  }
+}

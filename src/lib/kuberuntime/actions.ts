@@ -1,0 +1,214 @@
+/**
+ * computePodActions: what has to change for the runtime to match a pod's
+ * spec, as a plan (the kubelet's kuberuntime_manager.go computePodActions).
+ * Pure: the executor in sync-pod.ts carries the plan out.
+ */
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import { containerHash } from './hash.js';
+import { findContainerStatus, type RuntimeContainerStatus, type RuntimePodStatus } from './runtime-status.js';
+
+export interface ContainerToKill {
+  id: string;
+  name: string;
+  /** Why, for events and logs ("Container spec hash changed", ...). */
+  message: string;
+}
+
+export interface PodActions {
+  /** Stop every container and the sandbox. */
+  killPod: boolean;
+  /** Create a new sandbox (after killing the old one, when there is one). */
+  createSandbox: boolean;
+  /** The sandbox to create containers in, when it is kept. */
+  sandboxId: string | null;
+  /** Attempt number of the (new) sandbox. */
+  attempt: number;
+  /** Indexes into spec.initContainers to start now, in order. */
+  initContainersToStart: number[];
+  /** Indexes into spec.containers to start now. */
+  containersToStart: number[];
+  containersToKill: ContainerToKill[];
+}
+
+export function restartPolicy(pod: V1Pod): 'Always' | 'OnFailure' | 'Never' {
+  const p = pod.spec?.restartPolicy;
+  return p === 'OnFailure' || p === 'Never' ? p : 'Always';
+}
+
+function shouldRestartOnFailure(pod: V1Pod): boolean {
+  return restartPolicy(pod) !== 'Never';
+}
+
+export function isRestartableInit(c: V1Container): boolean {
+  return c.restartPolicy === 'Always';
+}
+
+function succeeded(status: RuntimeContainerStatus | undefined): boolean {
+  return status !== undefined && status.state === 'exited' && status.exitCode === 0;
+}
+
+/** The kubelet's ShouldContainerBeRestarted. */
+export function shouldContainerBeRestarted(pod: V1Pod, status: RuntimeContainerStatus | undefined): boolean {
+  if (pod.metadata?.deletionTimestamp) return false;
+  if (status === undefined) return true;
+  if (status.state === 'running') return false;
+  if (status.state === 'unknown' || status.state === 'created') return true;
+  const policy = restartPolicy(pod);
+  if (policy === 'Never') return false;
+  if (policy === 'OnFailure' && status.exitCode === 0) return false;
+  return true;
+}
+
+/** The kubelet's PodSandboxChanged: does the pod need a new sandbox? */
+export function podSandboxChanged(
+  pod: V1Pod,
+  status: RuntimePodStatus,
+): { changed: boolean; attempt: number; sandboxId: string | null } {
+  const latest = status.sandboxes[0];
+  if (latest === undefined) return { changed: true, attempt: 0, sandboxId: null };
+  const ready = status.sandboxes.filter((s) => s.ready).length;
+  const next = latest.attempt + 1;
+  if (ready > 1) return { changed: true, attempt: next, sandboxId: latest.id };
+  if (!latest.ready) return { changed: true, attempt: next, sandboxId: latest.id };
+  const hostNetwork = pod.spec?.hostNetwork === true;
+  if (latest.hostNetwork !== hostNetwork) return { changed: true, attempt: next, sandboxId: null };
+  if (!hostNetwork && latest.ip === '') return { changed: true, attempt: next, sandboxId: latest.id };
+  return { changed: false, attempt: latest.attempt, sandboxId: latest.id };
+}
+
+/**
+ * Init containers, sidecar-aware: decides which init container runs next
+ * and whether the pod counts as initialized. Returns true when every regular
+ * init container has completed and every sidecar has started.
+ */
+function computeInitContainerActions(pod: V1Pod, status: RuntimePodStatus, changes: PodActions): boolean {
+  const inits = pod.spec?.initContainers ?? [];
+  // Once an app container has run, the pod was initialized: regular init
+  // containers never run again (only sidecars are kept alive).
+  const appStarted = (pod.spec?.containers ?? []).some((c) => findContainerStatus(status, c.name) !== undefined);
+  let initialized = true;
+  for (let i = 0; i < inits.length; i++) {
+    const c = inits[i] as V1Container;
+    const st = findContainerStatus(status, c.name);
+    if (isRestartableInit(c)) {
+      if (st === undefined || st.state !== 'running') {
+        if (st !== undefined && st.state !== 'exited') {
+          changes.containersToKill.push({ id: st.id, name: c.name, message: 'Init container is in unknown state, it will be restarted' });
+        }
+        if (!pod.metadata?.deletionTimestamp) changes.initContainersToStart.push(i);
+        // A sidecar must be running before the init containers after it start.
+        if (!appStarted) return false;
+        initialized = false;
+      }
+      continue;
+    }
+    if (appStarted) continue;
+    if (st === undefined) {
+      changes.initContainersToStart.push(i);
+      return false;
+    }
+    switch (st.state) {
+      case 'running':
+        return false;
+      case 'exited':
+        if (st.exitCode === 0) continue;
+        if (!shouldRestartOnFailure(pod)) {
+          changes.killPod = true;
+          return false;
+        }
+        changes.initContainersToStart.push(i);
+        return false;
+      default:
+        // created or unknown: kill it and run it again.
+        changes.containersToKill.push({ id: st.id, name: c.name, message: 'Init container is in unknown state, it will be restarted' });
+        changes.initContainersToStart.push(i);
+        return false;
+    }
+  }
+  return initialized || appStarted;
+}
+
+export function computePodActions(pod: V1Pod, status: RuntimePodStatus): PodActions {
+  const sb = podSandboxChanged(pod, status);
+  const changes: PodActions = {
+    killPod: sb.changed,
+    createSandbox: sb.changed,
+    sandboxId: sb.sandboxId,
+    attempt: sb.attempt,
+    initContainersToStart: [],
+    containersToStart: [],
+    containersToKill: [],
+  };
+  const containers = pod.spec?.containers ?? [];
+  const inits = pod.spec?.initContainers ?? [];
+
+  if (sb.changed) {
+    if (pod.metadata?.deletionTimestamp) {
+      changes.createSandbox = false;
+      return changes;
+    }
+    // A Never pod whose sandbox died after its containers ran is finished:
+    // it is not started again in a new sandbox.
+    if (!shouldRestartOnFailure(pod) && sb.attempt !== 0 && status.containers.length !== 0) {
+      changes.createSandbox = false;
+      return changes;
+    }
+    const toStart: number[] = [];
+    containers.forEach((c, idx) => {
+      if (restartPolicy(pod) === 'OnFailure' && succeeded(findContainerStatus(status, c.name))) return;
+      toStart.push(idx);
+    });
+    if (toStart.length === 0 && inits.length === 0) {
+      changes.createSandbox = false;
+      return changes;
+    }
+    if (inits.length > 0) {
+      changes.initContainersToStart = [0];
+      return changes;
+    }
+    changes.containersToStart = toStart;
+    return changes;
+  }
+
+  const initialized = computeInitContainerActions(pod, status, changes);
+  if (changes.killPod || !initialized) return changes;
+
+  let keepCount = 0;
+  containers.forEach((c, idx) => {
+    const st = findContainerStatus(status, c.name);
+    if (st === undefined || st.state !== 'running') {
+      if (shouldContainerBeRestarted(pod, st)) {
+        changes.containersToStart.push(idx);
+        if (st !== undefined && st.state === 'unknown') {
+          changes.containersToKill.push({ id: st.id, name: c.name, message: 'Container is in unknown state, try killing it before restart' });
+        }
+      }
+      return;
+    }
+    if (st.hash !== containerHash(c)) {
+      changes.containersToStart.push(idx);
+      changes.containersToKill.push({ id: st.id, name: c.name, message: `Container ${c.name} definition changed, will be restarted` });
+      return;
+    }
+    if (pod.metadata?.deletionTimestamp) {
+      changes.containersToKill.push({ id: st.id, name: c.name, message: 'Pod is being deleted' });
+      return;
+    }
+    keepCount++;
+  });
+  if (keepCount === 0 && changes.containersToStart.length === 0) {
+    changes.killPod = true;
+  }
+  return changes;
+}
+
+/** True when the plan changes nothing. */
+export function isNoop(a: PodActions): boolean {
+  return (
+    !a.killPod &&
+    !a.createSandbox &&
+    a.initContainersToStart.length === 0 &&
+    a.containersToStart.length === 0 &&
+    a.containersToKill.length === 0
+  );
+}

@@ -1,0 +1,258 @@
+/**
+ * CRI configs from a pod spec: generatePodSandboxConfig and
+ * generateContainerConfig, as the kubelet builds them
+ * (kuberuntime_sandbox.go, kuberuntime_container.go).
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import type { V1Container, V1Pod, V1SeccompProfile } from '@kubernetes/client-node';
+import {
+  MountPropagation,
+  NamespaceMode,
+  Protocol,
+  SecurityProfile_ProfileType,
+  type ContainerConfig,
+  type DeepPartial,
+  type Mount,
+  type PodSandboxConfig,
+  type PortMapping,
+  type SecurityProfile,
+} from '../cri/gen/api.js';
+import path from 'node:path';
+import { ContainerConfigError, expandCommand, makeEnvironment, type EnvContext } from './env.js';
+import { containerHash } from './hash.js';
+import { containerAnnotations, containerLabels, podSandboxAnnotations, podSandboxLabels, type ContainerType } from './labels.js';
+import { linuxContainerResources } from './resources.js';
+
+/** The kubelet's defaults for /proc and /sys paths hidden from unprivileged containers. */
+export const DEFAULT_MASKED_PATHS = [
+  '/proc/asound',
+  '/proc/acpi',
+  '/proc/kcore',
+  '/proc/keys',
+  '/proc/latency_stats',
+  '/proc/timer_list',
+  '/proc/timer_stats',
+  '/proc/sched_debug',
+  '/proc/scsi',
+  '/sys/firmware',
+  '/sys/devices/virtual/powercap',
+];
+export const DEFAULT_READONLY_PATHS = ['/proc/bus', '/proc/fs', '/proc/irq', '/proc/sys', '/proc/sysrq-trigger'];
+
+export interface ResolvConf {
+  servers: string[];
+  searches: string[];
+  options: string[];
+}
+
+/** Parse a resolv.conf (nameserver, search/domain, options lines). */
+export function parseResolvConf(text: string): ResolvConf {
+  const out: ResolvConf = { servers: [], searches: [], options: [] };
+  for (const raw of text.split('\n')) {
+    const line = raw.replace(/[#;].*$/, '').trim();
+    const [key, ...rest] = line.split(/\s+/);
+    if (key === 'nameserver' && rest[0]) out.servers.push(rest[0]);
+    else if (key === 'search' || key === 'domain') out.searches = rest;
+    else if (key === 'options') out.options.push(...rest);
+  }
+  return out;
+}
+
+export function hostResolvConf(file = '/etc/resolv.conf'): ResolvConf {
+  try {
+    return parseResolvConf(fs.readFileSync(file, 'utf8'));
+  } catch {
+    return { servers: [], searches: [], options: [] };
+  }
+}
+
+/**
+ * DNS config for a sandbox. klet has no cluster DNS: ClusterFirst falls back
+ * to the host's resolv.conf, as the kubelet does when --cluster-dns is unset.
+ */
+export function dnsConfigFor(pod: V1Pod, host: ResolvConf): ResolvConf {
+  const policy = pod.spec?.dnsPolicy ?? 'ClusterFirst';
+  let cfg: ResolvConf = { servers: [], searches: [], options: [] };
+  if (policy !== 'None') cfg = { servers: [...host.servers], searches: [...host.searches], options: [...host.options] };
+  const extra = pod.spec?.dnsConfig;
+  if (extra) {
+    cfg.servers.push(...(extra.nameservers ?? []));
+    cfg.searches.push(...(extra.searches ?? []));
+    for (const o of extra.options ?? []) {
+      const opt = o.value === undefined ? o.name ?? '' : `${o.name}:${o.value}`;
+      cfg.options = cfg.options.filter((x) => x.split(':')[0] !== o.name);
+      cfg.options.push(opt);
+    }
+  }
+  cfg.searches = [...new Set(cfg.searches)].slice(0, 32);
+  cfg.servers = cfg.servers.slice(0, 3);
+  return cfg;
+}
+
+function protocol(p: string | undefined): Protocol {
+  if (p === 'UDP') return Protocol.UDP;
+  if (p === 'SCTP') return Protocol.SCTP;
+  return Protocol.TCP;
+}
+
+function namespaceOptions(pod: V1Pod): { network: NamespaceMode; pid: NamespaceMode; ipc: NamespaceMode } {
+  const s = pod.spec;
+  return {
+    network: s?.hostNetwork ? NamespaceMode.NODE : NamespaceMode.POD,
+    pid: s?.hostPID ? NamespaceMode.NODE : s?.shareProcessNamespace ? NamespaceMode.POD : NamespaceMode.CONTAINER,
+    ipc: s?.hostIPC ? NamespaceMode.NODE : NamespaceMode.POD,
+  };
+}
+
+function seccomp(p: V1SeccompProfile | undefined): SecurityProfile | undefined {
+  if (!p) return { profileType: SecurityProfile_ProfileType.Unconfined, localhostRef: '' };
+  if (p.type === 'RuntimeDefault') return { profileType: SecurityProfile_ProfileType.RuntimeDefault, localhostRef: '' };
+  if (p.type === 'Localhost') {
+    return { profileType: SecurityProfile_ProfileType.Localhost, localhostRef: p.localhostProfile ?? '' };
+  }
+  return { profileType: SecurityProfile_ProfileType.Unconfined, localhostRef: '' };
+}
+
+function allContainers(pod: V1Pod): V1Container[] {
+  return [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];
+}
+
+export function podHostname(pod: V1Pod, nodeName: string): string {
+  if (pod.spec?.hostNetwork) return os.hostname();
+  const name = pod.spec?.hostname ?? pod.metadata?.name ?? nodeName;
+  // A hostname is at most 63 characters; the kubelet truncates and trims trailing '-' and '.'.
+  return name.slice(0, 63).replace(/[-.]+$/, '');
+}
+
+export function generatePodSandboxConfig(
+  pod: V1Pod,
+  opts: { attempt: number; nodeName: string; logDirectory: string; resolvConf: ResolvConf },
+): DeepPartial<PodSandboxConfig> {
+  const md = pod.metadata ?? {};
+  const psc = pod.spec?.securityContext;
+  const portMappings: DeepPartial<PortMapping>[] = [];
+  for (const c of allContainers(pod)) {
+    for (const p of c.ports ?? []) {
+      if (!p.hostPort) continue;
+      portMappings.push({ protocol: protocol(p.protocol), containerPort: p.containerPort, hostPort: p.hostPort, hostIp: p.hostIP ?? '' });
+    }
+  }
+  const dns = dnsConfigFor(pod, opts.resolvConf);
+  return {
+    metadata: { name: md.name ?? '', namespace: md.namespace ?? 'default', uid: md.uid ?? '', attempt: opts.attempt },
+    hostname: podHostname(pod, opts.nodeName),
+    logDirectory: opts.logDirectory,
+    dnsConfig: pod.spec?.hostNetwork && pod.spec?.dnsPolicy !== 'ClusterFirstWithHostNet' && pod.spec?.dnsPolicy !== 'None' ? undefined : dns,
+    portMappings,
+    labels: podSandboxLabels(pod),
+    annotations: podSandboxAnnotations(pod),
+    linux: {
+      cgroupParent: '',
+      sysctls: Object.fromEntries((psc?.sysctls ?? []).map((s) => [s.name, s.value])),
+      securityContext: {
+        namespaceOptions: namespaceOptions(pod),
+        runAsUser: psc?.runAsUser !== undefined ? { value: BigInt(psc.runAsUser) } : undefined,
+        runAsGroup: psc?.runAsGroup !== undefined ? { value: BigInt(psc.runAsGroup) } : undefined,
+        supplementalGroups: [...(psc?.supplementalGroups ?? []), ...(psc?.fsGroup !== undefined ? [psc.fsGroup] : [])].map(BigInt),
+        privileged: allContainers(pod).some((c) => c.securityContext?.privileged === true),
+        seccomp: seccomp(psc?.seccompProfile),
+      },
+    },
+  };
+}
+
+export interface ContainerConfigContext {
+  env: EnvContext;
+  /** Volume name → host path, from setupVolumes. */
+  volumes: Map<string, string>;
+  /** The image ID (sha256:...) the container runs. */
+  imageRef: string;
+  restartCount: number;
+  type: ContainerType;
+  /** Host path of the pod's managed /etc/hosts, or null (host network). */
+  etcHostsPath: string | null;
+  /** Host path of this instance's termination-message file, or null. */
+  terminationMessagePath: string | null;
+  memoryCapacity: number;
+}
+
+function propagation(p: string | undefined): MountPropagation {
+  if (p === 'HostToContainer') return MountPropagation.PROPAGATION_HOST_TO_CONTAINER;
+  if (p === 'Bidirectional') return MountPropagation.PROPAGATION_BIDIRECTIONAL;
+  return MountPropagation.PROPAGATION_PRIVATE;
+}
+
+function makeMounts(c: V1Container, ctx: ContainerConfigContext): DeepPartial<Mount>[] {
+  const mounts: DeepPartial<Mount>[] = [];
+  const envMap = new Map(makeEnvPairs(ctx, c).map((e) => [e.key, e.value]));
+  for (const vm of c.volumeMounts ?? []) {
+    const hostPath = ctx.volumes.get(vm.name);
+    if (hostPath === undefined) throw new ContainerConfigError(`unable to find volume "${vm.name}" for container "${c.name}"`);
+    let src = hostPath;
+    const sub = vm.subPathExpr ? vm.subPathExpr.replace(/\$\(([^)]+)\)/g, (_m, n: string) => envMap.get(n) ?? '') : vm.subPath;
+    if (sub) {
+      src = path.resolve(hostPath, sub);
+      if (src !== hostPath && !src.startsWith(hostPath + path.sep)) {
+        throw new ContainerConfigError(`subPath "${sub}" of volume "${vm.name}" escapes the volume`);
+      }
+      if (!fs.existsSync(src)) fs.mkdirSync(src, { recursive: true, mode: 0o755 });
+    }
+    mounts.push({ containerPath: vm.mountPath, hostPath: src, readonly: vm.readOnly === true, propagation: propagation(vm.mountPropagation) });
+  }
+  const mounted = new Set(mounts.map((m) => m.containerPath));
+  if (ctx.etcHostsPath !== null && !mounted.has('/etc/hosts')) {
+    mounts.push({ containerPath: '/etc/hosts', hostPath: ctx.etcHostsPath, readonly: false, propagation: MountPropagation.PROPAGATION_PRIVATE });
+  }
+  const tmp = c.terminationMessagePath ?? '/dev/termination-log';
+  if (ctx.terminationMessagePath !== null && tmp !== '' && !mounted.has(tmp)) {
+    mounts.push({ containerPath: tmp, hostPath: ctx.terminationMessagePath, readonly: false, propagation: MountPropagation.PROPAGATION_PRIVATE });
+  }
+  return mounts;
+}
+
+function makeEnvPairs(ctx: ContainerConfigContext, c: V1Container): { key: string; value: string }[] {
+  return makeEnvironment(c, ctx.env);
+}
+
+export function generateContainerConfig(pod: V1Pod, c: V1Container, ctx: ContainerConfigContext): DeepPartial<ContainerConfig> {
+  const envs = makeEnvPairs(ctx, c);
+  const { command, args } = expandCommand(c, envs);
+  const sc = c.securityContext;
+  const psc = pod.spec?.securityContext;
+  const privileged = sc?.privileged === true;
+  const runAsUser = sc?.runAsUser ?? psc?.runAsUser;
+  const runAsGroup = sc?.runAsGroup ?? psc?.runAsGroup;
+  const unmasked = sc?.procMount === 'Unmasked';
+  return {
+    metadata: { name: c.name, attempt: ctx.restartCount },
+    image: { image: ctx.imageRef, userSpecifiedImage: c.image ?? '' },
+    command,
+    args,
+    workingDir: c.workingDir ?? '',
+    envs,
+    mounts: makeMounts(c, ctx),
+    labels: containerLabels(pod, c),
+    annotations: containerAnnotations(pod, c, { hash: containerHash(c), restartCount: ctx.restartCount, type: ctx.type }),
+    logPath: `${c.name}/${ctx.restartCount}.log`,
+    stdin: c.stdin === true,
+    stdinOnce: c.stdinOnce === true,
+    tty: c.tty === true,
+    linux: {
+      resources: linuxContainerResources(pod, c, ctx.memoryCapacity),
+      securityContext: {
+        capabilities: { addCapabilities: sc?.capabilities?.add ?? [], dropCapabilities: sc?.capabilities?.drop ?? [] },
+        privileged,
+        namespaceOptions: namespaceOptions(pod),
+        runAsUser: runAsUser !== undefined ? { value: BigInt(runAsUser) } : undefined,
+        runAsGroup: runAsGroup !== undefined ? { value: BigInt(runAsGroup) } : undefined,
+        readonlyRootfs: sc?.readOnlyRootFilesystem === true,
+        supplementalGroups: [...(psc?.supplementalGroups ?? []), ...(psc?.fsGroup !== undefined ? [psc.fsGroup] : [])].map(BigInt),
+        noNewPrivs: sc?.allowPrivilegeEscalation === false,
+        maskedPaths: privileged || unmasked ? [] : DEFAULT_MASKED_PATHS,
+        readonlyPaths: privileged || unmasked ? [] : DEFAULT_READONLY_PATHS,
+        seccomp: seccomp(sc?.seccompProfile ?? psc?.seccompProfile),
+      },
+    },
+  };
+}

@@ -1,0 +1,212 @@
+/**
+ * Pod-level operations the commands share: sync a pod until it reaches a
+ * goal (run-pod, runonce), compute the API status of known pods (status),
+ * and delete pods (delete, run-pod --rm, runonce --cleanup).
+ */
+import fsp from 'node:fs/promises';
+import type { V1Pod } from '@kubernetes/client-node';
+import type { CriClient } from '../cri/client.js';
+import { errorMessage } from '../errors.js';
+import { hostIPs } from '../node/addresses.js';
+import { generatePodStatus, type PodPhase } from '../status/pod-status.js';
+import { restartPolicy } from './actions.js';
+import {
+  listPodRecords,
+  podLogDir,
+  readPodRecord,
+  readSyncState,
+  removePodDir,
+  writePodRecord,
+  type PodRecord,
+} from './poddir.js';
+import { getRuntimePodStatus, listRuntimePods, type RuntimePodStatus } from './runtime-status.js';
+import { killPod, syncPod, type SyncContext } from './sync-pod.js';
+
+export type WaitGoal = 'running' | 'ready' | 'completed' | 'none';
+
+/** Waiting reasons that no amount of retrying fixes without a change of spec or node. */
+const PERMANENT_REASONS = new Set(['ErrImageNeverPull', 'InvalidImageName', 'CreateContainerConfigError']);
+
+export interface PodOutcome {
+  pod: V1Pod;
+  /** Did the pod reach the goal? */
+  ok: boolean;
+  /** Why not, in one line. */
+  problem?: string;
+  /** First non-zero exit code of a container, for --rm and --exit-code-from. */
+  exitCode: number | null;
+  startedAt: number;
+  finishedAt: number;
+}
+
+let runtimeNameCache: string | undefined;
+export async function runtimeName(cri: CriClient): Promise<string> {
+  runtimeNameCache ??= (await cri.version({})).runtimeName || 'cri';
+  return runtimeNameCache;
+}
+
+/** The pod with its status as the kubelet would report it. */
+export async function podWithStatus(ctx: SyncContext, rec: PodRecord, runtime?: RuntimePodStatus): Promise<V1Pod> {
+  const md = rec.pod.metadata ?? {};
+  const rt =
+    runtime ??
+    (await getRuntimePodStatus(ctx.cri, { uid: md.uid ?? '', name: md.name ?? '', namespace: md.namespace ?? 'default' }, { signal: ctx.signal }));
+  const status = generatePodStatus({
+    pod: rec.pod,
+    runtime: rt,
+    syncState: await readSyncState(ctx.rootDir, md.uid ?? ''),
+    runtimeName: await runtimeName(ctx.cri),
+    hostIPs: hostIPs(),
+    startTime: new Date(rec.firstSeen),
+  });
+  return { ...rec.pod, apiVersion: 'v1', kind: 'Pod', status };
+}
+
+function goalReached(pod: V1Pod, goal: WaitGoal): boolean {
+  const st = pod.status;
+  const phase = st?.phase as PodPhase | undefined;
+  switch (goal) {
+    case 'none':
+      return true;
+    case 'completed':
+      return phase === 'Succeeded' || phase === 'Failed';
+    case 'ready':
+      return st?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+    case 'running':
+      return phase === 'Running' && (st?.containerStatuses ?? []).every((c) => c.state?.running !== undefined);
+  }
+}
+
+/** A reason to stop waiting before the goal: the pod ended, or cannot get there. */
+function blocker(pod: V1Pod, goal: WaitGoal): string | null {
+  const st = pod.status;
+  const phase = st?.phase;
+  if ((phase === 'Failed' || phase === 'Succeeded') && goal !== 'completed') return `pod ${phase === 'Failed' ? 'failed' : 'completed'}`;
+  for (const cs of [...(st?.initContainerStatuses ?? []), ...(st?.containerStatuses ?? [])]) {
+    const w = cs.state?.waiting;
+    if (w?.reason && PERMANENT_REASONS.has(w.reason)) return `container ${cs.name}: ${w.reason}: ${w.message ?? ''}`.trim();
+    // For pods meant to keep running, a crash loop is a failure to start.
+    if (w?.reason === 'CrashLoopBackOff' && goal !== 'completed') return `container ${cs.name}: CrashLoopBackOff: ${w.message ?? ''}`.trim();
+  }
+  return null;
+}
+
+/** First failing exit code among the pod's containers (init first), or null. */
+export function firstFailedExitCode(pod: V1Pod): number | null {
+  for (const cs of [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])]) {
+    const t = cs.state?.terminated ?? cs.lastState?.terminated;
+    if (t && t.exitCode !== 0) return t.exitCode;
+  }
+  return null;
+}
+
+/** Record the pod under the root dir (first time only keeps firstSeen). */
+export async function admitPod(ctx: SyncContext, pod: V1Pod, source: string): Promise<PodRecord> {
+  const uid = pod.metadata?.uid ?? '';
+  const prev = await readPodRecord(ctx.rootDir, uid);
+  const rec: PodRecord = { pod, source, firstSeen: prev?.firstSeen ?? new Date().toISOString() };
+  await writePodRecord(ctx.rootDir, rec);
+  return rec;
+}
+
+/**
+ * Sync a pod again and again until it reaches the goal, cannot, or the
+ * deadline passes. Between syncs it polls the runtime (run-pod and runonce
+ * have no PLEG of their own).
+ */
+export async function syncUntil(
+  ctx: SyncContext,
+  rec: PodRecord,
+  goal: WaitGoal,
+  opts: { timeoutMs: number; pollMs?: number; onStatus?: (pod: V1Pod) => void },
+): Promise<PodOutcome> {
+  const startedAt = Date.now();
+  const deadline = startedAt + opts.timeoutMs;
+  const poll = opts.pollMs ?? 200;
+  let current: V1Pod;
+  for (;;) {
+    ctx.signal?.throwIfAborted();
+    await syncPod(ctx, rec.pod);
+    current = await podWithStatus(ctx, rec);
+    opts.onStatus?.(current);
+    if (goalReached(current, goal)) {
+      const ok = goal !== 'completed' || current.status?.phase === 'Succeeded';
+      return {
+        pod: current,
+        ok,
+        problem: ok ? undefined : `pod failed (exit code ${firstFailedExitCode(current) ?? 'unknown'})`,
+        exitCode: firstFailedExitCode(current),
+        startedAt,
+        finishedAt: Date.now(),
+      };
+    }
+    const why = blocker(current, goal);
+    if (why !== null) {
+      return { pod: current, ok: false, problem: why, exitCode: firstFailedExitCode(current), startedAt, finishedAt: Date.now() };
+    }
+    if (Date.now() >= deadline) {
+      return {
+        pod: current,
+        ok: false,
+        problem: `timed out after ${Math.round(opts.timeoutMs / 1000)}s waiting for the pod to be ${goal} (phase ${current.status?.phase})`,
+        exitCode: firstFailedExitCode(current),
+        startedAt,
+        finishedAt: Date.now(),
+      };
+    }
+    await new Promise((r) => setTimeout(r, poll));
+  }
+}
+
+/** The goal runonce waits for: by restart policy. */
+export function goalFor(pod: V1Pod, waitReady: boolean): WaitGoal {
+  if (restartPolicy(pod) === 'Always') return waitReady ? 'ready' : 'running';
+  return 'completed';
+}
+
+/** Every pod klet knows (records under the root dir), with status. Pods only the runtime knows are included bare. */
+export async function listPodsWithStatus(ctx: SyncContext): Promise<V1Pod[]> {
+  const recs = await listPodRecords(ctx.rootDir);
+  const pods = await Promise.all(recs.map((r) => podWithStatus(ctx, r)));
+  const known = new Set(recs.map((r) => r.pod.metadata?.uid));
+  for (const rp of await listRuntimePods(ctx.cri, { signal: ctx.signal })) {
+    if (known.has(rp.uid)) continue;
+    // A pod CRI runs with kubelet labels but klet has no record of (another
+    // kubelet's, or a record lost): show it without a spec.
+    pods.push({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: rp.name, namespace: rp.namespace, uid: rp.uid },
+      status: { phase: 'Unknown', reason: 'NoRecord', message: 'the runtime runs this pod but klet has no record of it' },
+    });
+  }
+  return pods.sort((a, b) =>
+    `${a.metadata?.namespace}/${a.metadata?.name}`.localeCompare(`${b.metadata?.namespace}/${b.metadata?.name}`),
+  );
+}
+
+/**
+ * Delete a pod: stop its containers gracefully (SIGTERM, then SIGKILL after
+ * the grace period), stop and remove its sandboxes and containers, then
+ * remove its pod dir and log dir.
+ */
+export async function deletePod(
+  ctx: SyncContext,
+  pod: { uid: string; name: string; namespace: string; spec?: V1Pod },
+  opts: { gracePeriodSeconds?: number } = {},
+): Promise<void> {
+  const podObj: V1Pod = pod.spec ?? { metadata: { uid: pod.uid, name: pod.name, namespace: pod.namespace } };
+  const status = await getRuntimePodStatus(ctx.cri, pod, { signal: ctx.signal });
+  const grace = opts.gracePeriodSeconds ?? podObj.spec?.terminationGracePeriodSeconds ?? 30;
+  await killPod(ctx, podObj, status, { gracePeriodSeconds: grace });
+  for (const c of status.containers) await ctx.cri.removeContainer({ containerId: c.id }, { signal: ctx.signal });
+  for (const sb of status.sandboxes) {
+    await ctx.cri.stopPodSandbox({ podSandboxId: sb.id }, { signal: ctx.signal });
+    await ctx.cri.removePodSandbox({ podSandboxId: sb.id }, { signal: ctx.signal });
+  }
+  await removePodDir(ctx.rootDir, pod.uid);
+  const logDir = podLogDir({ metadata: { uid: pod.uid, name: pod.name, namespace: pod.namespace } }, ctx.logRoot);
+  await fsp.rm(logDir, { recursive: true, force: true }).catch((err) => {
+    throw new Error(`cannot remove ${logDir}: ${errorMessage(err)}`);
+  });
+}

@@ -1,0 +1,102 @@
+/**
+ * Resources → Linux resources and QoS class, as the kubelet computes them
+ * (pkg/kubelet/kuberuntime/kuberuntime_container_linux.go, pkg/apis/core/v1/helper/qos).
+ */
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import { parseQuantity } from '../pod/quantity.js';
+
+export const MIN_SHARES = 2;
+export const MAX_SHARES = 262144;
+export const SHARES_PER_CPU = 1024;
+export const QUOTA_PERIOD = 100_000;
+export const MIN_QUOTA_PERIOD = 1000;
+
+export type QOSClass = 'Guaranteed' | 'Burstable' | 'BestEffort';
+
+function milli(q: string | number | undefined): number | undefined {
+  if (q === undefined) return undefined;
+  return parseQuantity(String(q)).milliValue();
+}
+function bytes(q: string | number | undefined): number | undefined {
+  if (q === undefined) return undefined;
+  return parseQuantity(String(q)).value();
+}
+
+/** milliCPU → cgroup v1 cpu.shares. */
+export function milliCPUToShares(milliCPU: number): number {
+  if (milliCPU === 0) return MIN_SHARES;
+  const shares = Math.floor((milliCPU * SHARES_PER_CPU) / 1000);
+  return Math.min(MAX_SHARES, Math.max(MIN_SHARES, shares));
+}
+
+/** milliCPU limit → CFS quota for the given period. */
+export function milliCPUToQuota(milliCPU: number, period: number): number {
+  if (milliCPU === 0) return 0;
+  const quota = Math.floor((milliCPU * period) / 1000);
+  return Math.max(MIN_QUOTA_PERIOD, quota);
+}
+
+export function qosClass(pod: V1Pod): QOSClass {
+  const all = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];
+  let anySet = false;
+  let guaranteed = true;
+  for (const c of all) {
+    const req = c.resources?.requests ?? {};
+    const lim = c.resources?.limits ?? {};
+    for (const r of ['cpu', 'memory']) {
+      const rq = req[r];
+      const lm = lim[r];
+      if ((rq !== undefined && !parseQuantity(String(rq)).isZero) || (lm !== undefined && !parseQuantity(String(lm)).isZero)) {
+        anySet = true;
+      }
+      if (lm === undefined) {
+        guaranteed = false;
+        continue;
+      }
+      // Requests default to limits; a request that differs makes it Burstable.
+      if (rq !== undefined && parseQuantity(String(rq)).cmp(parseQuantity(String(lm))) !== 0) guaranteed = false;
+    }
+  }
+  if (!anySet) return 'BestEffort';
+  return guaranteed ? 'Guaranteed' : 'Burstable';
+}
+
+/** The kubelet's GetContainerOOMScoreAdjust (runtime clamps it where the host forbids). */
+export function oomScoreAdj(pod: V1Pod, container: V1Container, memoryCapacity: number): number {
+  const qos = qosClass(pod);
+  if (qos === 'Guaranteed') return -997;
+  if (qos === 'BestEffort') return 1000;
+  const req = bytes(container.resources?.requests?.memory ?? container.resources?.limits?.memory) ?? 0;
+  let adj = 1000 - Math.floor((1000 * req) / Math.max(memoryCapacity, 1));
+  if (adj < 3) adj = 3;
+  if (adj >= 1000) adj = 999;
+  return adj;
+}
+
+export interface LinuxResources {
+  cpuShares: bigint;
+  cpuQuota: bigint;
+  cpuPeriod: bigint;
+  memoryLimitInBytes: bigint;
+  oomScoreAdj: bigint;
+}
+
+export function linuxContainerResources(pod: V1Pod, container: V1Container, memoryCapacity: number): LinuxResources {
+  const cpuReq = milli(container.resources?.requests?.cpu);
+  const cpuLim = milli(container.resources?.limits?.cpu);
+  const memLim = bytes(container.resources?.limits?.memory);
+  // A request defaults to the limit when only the limit is set.
+  const sharesFrom = cpuReq ?? cpuLim ?? 0;
+  const res: LinuxResources = {
+    cpuShares: BigInt(milliCPUToShares(sharesFrom)),
+    cpuQuota: 0n,
+    cpuPeriod: 0n,
+    memoryLimitInBytes: BigInt(memLim ?? 0),
+    oomScoreAdj: BigInt(oomScoreAdj(pod, container, memoryCapacity)),
+  };
+  if (cpuLim !== undefined && cpuLim > 0) {
+    res.cpuPeriod = BigInt(QUOTA_PERIOD);
+    res.cpuQuota = BigInt(milliCPUToQuota(cpuLim, QUOTA_PERIOD));
+  }
+  return res;
+}

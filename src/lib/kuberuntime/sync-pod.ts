@@ -1,0 +1,275 @@
+/**
+ * syncPod: carry out computePodActions' plan against CRI (the kubelet's
+ * kubeGenericRuntimeManager.SyncPod), and killPod. Per-container failures
+ * (image, config, start) do not throw: they are recorded with the kubelet's
+ * waiting reasons in the pod's sync state, which status generation reads.
+ */
+import fsp from 'node:fs/promises';
+import os from 'node:os';
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import type { CriClient } from '../cri/client.js';
+import type { DeepPartial, PodSandboxConfig } from '../cri/gen/api.js';
+import { errorMessage } from '../errors.js';
+import { log } from '../log.js';
+import { computePodActions, isRestartableInit, type PodActions } from './actions.js';
+import { generateContainerConfig, generatePodSandboxConfig, hostResolvConf, type ResolvConf } from './config.js';
+import { ContainerConfigError, type LocalObjects } from './env.js';
+import { ensureImageExists, ImageError } from './image.js';
+import {
+  newTerminationMessageFile,
+  podLogDir,
+  readSyncState,
+  setupVolumes,
+  writeEtcHosts,
+  writeSyncState,
+  type ContainerSyncState,
+  type PodSyncState,
+} from './poddir.js';
+import { findContainerStatus, getRuntimePodStatus, type RuntimePodStatus } from './runtime-status.js';
+import { hostIPs } from '../node/addresses.js';
+
+/** Crash-loop back-off: the kubelet's defaults. */
+export const DEFAULT_BACKOFF = { initialMs: 10_000, maxMs: 300_000, resetAfterMs: 600_000 };
+
+export type SyncEvent =
+  | { type: 'SandboxCreated'; pod: string; sandboxId: string; ip: string }
+  | { type: 'SandboxStopped'; pod: string; sandboxId: string }
+  | { type: 'ImagePulled' | 'ImagePresent'; pod: string; container: string; image: string }
+  | { type: 'ContainerStarted'; pod: string; container: string; containerId: string; init: boolean }
+  | { type: 'ContainerKilled'; pod: string; container: string; containerId: string; message: string }
+  | { type: 'ContainerFailed'; pod: string; container: string; reason: string; message: string };
+
+export interface SyncContext {
+  cri: CriClient;
+  rootDir: string;
+  nodeName: string;
+  objects: LocalObjects;
+  /** Root of the pod log dirs (default /var/log/pods). */
+  logRoot?: string;
+  signal?: AbortSignal;
+  backoff?: { initialMs: number; maxMs: number; resetAfterMs: number };
+  onEvent?: (e: SyncEvent) => void;
+  now?: () => number;
+  /** Host resolv.conf (read once per process by default). */
+  resolvConf?: ResolvConf;
+}
+
+export interface SyncPodResult {
+  actions: PodActions;
+  status: RuntimePodStatus;
+  /** Per container: the failure of this sync, if any. */
+  failures: { container: string; reason: string; message: string }[];
+}
+
+function podKey(pod: V1Pod): string {
+  const md = pod.metadata ?? {};
+  return `${md.namespace ?? 'default'}/${md.name ?? ''}`;
+}
+
+let cachedResolv: ResolvConf | undefined;
+function resolvConf(ctx: SyncContext): ResolvConf {
+  if (ctx.resolvConf) return ctx.resolvConf;
+  cachedResolv ??= hostResolvConf();
+  return cachedResolv;
+}
+
+function gracePeriod(pod: V1Pod, override?: number): number {
+  if (override !== undefined) return override;
+  return pod.metadata?.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
+}
+
+/** Stop every running container of the pod (gracefully, in parallel), then its sandboxes. */
+export async function killPod(
+  ctx: SyncContext,
+  pod: V1Pod,
+  status: RuntimePodStatus,
+  opts: { gracePeriodSeconds?: number } = {},
+): Promise<void> {
+  const grace = gracePeriod(pod, opts.gracePeriodSeconds);
+  const running = status.containers.filter((c) => c.state === 'running' || c.state === 'created' || c.state === 'unknown');
+  await Promise.all(
+    running.map(async (c) => {
+      await ctx.cri.stopContainer({ containerId: c.id, timeout: BigInt(grace) }, { signal: ctx.signal, timeoutMs: (grace + 120) * 1000 });
+      ctx.onEvent?.({ type: 'ContainerKilled', pod: podKey(pod), container: c.name, containerId: c.id, message: 'Stopping container' });
+    }),
+  );
+  for (const sb of status.sandboxes) {
+    if (!sb.ready) continue;
+    await ctx.cri.stopPodSandbox({ podSandboxId: sb.id }, { signal: ctx.signal });
+    ctx.onEvent?.({ type: 'SandboxStopped', pod: podKey(pod), sandboxId: sb.id });
+  }
+}
+
+interface StartContext {
+  pod: V1Pod;
+  sandboxId: string;
+  sandboxConfig: DeepPartial<PodSandboxConfig>;
+  podIPs: string[];
+  volumes: Map<string, string> | null;
+  state: PodSyncState;
+  etcHosts: string | null;
+}
+
+/** Is the container's next start held back by crash-loop back-off? Updates the back-off when not. */
+function checkBackoff(ctx: SyncContext, pod: V1Pod, c: V1Container, status: RuntimePodStatus, state: ContainerSyncState): string | null {
+  const prev = findContainerStatus(status, c.name);
+  if (prev === undefined || prev.state !== 'exited') return null;
+  const cfg = ctx.backoff ?? DEFAULT_BACKOFF;
+  const now = ctx.now?.() ?? Date.now();
+  // A container that ran cleanly long enough earns a fresh back-off.
+  if (prev.finishedAt - prev.startedAt >= cfg.resetAfterMs) {
+    delete state.backoffMs;
+    delete state.backoffUntil;
+  }
+  if (state.backoffUntil !== undefined && now < state.backoffUntil && state.backoffMs !== undefined) {
+    const md = pod.metadata ?? {};
+    return `back-off ${Math.round(state.backoffMs / 1000)}s restarting failed container=${c.name} pod=${md.name}_${md.namespace}(${md.uid})`;
+  }
+  const next = state.backoffMs === undefined ? cfg.initialMs : Math.min(state.backoffMs * 2, cfg.maxMs);
+  state.backoffMs = next;
+  state.backoffUntil = prev.finishedAt + next;
+  return null;
+}
+
+async function startContainer(
+  ctx: SyncContext,
+  sc: StartContext,
+  c: V1Container,
+  status: RuntimePodStatus,
+  init: boolean,
+): Promise<{ reason: string; message: string } | null> {
+  const pod = sc.pod;
+  const cstate: ContainerSyncState = sc.state.containers[c.name] ?? {};
+  sc.state.containers[c.name] = cstate;
+  const fail = (reason: string, message: string) => {
+    cstate.reason = reason;
+    cstate.message = message;
+    ctx.onEvent?.({ type: 'ContainerFailed', pod: podKey(pod), container: c.name, reason, message });
+    return { reason, message };
+  };
+
+  const backoffMsg = checkBackoff(ctx, pod, c, status, cstate);
+  if (backoffMsg !== null) return fail('CrashLoopBackOff', backoffMsg);
+
+  let imageRef: string;
+  try {
+    const img = await ensureImageExists(ctx.cri, c, { signal: ctx.signal });
+    imageRef = img.imageRef;
+    ctx.onEvent?.({ type: img.pulled ? 'ImagePulled' : 'ImagePresent', pod: podKey(pod), container: c.name, image: c.image ?? '' });
+  } catch (err) {
+    if (err instanceof ImageError) return fail(err.reason, err.message);
+    throw err;
+  }
+
+  const prev = findContainerStatus(status, c.name);
+  const restartCount = prev === undefined ? 0 : prev.restartCount + 1;
+  const uid = pod.metadata?.uid ?? '';
+  let containerId: string;
+  try {
+    sc.volumes ??= await setupVolumes(ctx.rootDir, pod, ctx.objects);
+    const tmFile = c.terminationMessagePath === '' ? null : await newTerminationMessageFile(ctx.rootDir, uid, c.name);
+    const config = generateContainerConfig(pod, c, {
+      env: {
+        pod,
+        podIPs: sc.podIPs,
+        hostIPs: hostIPs(),
+        nodeName: ctx.nodeName,
+        objects: ctx.objects,
+        nodeAllocatable: { cpuMillis: os.cpus().length * 1000, memoryBytes: os.totalmem(), ephemeralStorageBytes: 0 },
+      },
+      volumes: sc.volumes,
+      imageRef,
+      restartCount,
+      type: init ? 'init' : 'regular',
+      etcHostsPath: sc.etcHosts,
+      terminationMessagePath: tmFile,
+      memoryCapacity: os.totalmem(),
+    });
+    const created = await ctx.cri.createContainer(
+      { podSandboxId: sc.sandboxId, config, sandboxConfig: sc.sandboxConfig },
+      { signal: ctx.signal },
+    );
+    containerId = created.containerId;
+  } catch (err) {
+    if (err instanceof ContainerConfigError) return fail('CreateContainerConfigError', err.message);
+    return fail('CreateContainerError', errorMessage(err));
+  }
+  try {
+    await ctx.cri.startContainer({ containerId }, { signal: ctx.signal });
+  } catch (err) {
+    return fail('RunContainerError', errorMessage(err));
+  }
+  delete cstate.reason;
+  delete cstate.message;
+  ctx.onEvent?.({ type: 'ContainerStarted', pod: podKey(pod), container: c.name, containerId, init });
+  return null;
+}
+
+/**
+ * One sync of one pod: read the runtime's state, plan, execute. Returns the
+ * plan and the runtime state it was computed from (before execution).
+ */
+export async function syncPod(ctx: SyncContext, pod: V1Pod): Promise<SyncPodResult> {
+  const md = pod.metadata ?? {};
+  const uid = md.uid ?? '';
+  const status = await getRuntimePodStatus(ctx.cri, { uid, name: md.name ?? '', namespace: md.namespace ?? 'default' }, { signal: ctx.signal });
+  const actions = computePodActions(pod, status);
+  const failures: SyncPodResult['failures'] = [];
+  const state = await readSyncState(ctx.rootDir, uid);
+
+  if (actions.killPod) {
+    await killPod(ctx, pod, status);
+    if (!actions.createSandbox) return { actions, status, failures };
+  }
+  for (const k of actions.containersToKill) {
+    const grace = gracePeriod(pod);
+    await ctx.cri.stopContainer({ containerId: k.id, timeout: BigInt(grace) }, { signal: ctx.signal, timeoutMs: (grace + 120) * 1000 });
+    ctx.onEvent?.({ type: 'ContainerKilled', pod: podKey(pod), container: k.name, containerId: k.id, message: k.message });
+  }
+
+  let sandboxId = actions.sandboxId;
+  let podIPs: string[];
+  const logDirectory = podLogDir(pod, ctx.logRoot);
+  const sandboxConfig = generatePodSandboxConfig(pod, {
+    attempt: actions.attempt,
+    nodeName: ctx.nodeName,
+    logDirectory,
+    resolvConf: resolvConf(ctx),
+  });
+  if (actions.createSandbox) {
+    await fsp.mkdir(logDirectory, { recursive: true, mode: 0o755 });
+    const res = await ctx.cri.runPodSandbox({ config: sandboxConfig }, { signal: ctx.signal });
+    sandboxId = res.podSandboxId;
+    const st = await ctx.cri.podSandboxStatus({ podSandboxId: sandboxId }, { signal: ctx.signal });
+    const ip = st.status?.network?.ip ?? '';
+    podIPs = [ip, ...(st.status?.network?.additionalIps ?? []).map((p) => p.ip)].filter((x) => x !== '');
+    ctx.onEvent?.({ type: 'SandboxCreated', pod: podKey(pod), sandboxId, ip });
+  } else {
+    const sb = status.sandboxes[0];
+    podIPs = sb ? [sb.ip, ...sb.additionalIps].filter((x) => x !== '') : [];
+  }
+  if (sandboxId === null) return { actions, status, failures };
+  if (pod.spec?.hostNetwork) podIPs = hostIPs();
+
+  const etcHosts = pod.spec?.hostNetwork ? null : await writeEtcHosts(ctx.rootDir, pod, podIPs);
+  const sc: StartContext = { pod, sandboxId, sandboxConfig, podIPs, volumes: null, state, etcHosts };
+  // After a new sandbox, earlier container statuses belong to the old one: restart counts continue.
+  const inits = pod.spec?.initContainers ?? [];
+  for (const idx of actions.initContainersToStart) {
+    const c = inits[idx] as V1Container;
+    const f = await startContainer(ctx, sc, c, status, true);
+    if (f) {
+      failures.push({ container: c.name, ...f });
+      // A regular init container that failed to start blocks the rest.
+      if (!isRestartableInit(c)) break;
+    }
+  }
+  const containers = pod.spec?.containers ?? [];
+  for (const idx of actions.containersToStart) {
+    const c = containers[idx] as V1Container;
+    const f = await startContainer(ctx, sc, c, status, false);
+    if (f) failures.push({ container: c.name, ...f });
+  }
+  await writeSyncState(ctx.rootDir, uid, state).catch((err) => log.debug(`sync state of ${podKey(pod)}: ${errorMessage(err)}`));
+  return { actions, status, failures };
+}

@@ -1,0 +1,361 @@
+/**
+ * The klet-managed containerd: start it detached with its own root, state,
+ * socket and CNI network, find it again from its pidfile in later
+ * invocations, report its status, and stop it leaving no process, mount or
+ * network namespace behind.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { CriClient } from '../cri/client.js';
+import { parseEndpoint } from '../cri/endpoint.js';
+import { KletError, MissingDependencyError, TimeoutError, errorMessage } from '../errors.js';
+import { log } from '../log.js';
+import { unmountAll } from '../util/mounts.js';
+import { findExecutable } from '../util/which.js';
+import {
+  type CniNetwork,
+  type ManagedRuntimeLayout,
+  cniConflist,
+  containerdConfig,
+  managedRuntimeLayout,
+} from './containerd-config.js';
+import { ensureBuiltinImages } from './images.js';
+
+/** The kubelet's default endpoint; only this one is started on demand. */
+export const DEFAULT_RUNTIME_ENDPOINT = 'unix:///run/containerd/containerd.sock';
+
+export interface RuntimeTarget {
+  /** CRI endpoint, `unix:///...`. */
+  endpoint: string;
+  /** klet's root dir; the managed runtime lives in `<rootDir>/containerd`. */
+  rootDir: string;
+  network?: CniNetwork;
+}
+
+export function layoutFor(target: RuntimeTarget): ManagedRuntimeLayout {
+  const { socketPath } = parseEndpoint(target.endpoint);
+  return managedRuntimeLayout({
+    dir: path.join(target.rootDir, 'containerd'),
+    socketPath,
+    network: target.network,
+  });
+}
+
+export class RuntimeStartError extends KletError {
+  override readonly code: string = 'RUNTIME_START_FAILED';
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** The pid of the managed containerd for this layout, if it is running. */
+export async function managedPid(layout: ManagedRuntimeLayout): Promise<number | null> {
+  let text: string;
+  try {
+    text = await fsp.readFile(layout.pidFile, 'utf8');
+  } catch {
+    return null;
+  }
+  const pid = Number.parseInt(text.trim(), 10);
+  if (!Number.isInteger(pid) || pid <= 0 || !pidAlive(pid)) return null;
+  // Guard against pid reuse: the process must be containerd with our config.
+  try {
+    const cmdline = (await fsp.readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0');
+    if (!cmdline.includes(layout.configFile)) return null;
+  } catch {
+    return null;
+  }
+  return pid;
+}
+
+async function tail(file: string, lines: number): Promise<string[]> {
+  try {
+    const text = await fsp.readFile(file, 'utf8');
+    return text.trimEnd().split('\n').slice(-lines);
+  } catch {
+    return [];
+  }
+}
+
+/** Wait until the CRI answers Version on the socket, or the process dies, or the deadline passes. */
+async function waitReady(layout: ManagedRuntimeLayout, pid: number, timeoutMs: number): Promise<void> {
+  const endpoint = `unix://${layout.socketPath}`;
+  const deadline = Date.now() + timeoutMs;
+  let lastError = 'socket not created yet';
+  while (Date.now() < deadline) {
+    if (!pidAlive(pid)) {
+      const lines = await tail(layout.logFile, 5);
+      throw new RuntimeStartError(
+        `containerd exited during start-up (see ${layout.logFile}): ${lines.at(-1) ?? 'no output'}`,
+      );
+    }
+    if (fs.existsSync(layout.socketPath)) {
+      const client = CriClient.connect(endpoint, { timeoutMs: 2000 });
+      try {
+        await client.version({});
+        return;
+      } catch (err) {
+        lastError = errorMessage(err);
+      } finally {
+        client.close();
+      }
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new TimeoutError(`containerd did not become ready on ${endpoint} within ${timeoutMs / 1000}s: ${lastError}`);
+}
+
+export interface StartResult {
+  endpoint: string;
+  pid: number;
+  /** False when a managed runtime was already running and was reused. */
+  started: boolean;
+  images: string[];
+  layout: ManagedRuntimeLayout;
+}
+
+/**
+ * Start (or reuse) the managed containerd for `target`, then make sure the
+ * sandbox image and the busybox image are imported.
+ */
+export async function startManagedRuntime(
+  target: RuntimeTarget,
+  opts: { timeoutMs?: number; containerdPath?: string } = {},
+): Promise<StartResult> {
+  const layout = layoutFor(target);
+  const endpoint = `unix://${layout.socketPath}`;
+  const running = await managedPid(layout);
+  if (running !== null) {
+    await waitReady(layout, running, opts.timeoutMs ?? 30_000);
+    const images = await ensureBuiltinImages(layout.socketPath, layout.imageCacheDir);
+    return { endpoint, pid: running, started: false, images, layout };
+  }
+  if (fs.existsSync(layout.socketPath)) {
+    // Something else owns this socket: either a live runtime we do not manage
+    // or a stale socket file. Refuse to clobber a live one.
+    const client = CriClient.connect(endpoint, { timeoutMs: 2000 });
+    try {
+      await client.version({});
+      throw new RuntimeStartError(`a container runtime not managed by klet is already serving ${endpoint}`, {
+        suggestions: ['use it as it is, or stop it first'],
+      });
+    } catch (err) {
+      if (err instanceof RuntimeStartError) throw err;
+      await fsp.rm(layout.socketPath, { force: true });
+    } finally {
+      client.close();
+    }
+  }
+
+  const containerd = opts.containerdPath ?? (await findExecutable('containerd'));
+  if (containerd === null) {
+    throw new MissingDependencyError('containerd is not installed: no containerd on PATH', {
+      suggestions: ['apt-get install containerd runc containernetworking-plugins'],
+    });
+  }
+  if ((await findExecutable('runc')) === null) {
+    throw new MissingDependencyError('runc is not installed: no runc on PATH', {
+      suggestions: ['apt-get install runc'],
+    });
+  }
+  if (!fs.existsSync(path.join(layout.cniBinDir, 'bridge'))) {
+    throw new MissingDependencyError(`the CNI plugins are not installed: no ${layout.cniBinDir}/bridge`, {
+      suggestions: ['apt-get install containernetworking-plugins'],
+    });
+  }
+
+  for (const d of [layout.dir, layout.rootDir, layout.stateDir, layout.cniConfDir, layout.cniDataDir]) {
+    await fsp.mkdir(d, { recursive: true, mode: 0o700 });
+  }
+  await fsp.mkdir(path.dirname(layout.socketPath), { recursive: true });
+  await fsp.writeFile(layout.configFile, containerdConfig(layout));
+  await fsp.writeFile(path.join(layout.cniConfDir, '10-klet.conflist'), cniConflist(layout));
+
+  const logFd = fs.openSync(layout.logFile, 'a');
+  let child;
+  try {
+    child = spawn(containerd, ['--config', layout.configFile], {
+      detached: true,
+      stdio: ['ignore', logFd, logFd],
+    });
+  } finally {
+    fs.closeSync(logFd);
+  }
+  const pid = await new Promise<number>((resolve, reject) => {
+    child.once('error', (err) => reject(new RuntimeStartError(`cannot start ${containerd}: ${err.message}`)));
+    child.once('spawn', () => resolve(child.pid ?? -1));
+  });
+  child.unref();
+  await fsp.writeFile(layout.pidFile, `${pid}\n`);
+  log.debug(`started containerd pid ${pid} with ${layout.configFile}`);
+  try {
+    await waitReady(layout, pid, opts.timeoutMs ?? 30_000);
+    const images = await ensureBuiltinImages(layout.socketPath, layout.imageCacheDir);
+    return { endpoint, pid, started: true, images, layout };
+  } catch (err) {
+    // Leave nothing half-started behind.
+    await killAndWait(pid, 5000);
+    await fsp.rm(layout.pidFile, { force: true });
+    throw err;
+  }
+}
+
+async function killAndWait(pid: number, graceMs: number): Promise<void> {
+  try {
+    process.kill(pid, 'SIGTERM');
+  } catch {
+    return;
+  }
+  const deadline = Date.now() + graceMs;
+  while (Date.now() < deadline) {
+    if (!pidAlive(pid)) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    return;
+  }
+  while (pidAlive(pid)) await new Promise((r) => setTimeout(r, 20));
+}
+
+/** Pids of containerd shims serving the containerd at this socket. */
+export async function shimPids(socketPath: string): Promise<number[]> {
+  const pids: number[] = [];
+  for (const entry of await fsp.readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const args = (await fsp.readFile(`/proc/${entry}/cmdline`, 'utf8')).split('\0');
+      if (!path.basename(args[0] ?? '').startsWith('containerd-shim')) continue;
+      const i = args.indexOf('-address');
+      if (i >= 0 && args[i + 1] === socketPath) pids.push(Number(entry));
+    } catch {
+      // The process went away while we looked.
+    }
+  }
+  return pids;
+}
+
+export interface StopResult {
+  endpoint: string;
+  wasRunning: boolean;
+  podsStopped: number;
+}
+
+/**
+ * Stop every pod sandbox through CRI (so containers, netns and rootfs mounts
+ * are torn down properly), then containerd, then any shim that outlived it,
+ * and unmount whatever is left below the runtime's directory.
+ */
+export async function stopManagedRuntime(target: RuntimeTarget, opts: { timeoutMs?: number } = {}): Promise<StopResult> {
+  const layout = layoutFor(target);
+  const endpoint = `unix://${layout.socketPath}`;
+  const pid = await managedPid(layout);
+  let podsStopped = 0;
+  if (pid !== null) {
+    const client = CriClient.connect(endpoint, { timeoutMs: opts.timeoutMs ?? 60_000 });
+    try {
+      const { items } = await client.listPodSandbox({});
+      for (const sb of items) {
+        await client.stopPodSandbox({ podSandboxId: sb.id });
+        await client.removePodSandbox({ podSandboxId: sb.id });
+        podsStopped++;
+      }
+    } catch (err) {
+      log.warn(`could not stop pods through CRI before stopping containerd: ${errorMessage(err)}`);
+    } finally {
+      client.close();
+    }
+    await killAndWait(pid, 10_000);
+  }
+  for (const shim of await shimPids(layout.socketPath)) await killAndWait(shim, 2000);
+  await unmountAll(layout.dir);
+  await fsp.rm(layout.pidFile, { force: true });
+  await fsp.rm(layout.socketPath, { force: true });
+  await fsp.rm(layout.socketPath + '.ttrpc', { force: true });
+  return { endpoint, wasRunning: pid !== null, podsStopped };
+}
+
+export interface RuntimeStatusReport {
+  endpoint: string;
+  /** True when klet started this runtime and manages it. */
+  managed: boolean;
+  pid: number | null;
+  /** True when the runtime answered the CRI Version call. */
+  reachable: boolean;
+  runtimeName: string | null;
+  runtimeVersion: string | null;
+  runtimeApiVersion: string | null;
+  conditions: { type: string; status: boolean; reason: string; message: string }[];
+  managedDir: string | null;
+  error: string | null;
+}
+
+export async function runtimeStatus(target: RuntimeTarget, opts: { timeoutMs?: number } = {}): Promise<RuntimeStatusReport> {
+  const layout = layoutFor(target);
+  const endpoint = `unix://${layout.socketPath}`;
+  const pid = await managedPid(layout);
+  const report: RuntimeStatusReport = {
+    endpoint,
+    managed: pid !== null,
+    pid,
+    reachable: false,
+    runtimeName: null,
+    runtimeVersion: null,
+    runtimeApiVersion: null,
+    conditions: [],
+    managedDir: pid !== null ? layout.dir : null,
+    error: null,
+  };
+  const client = CriClient.connect(endpoint, { timeoutMs: opts.timeoutMs ?? 5000 });
+  try {
+    const v = await client.version({});
+    report.reachable = true;
+    report.runtimeName = v.runtimeName;
+    report.runtimeVersion = v.runtimeVersion;
+    report.runtimeApiVersion = v.runtimeApiVersion;
+    const st = await client.status({});
+    report.conditions = (st.status?.conditions ?? []).map((c) => ({
+      type: c.type,
+      status: c.status,
+      reason: c.reason,
+      message: c.message,
+    }));
+  } catch (err) {
+    report.error = errorMessage(err);
+  } finally {
+    client.close();
+  }
+  return report;
+}
+
+/**
+ * Make sure a runtime serves `target.endpoint`. When nothing listens on the
+ * kubelet's default endpoint and containerd is installed, start the managed
+ * runtime there and say so in one line. An explicit endpoint is never
+ * started implicitly: a typo must fail, not spawn a daemon.
+ */
+export async function ensureRuntime(
+  target: RuntimeTarget,
+  opts: { allowStart: boolean; notify?: (line: string) => void },
+): Promise<void> {
+  const { socketPath } = parseEndpoint(target.endpoint);
+  // A socket that exists but does not answer is reported by the first CRI
+  // call, with a hint to run `klet runtime start`.
+  if (!opts.allowStart || fs.existsSync(socketPath)) return;
+  if ((await findExecutable('containerd')) === null) return;
+  const res = await startManagedRuntime(target);
+  if (res.started) {
+    opts.notify?.(
+      `klet: no container runtime at ${res.endpoint}; started a klet-managed containerd (pid ${res.pid}, data in ${res.layout.dir})`,
+    );
+  }
+}
