@@ -1,9 +1,67 @@
 #!/usr/bin/env node
-// klet entry: uses the generated oclif manifest; nothing else loads at start-up.
+// klet entry: uses the generated oclif manifest; no command module loads for
+// --help. Start-up cost is measured by bench/coldstart.js (see bench/README.md).
+import fs from 'node:fs';
+import module from 'node:module';
+import os from 'node:os';
+
 const major = Number(process.versions.node.split('.')[0]);
 if (major < 22) {
   process.stderr.write(`error: klet needs Node.js 22 or newer, this is ${process.version} (source scripts/bootstrap.sh)\n`);
   process.exit(1);
 }
-const { execute } = await import('@oclif/core');
-await execute({ dir: import.meta.url });
+
+const argv = process.argv.slice(2);
+
+// `klet --version` / `-v` without loading oclif (~100 ms of module loading):
+// the same line oclif prints (config.userAgent: NAME/VERSION PLATFORM-ARCH
+// node-VERSION). WSL is left to oclif, which reports its platform as "wsl".
+if ((argv[0] === '--version' || argv[0] === '-v') && !(process.platform === 'linux' && /microsoft/i.test(os.release()))) {
+  const pjson = JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+  const arch = process.arch === 'ia32' ? 'x86' : process.arch;
+  process.stdout.write(`${pjson.name}/${pjson.version} ${process.platform}-${arch} node-${process.version}\n`);
+  process.exit(0);
+}
+
+// Cache V8's compiled code of klet and oclif on disk (os.tmpdir()/node-compile-cache;
+// NODE_DISABLE_COMPILE_CACHE=1 turns it off): later starts skip most compiling.
+module.enableCompileCache?.();
+// The Node version is checked above; oclif's own check loads semver (47 modules).
+process.env.OCLIF_DISABLE_ENGINE_WARNING ??= '1';
+// klet always runs its compiled dist/. Without this, NODE_ENV=development or
+// test makes oclif register tsx and look for TypeScript sources of the
+// commands, then warn on stderr that it found none.
+globalThis.oclif = { ...globalThis.oclif, enableAutoTranspile: false };
+
+/**
+ * Global flags (BaseCommand.baseFlags, all of which take a value) given before
+ * the command, as in `klet --root-dir /tmp/k images ls`: oclif takes the first
+ * word as the command id, so they are moved behind the command's own words
+ * (before a `--`, if any). Keep in sync with src/base-command.ts.
+ */
+const GLOBAL_FLAGS = new Set(['--root-dir', '--container-runtime-endpoint', '--runtime-request-timeout', '--node-name', '--log-level']);
+
+function moveLeadingGlobalFlags(args) {
+  const lead = [];
+  let i = 0;
+  while (i < args.length) {
+    const a = args[i];
+    const eq = a.indexOf('=');
+    if (eq > 0 && GLOBAL_FLAGS.has(a.slice(0, eq))) {
+      lead.push(a);
+      i += 1;
+    } else if (GLOBAL_FLAGS.has(a) && i + 1 < args.length) {
+      lead.push(a, args[i + 1]);
+      i += 2;
+    } else {
+      break;
+    }
+  }
+  if (lead.length === 0 || i === args.length) return args;
+  const rest = args.slice(i);
+  const dashdash = rest.indexOf('--');
+  return dashdash === -1 ? [...rest, ...lead] : [...rest.slice(0, dashdash), ...lead, ...rest.slice(dashdash)];
+}
+
+const { execute } = await import('@oclif/core/execute');
+await execute({ dir: import.meta.url, args: moveLeadingGlobalFlags(argv) });

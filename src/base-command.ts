@@ -68,6 +68,36 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     const out = (flags as Record<string, unknown>).output;
     if (out === 'json' || out === 'yaml' || out === 'table') this.output = out;
     if ((flags as Record<string, unknown>).json === true) this.output = 'json';
+    // Every command takes the flag: a bad value is a usage error even where no CRI call is made.
+    this.runtimeTimeoutMs();
+  }
+
+  /**
+   * When parsing failed, init() set neither the output format nor the log
+   * level: take them from the raw arguments, so that `-o json` still gets a
+   * JSON error and `--log-level debug` a stack. Only well-formed values count.
+   */
+  private settingsFromArgv(): void {
+    const hasOutput = 'output' in (this.ctor.flags ?? {});
+    for (let i = 0; i < this.argv.length; i++) {
+      const a = this.argv[i] as string;
+      if (a === '--') break;
+      const next = this.argv[i + 1];
+      const value = (names: string[]): string | undefined => {
+        for (const n of names) {
+          if (a === n) return next;
+          if (a.startsWith(n + '=')) return a.slice(n.length + 1);
+          if (n.length === 2 && a.startsWith(n) && a.length > 2) return a.slice(2); // -ojson
+        }
+        return undefined;
+      };
+      const level = value(['--log-level']);
+      if (level !== undefined && (LOG_LEVELS as readonly string[]).includes(level)) setLogLevel(level as LogLevel);
+      if (!hasOutput) continue;
+      const out = value(['--output', '-o']);
+      if (out === 'json' || out === 'yaml' || out === 'table') this.output = out;
+      if (a === '--json') this.output = 'json';
+    }
   }
 
   /** Runtime request timeout in milliseconds, validated. */
@@ -105,6 +135,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   override async catch(err: Error & { exitCode?: number; oclif?: { exit?: number } }): Promise<unknown> {
     // this.exit() and oclif's own exits pass straight through.
     if (err.oclif?.exit !== undefined && err.message.startsWith('EEXIT')) throw err;
+    if (this.flags === undefined) this.settingsFromArgv();
     const debug = logLevel() === 'debug';
     let code: number;
     let kind: string;
@@ -119,7 +150,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
       // Flag and argument parse errors from oclif: usage errors.
       code = 2;
       kind = 'USAGE';
-      message = firstLine(err.message);
+      message = usageMessage(err.message);
       suggestions = [`see: klet ${this.id?.replaceAll(':', ' ') ?? ''} --help`.trimEnd()];
     } else {
       code = 1;
@@ -147,6 +178,18 @@ export const outputFlags = {
   })(),
   json: Flags.boolean({ summary: 'Same as -o json.', default: false }),
 };
+
+/**
+ * oclif's parse errors span lines ("Missing 1 required arg:\nfile  DESCRIPTION\n
+ * See more help with --help"): keep what names the input, on one line.
+ */
+function usageMessage(s: string): string {
+  const lines = s
+    .split('\n')
+    .map((l) => l.trim().replace(/\s+/g, ' '))
+    .filter((l) => l !== '' && !/^See more help with/.test(l));
+  return lines.length > 0 ? lines.join(' ') : s.trim();
+}
 
 function firstLine(s: string): string {
   const line = s.split('\n').find((l) => l.trim() !== '') ?? s;

@@ -175,3 +175,14 @@ export async function listRuntimePods(
 export function findContainerStatus(status: RuntimePodStatus, name: string): RuntimeContainerStatus | undefined {
   return status.containers.find((c) => c.name === name);
 }
+
+/** Is a container of this name in this pod running now? (logs -f stops following when not.) */
+export async function listContainersRunning(cri: CriClient, podUid: string, containerName: string): Promise<boolean> {
+  const { containers } = await cri.listContainers({
+    filter: {
+      labelSelector: { [POD_UID_LABEL]: podUid, 'io.kubernetes.container.name': containerName },
+      state: { state: ContainerState.CONTAINER_RUNNING },
+    },
+  });
+  return containers.length > 0;
+}

@@ -1,0 +1,15 @@
+import module from 'node:module';
+module.enableCompileCache?.();
+const t0 = performance.now();
+process.env.OCLIF_DISABLE_ENGINE_WARNING = '1';
+const { Config } = await import('@oclif/core/config');
+const t1 = performance.now();
+const { Help } = await import('@oclif/core/help');
+const t2 = performance.now();
+const config = await Config.load(new URL('./run.js', import.meta.url).pathname);
+const t3 = performance.now();
+const h = new Help(config);
+let out=''; const w = process.stdout.write.bind(process.stdout);
+await h.showHelp(['status']);
+const t4 = performance.now();
+console.error({boot: t0.toFixed(1), config: (t1-t0).toFixed(1), help:(t2-t1).toFixed(1), load:(t3-t2).toFixed(1), show:(t4-t3).toFixed(1)});

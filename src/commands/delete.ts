@@ -1,0 +1,43 @@
+import { Args, Flags } from '@oclif/core';
+import { PodCommand, outputFlags } from '../base-command.js';
+
+export default class Delete extends PodCommand<typeof Delete> {
+  static override summary = 'Delete pods: stop them gracefully, remove their sandboxes, containers, pod dirs and logs.';
+  static override description = `Each container gets SIGTERM (through CRI StopContainer) and, after the pod's terminationGracePeriodSeconds (or --grace-period), SIGKILL; then the sandbox is stopped and removed, and the pod's directory under <root-dir>/pods and its log directory under /var/log/pods are removed. POD is ns/name, name (namespace default) or a UID prefix. A pod still listed in a manifest directory that klet sync watches comes back: remove its manifest instead.`;
+  static override examples = [
+    '<%= config.bin %> <%= command.id %> web-node1',
+    '<%= config.bin %> <%= command.id %> kube-system/etcd-node1 default/job-node1',
+    '<%= config.bin %> <%= command.id %> --all --grace-period 5',
+    '<%= config.bin %> <%= command.id %> web-node1 --force',
+  ];
+  static override strict = false;
+  static override args = { pod: Args.string({ description: 'Pods to delete: ns/name, name, or a UID prefix' }) };
+  static override flags = {
+    ...outputFlags,
+    all: Flags.boolean({ summary: 'Delete every pod klet knows on this node.', default: false }),
+    'grace-period': Flags.integer({ summary: "Seconds to wait after SIGTERM before SIGKILL; default: the pod's terminationGracePeriodSeconds.", min: 0 }),
+    force: Flags.boolean({ summary: 'Kill immediately (grace period 0).', default: false }),
+  };
+
+  async run(): Promise<void> {
+    const { argv, flags } = await this.parse(Delete);
+    const refs = argv as string[];
+    const { InputError } = await import('../lib/errors.js');
+    if (flags.all && refs.length > 0) throw new InputError('delete: give POD names or --all, not both');
+    if (!flags.all && refs.length === 0) throw new InputError('delete: no POD given (name pods, or use --all)');
+    const ctx = await this.syncContext();
+    const { findPods, knownPods } = await import('../lib/kuberuntime/lookup.js');
+    const pods = flags.all ? await knownPods(ctx) : await findPods(ctx, refs);
+    const { deletePod } = await import('../lib/kuberuntime/pods.js');
+    const grace = flags.force ? 0 : flags['grace-period'];
+    const deleted = await Promise.all(
+      pods.map(async (p) => {
+        await deletePod(ctx, p, { gracePeriodSeconds: grace });
+        return { namespace: p.namespace, name: p.name, uid: p.uid };
+      }),
+    );
+    await this.printObject({ deleted }, () =>
+      deleted.length === 0 ? 'No pods to delete.' : deleted.map((d) => `pod "${d.namespace}/${d.name}" deleted`).join('\n'),
+    );
+  }
+}

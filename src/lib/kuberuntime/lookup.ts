@@ -1,0 +1,36 @@
+/**
+ * Finding the pods a user names on the command line: klet's records under
+ * the root dir, plus pods only the runtime knows (from CRI labels).
+ */
+import type { V1Pod } from '@kubernetes/client-node';
+import { resolvePodRef } from '../pod/ref.js';
+import { listPodRecords } from './poddir.js';
+import { listRuntimePods } from './runtime-status.js';
+import type { SyncContext } from './sync-pod.js';
+
+export interface KnownPod {
+  namespace: string;
+  name: string;
+  uid: string;
+  /** The spec klet synced, when it has a record. */
+  spec?: V1Pod;
+}
+
+export async function knownPods(ctx: SyncContext): Promise<KnownPod[]> {
+  const recs = await listPodRecords(ctx.rootDir);
+  const out = new Map<string, KnownPod>();
+  for (const r of recs) {
+    const md = r.pod.metadata ?? {};
+    out.set(md.uid ?? '', { namespace: md.namespace ?? 'default', name: md.name ?? '', uid: md.uid ?? '', spec: r.pod });
+  }
+  for (const p of await listRuntimePods(ctx.cri, { signal: ctx.signal })) {
+    if (!out.has(p.uid)) out.set(p.uid, { namespace: p.namespace, name: p.name, uid: p.uid });
+  }
+  return [...out.values()];
+}
+
+/** Resolve POD arguments (ns/name, name, UID prefix) to known pods; unknown or ambiguous ones throw. */
+export async function findPods(ctx: SyncContext, refs: string[]): Promise<KnownPod[]> {
+  const all = await knownPods(ctx);
+  return refs.map((r) => resolvePodRef(r, all));
+}

@@ -1,0 +1,294 @@
+/**
+ * Strict decoding of plain JSON (from YAML or JSON manifests) into
+ * @kubernetes/client-node models, the way the API server decodes a request
+ * with `fieldValidation=Strict`: unknown fields and type mismatches are
+ * errors that name the field path, while everything the API server accepts
+ * is accepted (null anywhere means "unset", quantities may be numbers,
+ * int-or-string ports may be either). Quantities come out in canonical
+ * form ("0.5" -> "500m"), the form the API server stores and returns.
+ *
+ * The schema is not hand-written: it is the type metadata the client-node
+ * code generator puts on every model class (`attributeTypeMap` entries with
+ * name/baseName/type/format), so it follows the Kubernetes version of the
+ * installed client. The walk produces a cleaned wire-form object which
+ * ObjectSerializer.deserialize turns into model instances (V1Pod, ...).
+ */
+import * as k8s from '@kubernetes/client-node';
+// client-node 2 does not re-export its ObjectSerializer from the package
+// root (only the models), and the package has no "exports" map, so the
+// generated serializer is imported from its file. It is the same module
+// instance the package's own API clients use.
+import { ObjectSerializer } from '@kubernetes/client-node/dist/gen/models/ObjectSerializer.js';
+import { type FieldError, FieldPath, invalid, unknownField } from './field.js';
+import { Quantity, QuantityError } from './quantity.js';
+
+/** One entry of a generated model's `attributeTypeMap`. */
+export interface AttributeType {
+  /** Property name on the TypeScript model (camelCase, `_continue` for `continue`). */
+  name: string;
+  /** Field name on the wire (JSON/YAML). */
+  baseName: string;
+  /** `string`, `number`, `boolean`, `Date`, `any`, `IntOrString`, `Array<T>`, `{ [key: string]: T; }` or a model name. */
+  type: string;
+  /** OpenAPI format: `int32`, `int64`, `byte`, `date-time`, `int-or-string` or empty. */
+  format: string;
+}
+
+interface ModelClass {
+  getAttributeTypeMap(): AttributeType[];
+}
+
+const registry = k8s as unknown as Record<string, unknown>;
+const attributeCache = new Map<string, ReadonlyMap<string, AttributeType> | null>();
+
+function isModelClass(value: unknown): value is ModelClass {
+  return typeof value === 'function' && typeof (value as { getAttributeTypeMap?: unknown }).getAttributeTypeMap === 'function';
+}
+
+/** The attributes of a client-node model by wire name, or undefined when `type` is not a model. */
+export function modelAttributes(type: string): ReadonlyMap<string, AttributeType> | undefined {
+  let cached = attributeCache.get(type);
+  if (cached === undefined) {
+    const cls = Object.hasOwn(registry, type) ? registry[type] : undefined;
+    cached = isModelClass(cls) ? new Map(cls.getAttributeTypeMap().map((a) => [a.baseName, a])) : null;
+    attributeCache.set(type, cached);
+  }
+  return cached ?? undefined;
+}
+
+/**
+ * Fields that are resource.Quantity in the Go API although the generated
+ * TypeScript models type them as strings: there the API server accepts a
+ * JSON number too (`cpu: 1`, `memory: 1e9`) and rejects a malformed value
+ * at decode time.
+ */
+const QUANTITY_FIELDS: ReadonlySet<string> = new Set([
+  'V1ResourceRequirements.limits',
+  'V1ResourceRequirements.requests',
+  'V1VolumeResourceRequirements.limits',
+  'V1VolumeResourceRequirements.requests',
+  'V1PodSpec.overhead',
+  'V1EmptyDirVolumeSource.sizeLimit',
+  'V1ResourceFieldSelector.divisor',
+  'V1PodStatus.allocatedResources',
+  'V1ContainerStatus.allocatedResources',
+  'V1NodeAllocatableResourceClaimStatus.resources',
+]);
+
+const ARRAY_RE = /^Array<(.+)>$/;
+const MAP_RE = /^\{ \[key: string\]: (.+); \}$/;
+const RFC3339_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|z|[+-]\d{2}:\d{2})$/;
+const INT32_MIN = -(2 ** 31);
+const INT32_MAX = 2 ** 31 - 1;
+
+/** Marks a value to leave out of the output (null or absent in the input). */
+const OMIT = Symbol('omit');
+type Out = unknown;
+
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Date);
+}
+
+/** "a string", "a list", ... for type error messages. */
+export function describeJSONValue(value: unknown): string {
+  if (value === null || value === undefined) return 'null';
+  if (Array.isArray(value)) return 'a list';
+  if (typeof value === 'object') return 'a map';
+  if (typeof value === 'number') return Number.isInteger(value) ? 'an integer' : 'a number';
+  if (typeof value === 'boolean') return 'a boolean';
+  return `a ${typeof value}`;
+}
+
+function expectedFor(type: string, format: string): string {
+  if (ARRAY_RE.test(type)) return 'a list';
+  if (MAP_RE.test(type)) return 'a map';
+  switch (type) {
+    case 'string':
+      return 'a string';
+    case 'number':
+      return format === 'int32' || format === 'int64' ? 'an integer' : 'a number';
+    case 'boolean':
+      return 'a boolean (true or false)';
+    case 'Date':
+      return 'an RFC 3339 date-time string';
+    case 'IntOrString':
+      return 'an integer or a string';
+    default:
+      return 'a map';
+  }
+}
+
+/** Go's base64.StdEncoding as encoding/json uses it for []byte: padded, CR/LF ignored. */
+export function base64Error(text: string): string | undefined {
+  const s = text.replace(/[\r\n]/g, '');
+  const bad = /[^A-Za-z0-9+/=]/.exec(s);
+  if (bad !== null) return `illegal base64 data at input byte ${bad.index}`;
+  const pad = s.indexOf('=');
+  if (pad !== -1 && (!/^={1,2}$/.test(s.slice(pad)) || s.length % 4 !== 0)) return `illegal base64 data at input byte ${pad}`;
+  if (s.length % 4 !== 0) return `illegal base64 data at input byte ${s.length - (s.length % 4)}`;
+  return undefined;
+}
+
+class Walker {
+  readonly errors: FieldError[] = [];
+
+  private typeError(path: FieldPath, value: unknown, type: string, format: string): typeof OMIT {
+    this.errors.push(invalid(path, value, `expected ${expectedFor(type, format)}, got ${describeJSONValue(value)}`));
+    return OMIT;
+  }
+
+  /** Go's zero value, for nulls inside lists and maps (json.Unmarshal does the same). */
+  private zero(type: string): Out {
+    if (ARRAY_RE.test(type)) return [];
+    if (MAP_RE.test(type)) return {};
+    switch (type) {
+      case 'string':
+        return '';
+      case 'number':
+      case 'IntOrString':
+        return 0;
+      case 'boolean':
+        return false;
+      case 'any':
+        return null;
+      case 'Date':
+        return OMIT;
+      default:
+        return {};
+    }
+  }
+
+  walk(value: unknown, type: string, format: string, path: FieldPath, quantity: boolean): Out {
+    if (value === null || value === undefined) return OMIT;
+    const nullable = /^(.+) \| (null|undefined)$/.exec(type);
+    if (nullable !== null) return this.walk(value, nullable[1] as string, format, path, quantity);
+
+    const arrayOf = ARRAY_RE.exec(type);
+    if (arrayOf !== null) {
+      if (!Array.isArray(value)) return this.typeError(path, value, type, format);
+      const itemType = arrayOf[1] as string;
+      const out: Out[] = [];
+      value.forEach((item: unknown, i) => {
+        const v = item === null ? this.zero(itemType) : this.walk(item, itemType, format, path.index(i), quantity);
+        if (v !== OMIT) out.push(v);
+      });
+      return out;
+    }
+
+    const mapOf = MAP_RE.exec(type);
+    if (mapOf !== null) {
+      if (!isPlainObject(value)) return this.typeError(path, value, type, format);
+      const valueType = mapOf[1] as string;
+      const out: Record<string, Out> = {};
+      for (const [k, item] of Object.entries(value)) {
+        const v = item === null ? this.zero(valueType) : this.walk(item, valueType, format, path.key(k), quantity);
+        if (v !== OMIT) out[k] = v;
+      }
+      return out;
+    }
+
+    switch (type) {
+      case 'string':
+        return this.string(value, format, path, quantity);
+      case 'number':
+        return this.number(value, format, path);
+      case 'boolean':
+        return typeof value === 'boolean' ? value : this.typeError(path, value, type, format);
+      case 'Date':
+        if (typeof value !== 'string') return this.typeError(path, value, type, format);
+        if (!RFC3339_RE.test(value) || Number.isNaN(Date.parse(value))) {
+          this.errors.push(invalid(path, value, 'expected an RFC 3339 date-time (e.g. 2006-01-02T15:04:05Z)'));
+          return OMIT;
+        }
+        return value;
+      case 'IntOrString':
+        if (typeof value === 'string') return value;
+        if (typeof value === 'number') return this.number(value, 'int32', path);
+        return this.typeError(path, value, type, format);
+      case 'any':
+        return value;
+      default:
+        return this.model(value, type, path);
+    }
+  }
+
+  private string(value: unknown, format: string, path: FieldPath, quantity: boolean): Out {
+    if (quantity && (typeof value === 'string' || typeof value === 'number')) {
+      // Stored in canonical form, as the API server does: `cpu: 0.5` reads back as "500m".
+      try {
+        return Quantity.from(value).toString();
+      } catch (err) {
+        if (!(err instanceof QuantityError)) throw err;
+        this.errors.push(invalid(path, value, err.message));
+        return OMIT;
+      }
+    }
+    if (typeof value !== 'string') return this.typeError(path, value, 'string', format);
+    if (format === 'byte') {
+      const err = base64Error(value);
+      if (err !== undefined) {
+        this.errors.push(invalid(path, '<binary>', err));
+        return OMIT;
+      }
+    }
+    return value;
+  }
+
+  private number(value: unknown, format: string, path: FieldPath): Out {
+    if (typeof value !== 'number' || !Number.isFinite(value)) return this.typeError(path, value, 'number', format);
+    if (format === 'int32' || format === 'int64') {
+      if (!Number.isInteger(value)) return this.typeError(path, value, 'number', format);
+      if (format === 'int32' && (value < INT32_MIN || value > INT32_MAX)) {
+        this.errors.push(invalid(path, value, 'out of range for a 32-bit integer'));
+        return OMIT;
+      }
+      if (!Number.isSafeInteger(value)) {
+        this.errors.push(invalid(path, value, 'integer too large to represent exactly'));
+        return OMIT;
+      }
+    }
+    return value;
+  }
+
+  private model(value: unknown, type: string, path: FieldPath): Out {
+    const attrs = modelAttributes(type);
+    // A type the metadata does not describe: keep the value as it is.
+    if (attrs === undefined) return value;
+    if (!isPlainObject(value)) return this.typeError(path, value, type, '');
+    const out: Record<string, Out> = {};
+    for (const [key, item] of Object.entries(value)) {
+      const attr = attrs.get(key);
+      if (attr === undefined) {
+        this.errors.push(unknownField(path.child(key)));
+        continue;
+      }
+      const v = this.walk(item, attr.type, attr.format, path.child(key), QUANTITY_FIELDS.has(`${type}.${attr.name}`));
+      if (v !== OMIT) out[key] = v;
+    }
+    return out;
+  }
+}
+
+export interface DecodeResult<T> {
+  /** The decoded model; undefined when there are errors. */
+  value: T | undefined;
+  errors: FieldError[];
+}
+
+/**
+ * Strictly decode `raw` (parsed JSON/YAML) as the client-node model `type`
+ * (e.g. 'V1Pod'). All errors are collected; paths are reported below `base`.
+ */
+export function decodeModel<T>(raw: unknown, type: string, base: FieldPath = FieldPath.root()): DecodeResult<T> {
+  if (modelAttributes(type) === undefined) throw new Error(`decodeModel: ${type} is not a @kubernetes/client-node model`);
+  const walker = new Walker();
+  const clean = walker.walk(raw, type, '', base, false);
+  if (walker.errors.length > 0) return { value: undefined, errors: walker.errors };
+  const value = ObjectSerializer.deserialize(clean === OMIT ? {} : clean, type, '') as T;
+  return { value, errors: [] };
+}
+
+/** The wire form of a model (Dates as RFC 3339 strings, wire field names), for hashing and printing. */
+export function serializeModel(value: unknown, type: string): unknown {
+  return ObjectSerializer.serialize(value, type, '');
+}

@@ -1,0 +1,611 @@
+/**
+ * Reading pod manifests: files, a static pod directory, or the body of a
+ * manifest URL. This is the kubelet's static pod source (pkg/kubelet/config
+ * file.go / http.go), with the API server's strictness added:
+ *
+ * - YAML or JSON; one file may hold several `---` documents; empty
+ *   documents are skipped. YAML is read as YAML 1.1, like Kubernetes'
+ *   go-yaml: `0644` is octal (420), `yes`/`on` are booleans, and dates stay
+ *   strings.
+ * - Each document is a Pod, ConfigMap or Secret (apiVersion v1), or a
+ *   PodList / List of them. Anything else is an error naming the kind.
+ * - Objects are decoded strictly (unknown fields are errors), defaulted,
+ *   turned into static pods and validated. Errors carry file, line and field
+ *   path: `etcd.yaml:14: spec.containers[0].image: Required value`.
+ * - A bad file, document or list item never hides the good ones: all
+ *   results and all errors come back together (ManifestSet).
+ * - Files over 10 MiB are refused without reading them (the kubelet's
+ *   maxConfigLength), and binary files get a one-line error.
+ *
+ * Directory rules (readManifestDir) are the kubelet's: the entries of the
+ * directory in name order, skipping names that start with '.' (editor swap
+ * files, `..data` symlinks of mounted ConfigMaps) and anything that is not a
+ * regular file after following symlinks; subdirectories are not descended.
+ * Every other file is read whatever its extension, as the kubelet does:
+ * manifests named `kube-proxy.manifest` or without an extension exist in
+ * the wild, and ignoring them silently would be worse than an error. The
+ * classic trap, a backup copy such as `etcd.yaml.bak` next to the original,
+ * is caught by the duplicate check: the second pod with the same namespace
+ * and name is reported as an error and only the first (in name order) runs.
+ */
+import { promises as fs } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+import type { V1ConfigMap, V1ListMeta, V1Pod, V1Secret } from '@kubernetes/client-node';
+import { type Document, type Tags, isAlias, isMap, isScalar, isSeq, LineCounter, parseAllDocuments } from 'yaml';
+import { InputError, type KletErrorOptions, errorMessage } from '../errors.js';
+import { log } from '../log.js';
+import { decodeModel, describeJSONValue, isPlainObject } from './decode.js';
+import { applyPodDefaults, applySecretDefaults, cloneModel, DEFAULT_NAMESPACE } from './defaults.js';
+import { type FieldError, FieldPath, type PathSegment, notSupported, required, unknownField } from './field.js';
+import { toStaticPod } from './static-pod.js';
+import { validateConfigMap, validatePod, validateSecret } from './validate.js';
+
+/** Largest manifest klet reads: the kubelet's maxConfigLength. */
+export const MAX_MANIFEST_BYTES = 10 * 1024 * 1024;
+
+/** Kinds a manifest document may have. */
+export const MANIFEST_KINDS = ['Pod', 'ConfigMap', 'Secret', 'PodList', 'List'] as const;
+
+export interface ManifestErrorInit {
+  /** The file as the user named it, or the URL. */
+  file: string;
+  /** 1-based line of the offending field or document, when known. */
+  line?: number;
+  /** API field path, e.g. `spec.containers[0].image`. */
+  fieldPath?: string;
+  /** What is wrong, without file, line or field: `Required value`. */
+  message: string;
+}
+
+/**
+ * One problem with a manifest: `file`, `line` and `fieldPath` say where,
+ * `message` says what (`Required value`), and toString() gives the
+ * one-liner `file:line: fieldPath: message` to show users.
+ *
+ * Because `message` is only the reason, throwing a ManifestError directly
+ * to the base command would print it without its location: throw
+ * manifestErrorsToError(errors) instead, whose message is the one-liner.
+ */
+export class ManifestError extends InputError {
+  override readonly code: string = 'INVALID_MANIFEST';
+  readonly file: string;
+  readonly line: number | undefined;
+  readonly fieldPath: string | undefined;
+
+  constructor(init: ManifestErrorInit, options: KletErrorOptions = {}) {
+    super(init.message, options);
+    this.file = init.file;
+    this.line = init.line;
+    this.fieldPath = init.fieldPath === '' ? undefined : init.fieldPath;
+  }
+
+  /** `file:line: fieldPath: message`, leaving out the parts that are unknown. */
+  override toString(): string {
+    const where = this.line === undefined ? this.file : `${this.file}:${this.line}`;
+    return this.fieldPath === undefined ? `${where}: ${this.message}` : `${where}: ${this.fieldPath}: ${this.message}`;
+  }
+
+  toJSON(): ManifestErrorInit & { text: string } {
+    return { file: this.file, line: this.line, fieldPath: this.fieldPath, message: this.message, text: this.toString() };
+  }
+}
+
+/** Thrown for manifests that did not load: the first problem on line one, all of them in `errors`. */
+export class InvalidManifestsError extends InputError {
+  override readonly code: string = 'INVALID_MANIFEST';
+  readonly errors: readonly ManifestError[];
+
+  constructor(errors: readonly ManifestError[], options: KletErrorOptions = {}) {
+    const [first, ...rest] = errors;
+    const head = first === undefined ? 'invalid manifest' : first.toString();
+    const more = rest.length === 0 ? '' : ` (and ${rest.length} more)`;
+    super([head + more, ...rest.map((e) => e.toString())].join('\n'), options);
+    this.errors = errors;
+  }
+}
+
+/**
+ * One throwable error for a ManifestSet's errors: its message is the first
+ * error's one-liner (the base command prints the first line), followed by
+ * the others, one per line.
+ */
+export function manifestErrorsToError(errors: readonly ManifestError[]): InvalidManifestsError {
+  return new InvalidManifestsError(errors);
+}
+
+/** Where an object came from. `path` is an absolute file path or the URL. */
+export interface ManifestSource {
+  kind: 'file' | 'http';
+  path: string;
+  /** 1-based line where the document (or list item) starts. */
+  line?: number;
+}
+
+export interface LoadedPod {
+  pod: V1Pod;
+  source: ManifestSource;
+}
+
+export interface ManifestSet {
+  pods: LoadedPod[];
+  configMaps: V1ConfigMap[];
+  secrets: V1Secret[];
+  errors: ManifestError[];
+}
+
+interface DecodedBase {
+  source: ManifestSource;
+  /** The file as named by the user (or the URL), for error messages. */
+  display: string;
+  /** Path of the object inside its document: empty, or `items[i]` in a list. */
+  base: FieldPath;
+  /** Line of a field path (relative to the object) in the source, when it can be found. */
+  locate(path: FieldPath): number | undefined;
+}
+
+/** A strictly decoded object of a manifest, not yet defaulted or validated. */
+export type ManifestObject =
+  | (DecodedBase & { kind: 'Pod'; object: V1Pod })
+  | (DecodedBase & { kind: 'ConfigMap'; object: V1ConfigMap })
+  | (DecodedBase & { kind: 'Secret'; object: V1Secret });
+
+/** Result of reading manifests: decoded objects and every error met. */
+export interface ParsedManifests {
+  objects: ManifestObject[];
+  errors: ManifestError[];
+  /** The files (as named) or URLs read, in order; errors are reported in this order. */
+  files: string[];
+}
+
+// ------------------------------------------------------------------ errors
+
+function fileError(file: string, message: string, line?: number): ManifestError {
+  return new ManifestError({ file, line, message });
+}
+
+function fsReason(err: unknown): string {
+  const code = (err as { code?: unknown }).code;
+  switch (code) {
+    case 'ENOENT':
+      return 'no such file or directory';
+    case 'EACCES':
+    case 'EPERM':
+      return 'permission denied';
+    case 'ENOTDIR':
+      return 'not a directory';
+    case 'EISDIR':
+      return 'is a directory';
+    case 'ELOOP':
+      return 'too many levels of symbolic links';
+    default:
+      return errorMessage(err);
+  }
+}
+
+function sizeError(file: string, bytes: number | undefined): ManifestError {
+  const size = bytes === undefined ? 'more than 10 MiB' : `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
+  return fileError(file, `manifest is ${size}, larger than the ${MAX_MANIFEST_BYTES / (1024 * 1024)} MiB limit`);
+}
+
+// --------------------------------------------------------------- documents
+
+/** The 1-based line of a YAML node's start. */
+function lineOf(node: unknown, lc: LineCounter): number | undefined {
+  const range = (node as { range?: unknown } | null)?.range;
+  if (!Array.isArray(range) || typeof range[0] !== 'number') return undefined;
+  return lc.linePos(range[0]).line;
+}
+
+/**
+ * The line of a field path in a YAML document: the line of the deepest
+ * node the path reaches (a map key for fields, so `unknown field` points at
+ * the misspelt key; the parent for a field that is missing).
+ */
+function locateInDocument(doc: Document, lc: LineCounter, segments: readonly PathSegment[]): number | undefined {
+  let node: unknown = doc.contents;
+  let line = lineOf(node, lc);
+  for (const seg of segments) {
+    if (isAlias(node)) node = node.resolve(doc);
+    if (seg.kind === 'index') {
+      if (!isSeq(node)) break;
+      const item: unknown = node.items[seg.index];
+      if (item === undefined) break;
+      node = item;
+      line = lineOf(item, lc) ?? line;
+    } else {
+      if (!isMap(node)) break;
+      const name = seg.kind === 'field' ? seg.name : seg.key;
+      const pair = node.items.find((p) => isScalar(p.key) && String(p.key.value) === name);
+      if (pair === undefined) break;
+      line = lineOf(pair.key, lc) ?? line;
+      node = pair.value;
+    }
+  }
+  return line;
+}
+
+interface DocContext {
+  display: string;
+  source: Omit<ManifestSource, 'line'>;
+  doc: Document;
+  lc: LineCounter;
+}
+
+function fieldErrors(ctx: DocContext, errs: readonly FieldError[], base = FieldPath.root()): ManifestError[] {
+  return errs.map((e) => {
+    const full = e.path.under(base);
+    return new ManifestError({
+      file: ctx.display,
+      line: locateInDocument(ctx.doc, ctx.lc, full.segments),
+      fieldPath: full.toString(),
+      message: e.body,
+    });
+  });
+}
+
+type ObjectKind = 'Pod' | 'ConfigMap' | 'Secret';
+const MODEL_OF: Readonly<Record<ObjectKind, string>> = { Pod: 'V1Pod', ConfigMap: 'V1ConfigMap', Secret: 'V1Secret' };
+
+/** Decode one Pod/ConfigMap/Secret at `base` of the document. */
+function decodeObject(ctx: DocContext, raw: Record<string, unknown>, kind: ObjectKind, base: FieldPath, out: ParsedManifests): void {
+  const { value, errors } = decodeModel<V1Pod | V1ConfigMap | V1Secret>(raw, MODEL_OF[kind], base);
+  if (value === undefined) {
+    out.errors.push(...fieldErrors(ctx, errors));
+    return;
+  }
+  // PodList items may leave apiVersion and kind out.
+  value.apiVersion = 'v1';
+  value.kind = kind;
+  const common: DecodedBase = {
+    display: ctx.display,
+    source: { ...ctx.source, line: locateInDocument(ctx.doc, ctx.lc, base.segments) },
+    base,
+    locate: (p) => locateInDocument(ctx.doc, ctx.lc, p.under(base).segments),
+  };
+  if (kind === 'Pod') out.objects.push({ ...common, kind, object: value as V1Pod });
+  else if (kind === 'ConfigMap') out.objects.push({ ...common, kind, object: value as V1ConfigMap });
+  else out.objects.push({ ...common, kind, object: value as V1Secret });
+}
+
+/** apiVersion and kind of a raw object; errors when missing or unsupported. */
+function typeOf(ctx: DocContext, raw: Record<string, unknown>, base: FieldPath, out: ParsedManifests, implied?: ObjectKind): string | undefined {
+  const errs: FieldError[] = [];
+  const kind = raw.kind ?? implied;
+  const apiVersion = raw.apiVersion ?? (implied === undefined ? undefined : 'v1');
+  if (typeof kind !== 'string' || kind === '') errs.push(required(FieldPath.of('kind'), 'every manifest object needs apiVersion and kind'));
+  else if (!(MANIFEST_KINDS as readonly string[]).includes(kind)) errs.push(notSupported(FieldPath.of('kind'), kind, MANIFEST_KINDS));
+  if (typeof apiVersion !== 'string' || apiVersion === '') errs.push(required(FieldPath.of('apiVersion')));
+  else if (apiVersion !== 'v1' && errs.length === 0) errs.push(notSupported(FieldPath.of('apiVersion'), apiVersion, ['v1']));
+  if (implied !== undefined && errs.length === 0 && kind !== implied) {
+    errs.push(notSupported(FieldPath.of('kind'), kind, [implied]));
+  }
+  if (errs.length > 0) {
+    out.errors.push(...fieldErrors(ctx, errs, base));
+    return undefined;
+  }
+  return kind as string;
+}
+
+function decodeList(ctx: DocContext, raw: Record<string, unknown>, kind: 'PodList' | 'List', out: ParsedManifests): void {
+  const errs: FieldError[] = [];
+  for (const key of Object.keys(raw)) {
+    if (!['apiVersion', 'kind', 'metadata', 'items'].includes(key)) errs.push(unknownField(FieldPath.of(key)));
+  }
+  errs.push(...decodeModel<V1ListMeta>(raw.metadata ?? {}, 'V1ListMeta', FieldPath.of('metadata')).errors);
+  const items = raw.items ?? [];
+  if (!Array.isArray(items)) errs.push(required(FieldPath.of('items'), `expected a list, got ${describeJSONValue(items)}`));
+  out.errors.push(...fieldErrors(ctx, errs));
+  if (!Array.isArray(items)) return;
+  items.forEach((item: unknown, i) => {
+    const base = FieldPath.of('items').index(i);
+    if (item === null) return;
+    if (!isPlainObject(item)) {
+      out.errors.push(...fieldErrors(ctx, [required(base, `expected an object, got ${describeJSONValue(item)}`)]));
+      return;
+    }
+    const itemKind = typeOf(ctx, item, base, out, kind === 'PodList' ? 'Pod' : undefined);
+    if (itemKind === undefined) return;
+    if (itemKind !== 'Pod' && itemKind !== 'ConfigMap' && itemKind !== 'Secret') {
+      out.errors.push(...fieldErrors(ctx, [notSupported(FieldPath.of('kind'), itemKind, ['Pod', 'ConfigMap', 'Secret'])], base));
+      return;
+    }
+    decodeObject(ctx, item, itemKind, base, out);
+  });
+}
+
+const YAML_OPTIONS = {
+  // Kubernetes reads YAML with go-yaml v2: YAML 1.1 scalars, merge keys.
+  version: '1.1',
+  // ... but never turns a date-looking string into a timestamp.
+  customTags: (tags: Tags): Tags => tags.filter((t) => typeof t === 'string' || t.tag !== 'tag:yaml.org,2002:timestamp'),
+  prettyErrors: false,
+  uniqueKeys: true,
+} as const;
+
+function parseText(text: string, display: string, source: Omit<ManifestSource, 'line'>): ParsedManifests {
+  const out: ParsedManifests = { objects: [], errors: [], files: [display] };
+  const lc = new LineCounter();
+  const docs = parseAllDocuments(text, { ...YAML_OPTIONS, lineCounter: lc });
+  for (const doc of docs) {
+    if (doc.errors.length > 0) {
+      // The first error is the cause; later ones are usually its echoes.
+      const err = doc.errors[0];
+      if (err !== undefined) out.errors.push(fileError(display, err.message, lc.linePos(err.pos[0]).line));
+      continue;
+    }
+    const ctx: DocContext = { display, source, doc, lc };
+    let raw: unknown;
+    try {
+      raw = doc.toJS({ maxAliasCount: 100 });
+    } catch (err) {
+      out.errors.push(fileError(display, errorMessage(err), lineOf(doc.contents, lc)));
+      continue;
+    }
+    if (raw === null || raw === undefined) continue;
+    if (!isPlainObject(raw)) {
+      out.errors.push(
+        fileError(display, `expected a Kubernetes object (a map with apiVersion and kind), got ${describeJSONValue(raw)}`, lineOf(doc.contents, lc)),
+      );
+      continue;
+    }
+    const kind = typeOf(ctx, raw, FieldPath.root(), out);
+    if (kind === 'PodList' || kind === 'List') decodeList(ctx, raw, kind, out);
+    else if (kind === 'Pod' || kind === 'ConfigMap' || kind === 'Secret') decodeObject(ctx, raw, kind, FieldPath.root(), out);
+  }
+  return out;
+}
+
+/** Refuse binary data with one clear line instead of a YAML error about byte 0. */
+function decodeText(buf: Buffer, display: string): string | ManifestError {
+  if ((buf[0] === 0xff && buf[1] === 0xfe) || (buf[0] === 0xfe && buf[1] === 0xff)) {
+    return fileError(display, 'manifest is UTF-16 encoded; save it as UTF-8');
+  }
+  const nul = buf.indexOf(0);
+  if (nul !== -1) return fileError(display, `not a text manifest: binary data (NUL byte at offset ${nul})`);
+  try {
+    const text = new TextDecoder('utf-8', { fatal: true }).decode(buf);
+    return text.startsWith('\uFEFF') ? text.slice(1) : text;
+  } catch {
+    return fileError(display, 'not a text manifest: it is not valid UTF-8');
+  }
+}
+
+/**
+ * Parse manifest text, e.g. the body fetched from a manifest URL
+ * (`sourceName` is the URL, used in errors and as the pod source).
+ */
+export function parseManifestText(text: string, sourceName: string, sourceKind: 'file' | 'http' = 'http'): ParsedManifests {
+  if (Buffer.byteLength(text, 'utf8') > MAX_MANIFEST_BYTES) {
+    return { objects: [], errors: [sizeError(sourceName, Buffer.byteLength(text, 'utf8'))], files: [sourceName] };
+  }
+  if (text.includes('\0')) {
+    return { objects: [], errors: [fileError(sourceName, 'not a text manifest: binary data (NUL character)')], files: [sourceName] };
+  }
+  return parseText(text.startsWith('\uFEFF') ? text.slice(1) : text, sourceName, { kind: sourceKind, path: sourceName });
+}
+
+/** Read at most `limit` bytes: a file may grow after stat, or lie about its size (procfs). */
+async function readAtMost(handle: FileHandle, limit: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  while (total < limit) {
+    const chunk = Buffer.alloc(Math.min(1024 * 1024, limit - total));
+    const { bytesRead } = await handle.read(chunk, 0, chunk.length, null);
+    if (bytesRead === 0) break;
+    chunks.push(chunk.subarray(0, bytesRead));
+    total += bytesRead;
+  }
+  return Buffer.concat(chunks, total);
+}
+
+/** Read and decode one manifest file. Never throws for bad input: problems are in `errors`. */
+export async function readManifestFile(file: string): Promise<ParsedManifests> {
+  const failed = (error: ManifestError): ParsedManifests => ({ objects: [], errors: [error], files: [file] });
+  const fail = (message: string): ParsedManifests => failed(fileError(file, message));
+  let size: number;
+  try {
+    // stat before open: opening a FIFO for reading would block.
+    const st = await fs.stat(file);
+    if (st.isDirectory()) return fail('is a directory, not a manifest file');
+    if (!st.isFile()) return fail('not a regular file');
+    size = st.size;
+  } catch (err) {
+    return fail(fsReason(err));
+  }
+  if (size > MAX_MANIFEST_BYTES) return failed(sizeError(file, size));
+  let buf: Buffer;
+  try {
+    const handle = await fs.open(file, 'r');
+    try {
+      buf = await readAtMost(handle, MAX_MANIFEST_BYTES + 1);
+    } finally {
+      await handle.close();
+    }
+  } catch (err) {
+    return fail(fsReason(err));
+  }
+  if (buf.length > MAX_MANIFEST_BYTES) return failed(sizeError(file, undefined));
+  const text = decodeText(buf, file);
+  if (text instanceof ManifestError) return failed(text);
+  return parseText(text, file, { kind: 'file', path: path.resolve(file) });
+}
+
+/**
+ * Read a static pod directory (see the module comment for which entries
+ * count). A missing or unreadable directory is one error naming it.
+ */
+export async function readManifestDir(dir: string): Promise<ParsedManifests> {
+  const out: ParsedManifests = { objects: [], errors: [], files: [] };
+  let names: string[];
+  try {
+    names = await fs.readdir(dir);
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    const reason = code === 'ENOENT' ? 'manifest directory does not exist' : fsReason(err);
+    return { objects: [], errors: [fileError(dir, reason)], files: [dir] };
+  }
+  for (const name of names.filter((n) => !n.startsWith('.')).sort()) {
+    const file = path.join(dir, name);
+    let st;
+    try {
+      st = await fs.stat(file);
+    } catch (err) {
+      out.errors.push(fileError(file, fsReason(err)));
+      out.files.push(file);
+      continue;
+    }
+    if (st.isDirectory()) {
+      log.debug(`${file}: not descending into a subdirectory of the manifest directory`);
+      continue;
+    }
+    if (!st.isFile()) {
+      log.debug(`${file}: skipped, not a regular file`);
+      continue;
+    }
+    mergeInto(out, await readManifestFile(file));
+  }
+  return out;
+}
+
+// ------------------------------------------------------------- preparation
+
+function mergeInto(into: ParsedManifests, from: ParsedManifests): void {
+  into.objects.push(...from.objects);
+  into.errors.push(...from.errors);
+  into.files.push(...from.files);
+}
+
+/** Errors in reading order: by file, then line (stable, so field errors keep their order). */
+function sortErrors(errors: ManifestError[], files: readonly string[]): ManifestError[] {
+  const rank = new Map<string, number>();
+  files.forEach((f, i) => {
+    if (!rank.has(f)) rank.set(f, i);
+  });
+  const r = (e: ManifestError): number => rank.get(e.file) ?? files.length;
+  return errors
+    .map((e, i) => ({ e, i }))
+    .sort((a, b) => r(a.e) - r(b.e) || (a.e.line ?? 0) - (b.e.line ?? 0) || a.i - b.i)
+    .map(({ e }) => e);
+}
+
+export interface PrepareOptions {
+  nodeName: string;
+  /** Time for the kubernetes.io/config.seen annotation; defaults to now. */
+  now?: Date;
+}
+
+function where(source: ManifestSource): string {
+  return source.line === undefined ? source.path : `${source.path}:${source.line}`;
+}
+
+/**
+ * Default, convert to static pods, validate and de-duplicate decoded
+ * manifest objects. Objects with errors are left out; each error is one
+ * ManifestError. Duplicates (same namespace and name) after the first are
+ * errors too.
+ */
+export function prepareManifests(parsed: ParsedManifests, opts: PrepareOptions): ManifestSet {
+  const set: ManifestSet = { pods: [], configMaps: [], secrets: [], errors: [...parsed.errors] };
+  const seen = new Map<string, ManifestSource>();
+  const now = opts.now ?? new Date();
+
+  const report = (obj: ManifestObject, errs: readonly FieldError[]): void => {
+    for (const e of errs) {
+      set.errors.push(
+        new ManifestError({ file: obj.display, line: obj.locate(e.path), fieldPath: e.path.under(obj.base).toString(), message: e.body }),
+      );
+    }
+  };
+  /** True when this is the first object of its kind with that namespace/name. */
+  const first = (obj: ManifestObject, namespace: string, name: string): boolean => {
+    const key = `${obj.kind}/${namespace}/${name}`;
+    const previous = seen.get(key);
+    if (previous === undefined) {
+      seen.set(key, obj.source);
+      return true;
+    }
+    const fieldPath = FieldPath.of('metadata', 'name');
+    set.errors.push(
+      new ManifestError({
+        file: obj.display,
+        line: obj.locate(fieldPath),
+        fieldPath: fieldPath.under(obj.base).toString(),
+        message: `Duplicate value: ${JSON.stringify(name)}: ${obj.kind} ${namespace}/${name} is already defined at ${where(previous)}`,
+      }),
+    );
+    return false;
+  };
+
+  for (const obj of parsed.objects) {
+    if (obj.kind === 'Pod') {
+      const defaulted = applyPodDefaults(obj.object);
+      const result = toStaticPod(defaulted, { nodeName: opts.nodeName, source: obj.source, seen: now });
+      if (result.pod === undefined) {
+        report(obj, result.errors);
+        continue;
+      }
+      const errs = validatePod(result.pod);
+      if (errs.length > 0) {
+        report(obj, errs);
+        continue;
+      }
+      const meta = result.pod.metadata ?? {};
+      if (first(obj, meta.namespace ?? '', meta.name ?? '')) set.pods.push({ pod: result.pod, source: obj.source });
+    } else if (obj.kind === 'ConfigMap') {
+      const cm = withNamespace(obj.object);
+      const errs = validateConfigMap(cm);
+      if (errs.length > 0) report(obj, errs);
+      else if (first(obj, cm.metadata?.namespace ?? '', cm.metadata?.name ?? '')) set.configMaps.push(cm);
+    } else {
+      const secret = withNamespace(obj.object);
+      const errs = validateSecret(secret);
+      if (errs.length > 0) report(obj, errs);
+      else if (first(obj, secret.metadata?.namespace ?? '', secret.metadata?.name ?? '')) set.secrets.push(applySecretDefaults(secret));
+    }
+  }
+  set.errors = sortErrors(set.errors, parsed.files);
+  return set;
+}
+
+/** A copy with metadata.namespace set to `default` when empty, as the kubelet does for manifest pods. */
+function withNamespace<T extends V1ConfigMap | V1Secret>(obj: T): T {
+  const out = cloneModel(obj);
+  out.metadata ??= {};
+  if ((out.metadata.namespace ?? '') === '') out.metadata.namespace = DEFAULT_NAMESPACE;
+  return out;
+}
+
+export interface LoadManifestsOptions {
+  /** A static pod directory; a regular file here is read as a single manifest (as the kubelet allows). */
+  dir?: string;
+  /** Manifest files, read after the directory, in the order given. */
+  files?: string[];
+  /** A manifest fetched from a URL: its body and the URL (the pod source). Read last. */
+  url?: { body: string; url: string };
+  /** This node's name: pods are named `<name>-<nodeName>` and bound to it. */
+  nodeName: string;
+  /** Time for the kubernetes.io/config.seen annotation; defaults to now. */
+  now?: Date;
+}
+
+/**
+ * Everything: read the directory, files and URL body, decode strictly,
+ * default, make static pods, validate, de-duplicate. Never rejects for bad
+ * manifests (see `errors`); throws InputError only for an empty nodeName.
+ */
+export async function loadManifests(opts: LoadManifestsOptions): Promise<ManifestSet> {
+  if (opts.nodeName.trim() === '') throw new InputError('node name is empty: static pods are named after the node');
+  const parsed: ParsedManifests = { objects: [], errors: [], files: [] };
+  const add = (p: ParsedManifests): void => mergeInto(parsed, p);
+  if (opts.dir !== undefined) {
+    const isFile = await fs.stat(opts.dir).then(
+      (st) => st.isFile(),
+      () => false,
+    );
+    add(isFile ? await readManifestFile(opts.dir) : await readManifestDir(opts.dir));
+  }
+  for (const file of opts.files ?? []) add(await readManifestFile(file));
+  if (opts.url !== undefined) add(parseManifestText(opts.url.body, opts.url.url, 'http'));
+  return prepareManifests(parsed, { nodeName: opts.nodeName, now: opts.now });
+}

@@ -1,0 +1,145 @@
+/**
+ * What the kubelet's file and http pod sources do to a manifest before it
+ * becomes a pod on the node (pkg/kubelet/config/common.go applyDefaults):
+ *
+ * - the UID is an md5 hash of the defaulted pod and its source, so it is
+ *   stable across restarts and changes whenever the manifest, its path or
+ *   URL, or the node changes (that is how a changed manifest is seen as a
+ *   new pod);
+ * - the name gets `-<node name>` appended, so that mirror pods of several
+ *   nodes do not collide in the API;
+ * - namespace defaults to `default`, spec.nodeName is this node;
+ * - annotations record the source, the hash and when it was first seen;
+ * - file pods tolerate every NoExecute taint, so node problems never
+ *   evict them (the node *is* where they must run);
+ * - status.phase starts as Pending.
+ *
+ * Deliberate differences from the kubelet:
+ * - a metadata.uid written in the manifest is dropped and the hash is used
+ *   instead (the kubelet keeps a non-empty manifest UID). With a fixed UID an
+ *   edited manifest would keep its identity and klet could not tell old and
+ *   new apart by UID.
+ * - the node name is hashed for http sources too (the kubelet hashes only
+ *   "url:<url>"), so one URL served to several nodes gives distinct UIDs.
+ * - a pod with generateName but no name is an error: the kubelet would
+ *   produce a name like "-node1", which then fails validation obscurely.
+ */
+import { createHash } from 'node:crypto';
+import type { V1Pod, V1Toleration } from '@kubernetes/client-node';
+import { serializeModel } from './decode.js';
+import { cloneModel, DEFAULT_NAMESPACE } from './defaults.js';
+import { type FieldError, FieldPath, required } from './field.js';
+
+export const CONFIG_SOURCE_ANNOTATION = 'kubernetes.io/config.source';
+export const CONFIG_HASH_ANNOTATION = 'kubernetes.io/config.hash';
+export const CONFIG_SEEN_ANNOTATION = 'kubernetes.io/config.seen';
+
+/** Where a static pod came from: a manifest file (absolute path) or a URL. */
+export interface StaticPodSource {
+  kind: 'file' | 'http';
+  path: string;
+}
+
+/** The toleration the kubelet gives every file pod. */
+const TOLERATE_NO_EXECUTE: Readonly<V1Toleration> = { operator: 'Exists', effect: 'NoExecute' };
+
+/**
+ * JSON with object keys sorted at every level and undefined members left
+ * out: one byte sequence per value, whatever the key order of the source.
+ */
+export function canonicalJSON(value: unknown): string {
+  return JSON.stringify(sortKeys(value));
+}
+
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map((v: unknown) => (v === undefined ? null : sortKeys(v)));
+  if (value instanceof Date) return value.toISOString();
+  if (value !== null && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const key of Object.keys(value).sort()) {
+      const v = (value as Record<string, unknown>)[key];
+      if (v !== undefined) out[key] = sortKeys(v);
+    }
+    return out;
+  }
+  return value;
+}
+
+/**
+ * The static pod UID: hex md5 of
+ *   canonicalJSON(wire form of the defaulted pod, without metadata.uid)
+ *   + "host:<nodeName>"
+ *   + "file:<absolute path>" or "url:<url>".
+ * Call it with the API-defaulted pod as read from the manifest, before the
+ * static pod changes (name suffix, annotations, ...), as the kubelet does.
+ */
+export function staticPodUID(pod: V1Pod, source: StaticPodSource, nodeName: string): string {
+  const copy = cloneModel(pod);
+  if (copy.metadata !== undefined) delete copy.metadata.uid;
+  const hash = createHash('md5');
+  hash.update(canonicalJSON(serializeModel(copy, 'V1Pod')));
+  hash.update(`host:${nodeName}`);
+  hash.update(source.kind === 'file' ? `file:${source.path}` : `url:${source.path}`);
+  return hash.digest('hex');
+}
+
+/** helper.AddOrUpdateTolerationInPod: replace matching tolerations, else append. */
+export function addOrUpdateToleration(tolerations: readonly V1Toleration[] | undefined, toleration: V1Toleration): V1Toleration[] {
+  const same = (a: V1Toleration, b: V1Toleration): boolean =>
+    (a.key ?? '') === (b.key ?? '') &&
+    (a.effect ?? '') === (b.effect ?? '') &&
+    (a.operator ?? '') === (b.operator ?? '') &&
+    (a.value ?? '') === (b.value ?? '');
+  const existing = tolerations ?? [];
+  if (existing.some((t) => same(t, toleration) && t.tolerationSeconds === toleration.tolerationSeconds)) return [...existing];
+  let updated = false;
+  const out = existing.map((t) => {
+    if (!same(t, toleration)) return t;
+    updated = true;
+    return { ...toleration };
+  });
+  if (!updated) out.push({ ...toleration });
+  return out;
+}
+
+export interface StaticPodOptions {
+  nodeName: string;
+  source: StaticPodSource;
+  /** Time for the config.seen annotation; defaults to now. */
+  seen?: Date;
+}
+
+export interface StaticPodResult {
+  /** The static pod; undefined when `errors` is not empty. */
+  pod: V1Pod | undefined;
+  errors: FieldError[];
+}
+
+/** Turn an API-defaulted manifest pod into the static pod this node runs. Pure. */
+export function toStaticPod(pod: V1Pod, opts: StaticPodOptions): StaticPodResult {
+  const name = pod.metadata?.name ?? '';
+  if (name === '') {
+    const detail =
+      (pod.metadata?.generateName ?? '') !== ''
+        ? 'static pods need a name; generateName is not supported'
+        : 'name or generateName is required';
+    return { pod: undefined, errors: [required(FieldPath.of('metadata', 'name'), detail)] };
+  }
+  const uid = staticPodUID(pod, opts.source, opts.nodeName);
+  const out = cloneModel(pod);
+  const metadata = (out.metadata ??= {});
+  metadata.uid = uid;
+  metadata.name = `${name}-${opts.nodeName.toLowerCase()}`;
+  if ((metadata.namespace ?? '') === '') metadata.namespace = DEFAULT_NAMESPACE;
+  metadata.annotations = {
+    ...metadata.annotations,
+    [CONFIG_HASH_ANNOTATION]: uid,
+    [CONFIG_SOURCE_ANNOTATION]: opts.source.kind,
+    [CONFIG_SEEN_ANNOTATION]: (opts.seen ?? new Date()).toISOString(),
+  };
+  const spec = (out.spec ??= { containers: [] });
+  spec.nodeName = opts.nodeName;
+  if (opts.source.kind === 'file') spec.tolerations = addOrUpdateToleration(spec.tolerations, TOLERATE_NO_EXECUTE);
+  out.status = { ...out.status, phase: 'Pending' };
+  return { pod: out, errors: [] };
+}
