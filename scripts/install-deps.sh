@@ -4,7 +4,7 @@
 # plugins), busybox-static for locally built images, and tools the tests and
 # benchmarks use. Only packages that are missing are installed.
 set -euo pipefail
-pkgs=(containerd runc containernetworking-plugins busybox-static iptables iproute2 util-linux hyperfine protobuf-compiler)
+pkgs=(containerd runc containernetworking-plugins busybox-static iptables iproute2 util-linux hyperfine protobuf-compiler time)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -58,7 +58,8 @@ The pod keeps running after klet exits, unless --rm. With --rm (and --wait compl
     if (problems.length > 0) {
       const p = problems[0]!;
       const more = problems.length > 1 ? ` (and ${problems.length - 1} more)` : '';
-      throw new InputError(`${loaded.source.path}: ${p.fieldPath}: ${p.message}${more}`);
+      // The file as the user named it, like the manifest errors above.
+      throw new InputError(`${args.file}: ${p.fieldPath}: ${p.message}${more}`);
     }
     const rec = await admitPod(ctx, pod, loaded.source.path);
     progress.pod(key, {

@@ -51,7 +51,7 @@ function expectOneLineError(r: CliResult, code: number, mentions: string[]): str
 async function makeTar(file: string, entries: Record<string, string>): Promise<void> {
   const pack = tar.pack();
   const chunks: Buffer[] = [];
-  pack.on('data', (c: Buffer) => chunks.push(c));
+  pack.on('data', (c: unknown) => chunks.push(c as Buffer));
   const done = new Promise<void>((resolve, reject) => {
     pack.on('end', resolve);
     pack.on('error', reject);

@@ -59,6 +59,14 @@ export function shouldContainerBeRestarted(pod: V1Pod, status: RuntimeContainerS
   return true;
 }
 
+/** The kubelet's hasAnyRegularContainerCreated. */
+function hasAnyRegularContainerCreated(pod: V1Pod, status: RuntimePodStatus): boolean {
+  return (pod.spec?.containers ?? []).some((c) => {
+    const st = findContainerStatus(status, c.name);
+    return st !== undefined && st.state !== 'unknown';
+  });
+}
+
 /** The kubelet's PodSandboxChanged: does the pod need a new sandbox? */
 export function podSandboxChanged(
   pod: V1Pod,
@@ -83,14 +91,24 @@ export function podSandboxChanged(
  */
 function computeInitContainerActions(pod: V1Pod, status: RuntimePodStatus, changes: PodActions): boolean {
   const inits = pod.spec?.initContainers ?? [];
+  // Only this sandbox's containers count: the kubelet purges init containers
+  // when it creates a new sandbox (SyncPod's purgeInitContainers), so after
+  // a sandbox is recreated initialization starts over instead of being taken
+  // as done from the old sandbox's completed init and app containers.
+  const current: RuntimePodStatus = { ...status, containers: status.containers.filter((c) => c.sandboxId === changes.sandboxId) };
   // Once an app container has run, the pod was initialized: regular init
   // containers never run again (only sidecars are kept alive).
-  const appStarted = (pod.spec?.containers ?? []).some((c) => findContainerStatus(status, c.name) !== undefined);
+  const appStarted = (pod.spec?.containers ?? []).some((c) => findContainerStatus(current, c.name) !== undefined);
   let initialized = true;
   for (let i = 0; i < inits.length; i++) {
     const c = inits[i] as V1Container;
-    const st = findContainerStatus(status, c.name);
+    const st = findContainerStatus(current, c.name);
     if (isRestartableInit(c)) {
+      if (st !== undefined && st.state === 'running' && st.hash !== containerHash(c)) {
+        // A running sidecar whose definition changed is restarted in place.
+        changes.containersToKill.push({ id: st.id, name: c.name, message: `Init container ${c.name} definition changed` });
+        changes.initContainersToStart.push(i);
+      }
       if (st === undefined || st.state !== 'running') {
         if (st !== undefined && st.state !== 'exited') {
           changes.containersToKill.push({ id: st.id, name: c.name, message: 'Init container is in unknown state, it will be restarted' });
@@ -111,7 +129,8 @@ function computeInitContainerActions(pod: V1Pod, status: RuntimePodStatus, chang
       case 'running':
         return false;
       case 'exited':
-        if (st.exitCode === 0) continue;
+        // The kubelet's isInitContainerFailed: a non-zero exit, or OOMKilled.
+        if (st.exitCode === 0 && st.reason !== 'OOMKilled') continue;
         if (!shouldRestartOnFailure(pod)) {
           changes.killPod = true;
           return false;
@@ -119,6 +138,11 @@ function computeInitContainerActions(pod: V1Pod, status: RuntimePodStatus, chang
         changes.initContainersToStart.push(i);
         return false;
       default:
+        // An init container in unknown state counts as failed.
+        if (st.state === 'unknown' && !shouldRestartOnFailure(pod)) {
+          changes.killPod = true;
+          return false;
+        }
         // created or unknown: kill it and run it again.
         changes.containersToKill.push({ id: st.id, name: c.name, message: 'Init container is in unknown state, it will be restarted' });
         changes.initContainersToStart.push(i);
@@ -129,6 +153,16 @@ function computeInitContainerActions(pod: V1Pod, status: RuntimePodStatus, chang
 }
 
 export function computePodActions(pod: V1Pod, status: RuntimePodStatus): PodActions {
+  const changes = computeActions(pod, status);
+  if (pod.metadata?.deletionTimestamp) {
+    // A pod being deleted only has containers stopped, never started.
+    changes.initContainersToStart = [];
+    changes.containersToStart = [];
+  }
+  return changes;
+}
+
+function computeActions(pod: V1Pod, status: RuntimePodStatus): PodActions {
   const sb = podSandboxChanged(pod, status);
   const changes: PodActions = {
     killPod: sb.changed,
@@ -158,7 +192,9 @@ export function computePodActions(pod: V1Pod, status: RuntimePodStatus): PodActi
       if (restartPolicy(pod) === 'OnFailure' && succeeded(findContainerStatus(status, c.name))) return;
       toStart.push(idx);
     });
-    if (toStart.length === 0 && inits.length === 0) {
+    // Nothing left to start and the pod was initialized before (an app
+    // container ran): no new sandbox, init containers are not run again.
+    if (toStart.length === 0 && hasAnyRegularContainerCreated(pod, status)) {
       changes.createSandbox = false;
       return changes;
     }
@@ -185,19 +221,21 @@ export function computePodActions(pod: V1Pod, status: RuntimePodStatus): PodActi
       }
       return;
     }
+    if (pod.metadata?.deletionTimestamp) {
+      changes.containersToKill.push({ id: st.id, name: c.name, message: 'Pod is being deleted' });
+      return;
+    }
     if (st.hash !== containerHash(c)) {
       changes.containersToStart.push(idx);
       changes.containersToKill.push({ id: st.id, name: c.name, message: `Container ${c.name} definition changed, will be restarted` });
-      return;
-    }
-    if (pod.metadata?.deletionTimestamp) {
-      changes.containersToKill.push({ id: st.id, name: c.name, message: 'Pod is being deleted' });
       return;
     }
     keepCount++;
   });
   if (keepCount === 0 && changes.containersToStart.length === 0) {
     changes.killPod = true;
+    // Sidecars do not keep a finished pod alive.
+    changes.initContainersToStart = [];
   }
   return changes;
 }

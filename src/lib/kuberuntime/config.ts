@@ -19,7 +19,7 @@ import {
   type SecurityProfile,
 } from '../cri/gen/api.js';
 import path from 'node:path';
-import { ContainerConfigError, expandCommand, makeEnvironment, type EnvContext } from './env.js';
+import { ContainerConfigError, expand, expandCommand, makeEnvironment, type EnvContext } from './env.js';
 import { containerHash } from './hash.js';
 import { containerAnnotations, containerLabels, podSandboxAnnotations, podSandboxLabels, type ContainerType } from './labels.js';
 import { linuxContainerResources } from './resources.js';
@@ -53,7 +53,9 @@ export function parseResolvConf(text: string): ResolvConf {
     const line = raw.replace(/[#;].*$/, '').trim();
     const [key, ...rest] = line.split(/\s+/);
     if (key === 'nameserver' && rest[0]) out.servers.push(rest[0]);
-    else if (key === 'search' || key === 'domain') out.searches = rest;
+    // Last search line wins; "." is dropped and trailing dots trimmed, as the
+    // kubelet normalises them ("domain" lines are not read, as by the kubelet).
+    else if (key === 'search') out.searches = rest.filter((d) => d !== '.').map((d) => d.replace(/\.$/, ''));
     else if (key === 'options') out.options.push(...rest);
   }
   return out;
@@ -120,7 +122,7 @@ function allContainers(pod: V1Pod): V1Container[] {
 
 export function podHostname(pod: V1Pod, nodeName: string): string {
   if (pod.spec?.hostNetwork) return os.hostname();
-  const name = pod.spec?.hostname ?? pod.metadata?.name ?? nodeName;
+  const name = pod.spec?.hostname || pod.metadata?.name || nodeName;
   // A hostname is at most 63 characters; the kubelet truncates and trims trailing '-' and '.'.
   return name.slice(0, 63).replace(/[-.]+$/, '');
 }
@@ -143,7 +145,7 @@ export function generatePodSandboxConfig(
     metadata: { name: md.name ?? '', namespace: md.namespace ?? 'default', uid: md.uid ?? '', attempt: opts.attempt },
     hostname: podHostname(pod, opts.nodeName),
     logDirectory: opts.logDirectory,
-    dnsConfig: pod.spec?.hostNetwork && pod.spec?.dnsPolicy !== 'ClusterFirstWithHostNet' && pod.spec?.dnsPolicy !== 'None' ? undefined : dns,
+    dnsConfig: dns,
     portMappings,
     labels: podSandboxLabels(pod),
     annotations: podSandboxAnnotations(pod),
@@ -183,6 +185,22 @@ function propagation(p: string | undefined): MountPropagation {
   return MountPropagation.PROPAGATION_PRIVATE;
 }
 
+/**
+ * subPathExpr expansion (the kubelet's ExpandContainerVolumeMounts): a
+ * reference to an undefined or empty variable is an error, never an empty
+ * path segment (which would mount the whole volume).
+ */
+function expandSubPathExpr(expr: string, env: Map<string, string>): string {
+  const missing = new Set<string>();
+  const out = expand(expr, (n) => {
+    const v = env.get(n);
+    if (v === undefined || v === '') missing.add(n);
+    return v ?? '';
+  });
+  if (missing.size > 0) throw new ContainerConfigError(`missing value for ${[...missing].sort().join(', ')}`);
+  return out;
+}
+
 function makeMounts(c: V1Container, ctx: ContainerConfigContext): DeepPartial<Mount>[] {
   const mounts: DeepPartial<Mount>[] = [];
   const envMap = new Map(makeEnvPairs(ctx, c).map((e) => [e.key, e.value]));
@@ -190,7 +208,7 @@ function makeMounts(c: V1Container, ctx: ContainerConfigContext): DeepPartial<Mo
     const hostPath = ctx.volumes.get(vm.name);
     if (hostPath === undefined) throw new ContainerConfigError(`unable to find volume "${vm.name}" for container "${c.name}"`);
     let src = hostPath;
-    const sub = vm.subPathExpr ? vm.subPathExpr.replace(/\$\(([^)]+)\)/g, (_m, n: string) => envMap.get(n) ?? '') : vm.subPath;
+    const sub = vm.subPathExpr ? expandSubPathExpr(vm.subPathExpr, envMap) : vm.subPath;
     if (sub) {
       src = path.resolve(hostPath, sub);
       if (src !== hostPath && !src.startsWith(hostPath + path.sep)) {

@@ -50,8 +50,10 @@ export function expand(input: string, lookup: (name: string) => string | undefin
     if (next === '(') {
       const close = input.indexOf(')', i + 2);
       if (close === -1) {
-        out += input.slice(i);
-        break;
+        // Incomplete reference: keep "$(" and go on scanning after it.
+        out += '$(';
+        i++;
+        continue;
       }
       const name = input.slice(i + 2, close);
       const value = name === '' ? undefined : lookup(name);
@@ -180,8 +182,9 @@ function envVarValue(container: V1Container, v: V1EnvVar, ctx: EnvContext, looku
       if (ref.optional) return undefined;
       throw new ContainerConfigError(`configmap "${ref.name}" not found`);
     }
-    const data = configMapData(cm);
-    if (!(ref.key in data)) {
+    // Env reads a ConfigMap's data only (binaryData is for volumes).
+    const data = cm.data ?? {};
+    if (!Object.hasOwn(data, ref.key)) {
       if (ref.optional) return undefined;
       throw new ContainerConfigError(`couldn't find key ${ref.key} in ConfigMap ${ctx.pod.metadata?.namespace ?? 'default'}/${ref.name}`);
     }
@@ -195,7 +198,7 @@ function envVarValue(container: V1Container, v: V1EnvVar, ctx: EnvContext, looku
       throw new ContainerConfigError(`secret "${ref.name}" not found`);
     }
     const data = secretData(s);
-    if (!(ref.key in data)) {
+    if (!Object.hasOwn(data, ref.key)) {
       if (ref.optional) return undefined;
       throw new ContainerConfigError(`couldn't find key ${ref.key} in Secret ${ctx.pod.metadata?.namespace ?? 'default'}/${ref.name}`);
     }
@@ -213,7 +216,7 @@ export function makeEnvironment(container: V1Container, ctx: EnvContext): { key:
     if (from.configMapRef) {
       const cm = findConfigMap(ctx, from.configMapRef.name ?? '');
       if (!cm && !from.configMapRef.optional) throw new ContainerConfigError(`configmap "${from.configMapRef.name}" not found`);
-      data = cm ? configMapData(cm) : undefined;
+      data = cm?.data;
     } else if (from.secretRef) {
       const s = findSecret(ctx, from.secretRef.name ?? '');
       if (!s && !from.secretRef.optional) throw new ContainerConfigError(`secret "${from.secretRef.name}" not found`);

@@ -20,10 +20,13 @@ export class ImageError extends KletError {
 
 /** Default pull policy from the tag, as the API server defaults it. */
 export function defaultPullPolicy(image: string): 'Always' | 'IfNotPresent' {
-  if (image.includes('@')) return 'IfNotPresent';
-  const last = image.split('/').pop() ?? image;
+  const at = image.indexOf('@');
+  const name = at === -1 ? image : image.slice(0, at);
+  const last = name.split('/').pop() ?? name;
   const tag = last.includes(':') ? last.slice(last.lastIndexOf(':') + 1) : '';
-  return tag === '' || tag === 'latest' ? 'Always' : 'IfNotPresent';
+  // No tag and no digest means :latest; a digest alone pins the image.
+  if (tag === '') return at === -1 ? 'Always' : 'IfNotPresent';
+  return tag === 'latest' ? 'Always' : 'IfNotPresent';
 }
 
 const PATH_COMPONENT = '[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*';

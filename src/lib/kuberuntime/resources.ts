@@ -49,7 +49,8 @@ export function qosClass(pod: V1Pod): QOSClass {
       if ((rq !== undefined && !parseQuantity(String(rq)).isZero) || (lm !== undefined && !parseQuantity(String(lm)).isZero)) {
         anySet = true;
       }
-      if (lm === undefined) {
+      // Only a positive limit counts toward Guaranteed.
+      if (lm === undefined || parseQuantity(String(lm)).isZero) {
         guaranteed = false;
         continue;
       }
@@ -85,8 +86,8 @@ export function linuxContainerResources(pod: V1Pod, container: V1Container, memo
   const cpuReq = milli(container.resources?.requests?.cpu);
   const cpuLim = milli(container.resources?.limits?.cpu);
   const memLim = bytes(container.resources?.limits?.memory);
-  // A request defaults to the limit when only the limit is set.
-  const sharesFrom = cpuReq ?? cpuLim ?? 0;
+  // A request defaults to the limit when only the limit is set (or the request is zero).
+  const sharesFrom = cpuReq ? cpuReq : (cpuLim ?? 0);
   const res: LinuxResources = {
     cpuShares: BigInt(milliCPUToShares(sharesFrom)),
     cpuQuota: 0n,

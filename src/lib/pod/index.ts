@@ -2,8 +2,8 @@
  * The manifest layer of klet: pure logic that turns pod manifests (a static
  * pod directory, files, a URL body) into validated static pods, ConfigMaps
  * and Secrets, the way the API server and the kubelet's static pod source
- * would. Importing this module loads @kubernetes/client-node (~0.7 s), so
- * commands import it only when they need it.
+ * would. Importing this module loads @kubernetes/client-node's generated
+ * models (a few hundred ms), so commands import it only when they need it.
  */
 export {
   loadManifests,
@@ -65,5 +65,4 @@ export {
 } from './static-pod.js';
 export { decodeModel, modelAttributes, serializeModel, type AttributeType, type DecodeResult } from './decode.js';
 export { FieldError, FieldPath, type FieldErrorType, type PathSegment } from './field.js';
-export { resolvePodRef, MIN_UID_PREFIX, type PodRefTarget } from './ref.js';
 export { Quantity, QuantityError, parseQuantity, quantityError, type QuantityFormat } from './quantity.js';

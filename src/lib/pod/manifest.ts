@@ -323,6 +323,19 @@ const YAML_OPTIONS = {
   uniqueKeys: true,
 } as const;
 
+/**
+ * Where to report a YAML syntax error. An error found at the end of the
+ * input (an unclosed bracket or quote) is positioned after the last
+ * newline, a line past the end of the file: report the last line with
+ * content instead.
+ */
+function syntaxErrorPos(text: string, pos: number): number {
+  let p = Math.min(pos, text.length);
+  if (text.slice(p).trim() !== '') return p;
+  while (p > 0 && /\s/.test(text[p - 1] as string)) p--;
+  return Math.max(0, p - 1);
+}
+
 function parseText(text: string, display: string, source: Omit<ManifestSource, 'line'>): ParsedManifests {
   const out: ParsedManifests = { objects: [], errors: [], files: [display] };
   const lc = new LineCounter();
@@ -331,7 +344,7 @@ function parseText(text: string, display: string, source: Omit<ManifestSource, '
     if (doc.errors.length > 0) {
       // The first error is the cause; later ones are usually its echoes.
       const err = doc.errors[0];
-      if (err !== undefined) out.errors.push(fileError(display, err.message, lc.linePos(err.pos[0]).line));
+      if (err !== undefined) out.errors.push(fileError(display, err.message, lc.linePos(syntaxErrorPos(text, err.pos[0])).line));
       continue;
     }
     const ctx: DocContext = { display, source, doc, lc };

@@ -11,7 +11,7 @@ import type {
   V1PodCondition,
   V1PodStatus,
 } from '@kubernetes/client-node';
-import { isRestartableInit, restartPolicy } from '../kuberuntime/actions.js';
+import { isRestartableInit, podSandboxChanged, restartPolicy, shouldContainerBeRestarted } from '../kuberuntime/actions.js';
 import type { PodSyncState } from '../kuberuntime/poddir.js';
 import { qosClass } from '../kuberuntime/resources.js';
 import type { RuntimeContainerStatus, RuntimePodStatus } from '../kuberuntime/runtime-status.js';
@@ -77,15 +77,20 @@ function containerStatus(
     state: { waiting: { reason: defaultWaitingReason } },
   };
   if (latest) st.containerID = `${inputs.runtimeName}://${latest.id}`;
-  if (cached?.reason && !running) {
-    // The last start attempt failed: show why, with the last run as lastState.
-    st.state = { waiting: { reason: cached.reason, message: cached.message } };
-    if (latest && latest.state !== 'created') st.lastState = terminatedState(latest, inputs.runtimeName);
-  } else if (latest) {
+  if (latest) {
     if (running) st.state = { running: { startedAt: date(latest.startedAt) } };
     else if (latest.state === 'created') st.state = { waiting: { reason: 'ContainerCreating' } };
     else st.state = terminatedState(latest, inputs.runtimeName);
     if (previous && previous.state !== 'created') st.lastState = terminatedState(previous, inputs.runtimeName);
+  }
+  // The last start attempt failed: show why, with the last run as lastState;
+  // only for a container the next sync would start again (the kubelet's
+  // reasonCache is consulted only when ShouldContainerBeRestarted, and never
+  // for an init container that completed).
+  const completedInit = isInit && latest?.state === 'exited' && latest.exitCode === 0;
+  if (cached?.reason && !running && !completedInit && shouldContainerBeRestarted(inputs.pod, latest)) {
+    if (st.state?.terminated) st.lastState = st.state;
+    st.state = { waiting: { reason: cached.reason, message: cached.message } };
   }
   if (running) {
     const probe = inputs.readiness?.[c.name];
@@ -95,31 +100,48 @@ function containerStatus(
   return st;
 }
 
-/** The kubelet's getPhase. */
+/** The kubelet's getPhase (sidecar-aware). */
 export function getPhase(pod: V1Pod, init: V1ContainerStatus[], app: V1ContainerStatus[]): PodPhase {
   const policy = restartPolicy(pod);
   const inits = pod.spec?.initContainers ?? [];
   let pendingInit = 0;
   let failedInit = 0;
+  let unknown = 0;
+  let running = 0;
+  let waiting = 0;
+  let stopped = 0;
+  let succeeded = 0;
   inits.forEach((c, i) => {
     const s = init[i];
     if (isRestartableInit(c)) {
-      if (!s?.started) pendingInit++;
+      // A sidecar counts as a running container; a stopped one (exited, or
+      // waiting to restart after a run) does not count at all.
+      if (!s) unknown++;
+      else if (s.state?.running) {
+        if (!s.started) pendingInit++;
+        running++;
+      } else if (s.state?.terminated) {
+        // not taken into account
+      } else if (s.state?.waiting) {
+        if (!s.lastState?.terminated) {
+          pendingInit++;
+          waiting++;
+        }
+      } else {
+        pendingInit++;
+        unknown++;
+      }
       return;
     }
     if (!s || s.state?.running) pendingInit++;
     else if (s.state?.terminated) {
       if (s.state.terminated.exitCode !== 0) failedInit++;
     } else if (s.state?.waiting) {
-      if (s.lastState?.terminated && s.lastState.terminated.exitCode !== 0) failedInit++;
-      else pendingInit++;
-    }
+      if (s.lastState?.terminated) {
+        if (s.lastState.terminated.exitCode !== 0) failedInit++;
+      } else pendingInit++;
+    } else pendingInit++;
   });
-  let unknown = 0;
-  let running = 0;
-  let waiting = 0;
-  let stopped = 0;
-  let succeeded = 0;
   for (const s of app) {
     if (s.state?.running) running++;
     else if (s.state?.terminated) {
@@ -131,11 +153,9 @@ export function getPhase(pod: V1Pod, init: V1ContainerStatus[], app: V1Container
     } else unknown++;
   }
   if (failedInit > 0 && policy === 'Never') return 'Failed';
-  if (pendingInit > 0 || (failedInit > 0 && policy !== 'Never')) {
-    // Init containers still to run (or being retried): Pending, unless the
-    // app containers already run (a restarted sidecar after initialization).
-    if (running === 0 && stopped === 0) return 'Pending';
-  }
+  // Init containers still to run: Pending, unless an app container already
+  // ran (a sidecar restarting after initialization).
+  if (pendingInit > 0 && !hasAnyRegularContainerStarted(app)) return 'Pending';
   if (waiting > 0) return 'Pending';
   if (running > 0 && unknown === 0) return 'Running';
   if (running === 0 && stopped > 0 && unknown === 0) {
@@ -145,6 +165,11 @@ export function getPhase(pod: V1Pod, init: V1ContainerStatus[], app: V1Container
     return 'Running';
   }
   return 'Pending';
+}
+
+/** The kubelet's HasAnyRegularContainerStarted. */
+function hasAnyRegularContainerStarted(app: V1ContainerStatus[]): boolean {
+  return app.some((s) => s.state?.running !== undefined || s.state?.terminated !== undefined);
 }
 
 function condition(type: string, ok: boolean, reason?: string, message?: string, at?: Date): V1PodCondition {
@@ -178,16 +203,16 @@ export function generatePodStatus(inputs: StatusInputs): V1PodStatus {
     if (isRestartableInit(c)) return !s?.started;
     return !(s?.state?.terminated && s.state.terminated.exitCode === 0);
   });
-  const initialized = incompleteInit.length === 0 || appStatuses.some((s) => s.state?.running || s.state?.terminated || s.lastState?.terminated);
+  const initialized = incompleteInit.length === 0 || hasAnyRegularContainerStarted(appStatuses);
   const unready = [...inits.filter((c) => isRestartableInit(c)).map((c) => initStatuses[inits.indexOf(c)]), ...appStatuses]
     .filter((s): s is V1ContainerStatus => s !== undefined && !s.ready)
     .map((s) => s.name);
   const containersReady = unready.length === 0 && !terminal;
-  const readyReason = terminal ? 'PodCompleted' : 'ContainersNotReady';
+  const readyReason = phase === 'Succeeded' ? 'PodCompleted' : phase === 'Failed' ? 'PodFailed' : 'ContainersNotReady';
   const readyMessage = terminal ? undefined : `containers with unready status: [${unready.join(' ')}]`;
 
   const conditions: V1PodCondition[] = [
-    condition('PodReadyToStartContainers', sandbox?.ready === true, undefined, undefined, date(sandbox?.createdAt ?? 0) ?? now),
+    condition('PodReadyToStartContainers', !podSandboxChanged(pod, runtime).changed, undefined, undefined, date(sandbox?.createdAt ?? 0) ?? now),
     condition(
       'Initialized',
       initialized,
@@ -199,9 +224,12 @@ export function generatePodStatus(inputs: StatusInputs): V1PodStatus {
     condition('ContainersReady', containersReady, readyReason, readyMessage, inputs.startTime),
     condition('PodScheduled', true, undefined, undefined, inputs.startTime),
   ];
-  if (terminal && initialized) {
-    // A completed pod's Initialized condition says so, as the kubelet's does.
+  if (phase === 'Succeeded') {
+    // A succeeded pod's Initialized condition says so, as the kubelet's does
+    // (a failed pod's does not).
+    (conditions[1] as V1PodCondition).status = 'True';
     (conditions[1] as V1PodCondition).reason = 'PodCompleted';
+    delete (conditions[1] as V1PodCondition).message;
   }
 
   const status: V1PodStatus = {

@@ -1,2 +1,0 @@
-const { execute } = await import('@oclif/core');
-await execute({ dir: new URL('./run.js', import.meta.url).href });
