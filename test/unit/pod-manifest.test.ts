@@ -344,17 +344,30 @@ describe('static pod UID', () => {
     const file = path.join(d, 'web.yaml');
     await fs.writeFile(file, podYaml('web'));
     const uid = await uidOf(file);
-    // Same pod: JSON, other key order, defaults written out, a uid of its own (ignored).
+    // Same pod: JSON, other key order, defaults written out.
     await fs.writeFile(
       file,
       JSON.stringify({
         spec: { restartPolicy: 'Always', containers: [{ image: 'busybox:1.36', name: 'main', imagePullPolicy: 'IfNotPresent' }] },
-        metadata: { name: 'web', uid: 'e8c3a1f2-0000-4000-8000-000000000000' },
+        metadata: { name: 'web' },
         kind: 'Pod',
         apiVersion: 'v1',
       }),
     );
     expect(await uidOf(file)).toBe(uid);
+  });
+
+  it('keeps a uid written in the manifest, as the kubelet does', async () => {
+    const d = await dir('uid-kept');
+    const file = path.join(d, 'web.yaml');
+    await fs.writeFile(
+      file,
+      JSON.stringify({
+        metadata: { name: 'web', uid: 'e8c3a1f2-0000-4000-8000-000000000000' },
+        spec: { containers: [{ image: 'busybox:1.36', name: 'main' }] },
+      }),
+    );
+    expect(await uidOf(file)).toBe('e8c3a1f2-0000-4000-8000-000000000000');
   });
 
   it('is md5 over the canonical pod, host and source', async () => {

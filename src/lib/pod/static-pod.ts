@@ -8,6 +8,8 @@
  *   new pod);
  * - the name gets `-<node name>` appended, so that mirror pods of several
  *   nodes do not collide in the API;
+ * - a metadata.uid written in the manifest is kept, as the kubelet keeps it
+ *   (an edited manifest then updates the same pod in place);
  * - namespace defaults to `default`, spec.nodeName is this node;
  * - annotations record the source, the hash and when it was first seen;
  * - file pods tolerate every NoExecute taint, so node problems never
@@ -15,10 +17,6 @@
  * - status.phase starts as Pending.
  *
  * Deliberate differences from the kubelet:
- * - a metadata.uid written in the manifest is dropped and the hash is used
- *   instead (the kubelet keeps a non-empty manifest UID). With a fixed UID an
- *   edited manifest would keep its identity and klet could not tell old and
- *   new apart by UID.
  * - the node name is hashed for http sources too (the kubelet hashes only
  *   "url:<url>"), so one URL served to several nodes gives distinct UIDs.
  * - a pod with generateName but no name is an error: the kubelet would
@@ -125,7 +123,7 @@ export function toStaticPod(pod: V1Pod, opts: StaticPodOptions): StaticPodResult
         : 'name or generateName is required';
     return { pod: undefined, errors: [required(FieldPath.of('metadata', 'name'), detail)] };
   }
-  const uid = staticPodUID(pod, opts.source, opts.nodeName);
+  const uid = (pod.metadata?.uid ?? '') !== '' ? (pod.metadata?.uid as string) : staticPodUID(pod, opts.source, opts.nodeName);
   const out = cloneModel(pod);
   const metadata = (out.metadata ??= {});
   metadata.uid = uid;

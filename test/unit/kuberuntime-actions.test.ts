@@ -1,0 +1,440 @@
+import { describe, expect, it } from 'vitest';
+import type { V1Container, V1ObjectMeta, V1Pod, V1PodSpec } from '@kubernetes/client-node';
+import {
+  computePodActions,
+  isNoop,
+  podSandboxChanged,
+  shouldContainerBeRestarted,
+  type PodActions,
+} from '../../src/lib/kuberuntime/actions.js';
+import { containerHash } from '../../src/lib/kuberuntime/hash.js';
+import type {
+  RuntimeContainerState,
+  RuntimeContainerStatus,
+  RuntimePodStatus,
+  RuntimeSandboxStatus,
+} from '../../src/lib/kuberuntime/runtime-status.js';
+
+const SB = 'sb-1';
+
+function ctr(name: string, extra: Partial<V1Container> = {}): V1Container {
+  return { name, image: 'busybox:1.36', ...extra };
+}
+function sidecar(name: string): V1Container {
+  return ctr(name, { restartPolicy: 'Always' });
+}
+function mkPod(spec: Partial<V1PodSpec>, meta: Partial<V1ObjectMeta> = {}): V1Pod {
+  return {
+    metadata: { name: 'web', namespace: 'default', uid: 'uid-1', ...meta },
+    spec: { containers: [], ...spec },
+  };
+}
+function sandbox(extra: Partial<RuntimeSandboxStatus> = {}): RuntimeSandboxStatus {
+  return { id: SB, ready: true, attempt: 0, createdAt: 1000, ip: '10.88.0.5', additionalIps: [], hostNetwork: false, ...extra };
+}
+
+let seq = 0;
+function cs(
+  c: V1Container,
+  state: RuntimeContainerState,
+  extra: Partial<RuntimeContainerStatus> = {},
+): RuntimeContainerStatus {
+  seq++;
+  return {
+    id: `${c.name}-${seq}`,
+    name: c.name,
+    sandboxId: SB,
+    state,
+    createdAt: 2000 + seq,
+    startedAt: state === 'created' ? 0 : 2000 + seq,
+    finishedAt: state === 'exited' ? 3000 + seq : 0,
+    exitCode: 0,
+    reason: '',
+    message: '',
+    image: c.image ?? '',
+    imageRef: 'sha256:abc',
+    hash: containerHash(c),
+    restartCount: 0,
+    type: 'regular',
+    logPath: `${c.name}/0.log`,
+    ...extra,
+  };
+}
+const running = (c: V1Container, extra: Partial<RuntimeContainerStatus> = {}) => cs(c, 'running', extra);
+const exited = (c: V1Container, exitCode: number, extra: Partial<RuntimeContainerStatus> = {}) =>
+  cs(c, 'exited', { exitCode, reason: exitCode === 0 ? 'Completed' : 'Error', ...extra });
+
+/** Containers are given newest first, as getRuntimePodStatus sorts them. */
+function rt(sandboxes: RuntimeSandboxStatus[], containers: RuntimeContainerStatus[] = []): RuntimePodStatus {
+  return { uid: 'uid-1', name: 'web', namespace: 'default', sandboxes, containers };
+}
+
+/** The parts of a plan that say what happens to containers. */
+function starts(a: PodActions) {
+  return { init: a.initContainersToStart, app: a.containersToStart, kill: a.containersToKill.map((k) => k.name), killPod: a.killPod };
+}
+
+describe('computePodActions: sandbox', () => {
+  it('creates the first sandbox (attempt 0) and starts every container when there is none', () => {
+    const pod = mkPod({ containers: [ctr('a'), ctr('b')] });
+    const a = computePodActions(pod, rt([]));
+    expect(a).toEqual({
+      killPod: true,
+      createSandbox: true,
+      sandboxId: null,
+      attempt: 0,
+      initContainersToStart: [],
+      containersToStart: [0, 1],
+      containersToKill: [],
+    });
+    expect(isNoop(a)).toBe(false);
+  });
+
+  it('starts only the first init container in a new sandbox', () => {
+    const pod = mkPod({ initContainers: [ctr('init-a'), ctr('init-b')], containers: [ctr('a')] });
+    const a = computePodActions(pod, rt([]));
+    expect(a.createSandbox).toBe(true);
+    expect(a.initContainersToStart).toEqual([0]);
+    expect(a.containersToStart).toEqual([]);
+  });
+
+  it('is a no-op for a ready sandbox whose containers run with matching hashes', () => {
+    const a1 = ctr('a');
+    const b1 = ctr('b', { image: 'nginx:1.27' });
+    const pod = mkPod({ containers: [a1, b1] });
+    const a = computePodActions(pod, rt([sandbox()], [running(b1), running(a1)]));
+    expect(isNoop(a)).toBe(true);
+    expect(a.sandboxId).toBe(SB);
+    expect(a.attempt).toBe(0);
+  });
+
+  it('replaces a sandbox that is not ready with attempt + 1, starting all containers again', () => {
+    const a1 = ctr('a');
+    const pod = mkPod({ containers: [a1] });
+    const a = computePodActions(pod, rt([sandbox({ ready: false, attempt: 2 })], [exited(a1, 137)]));
+    expect(a.killPod).toBe(true);
+    expect(a.createSandbox).toBe(true);
+    expect(a.attempt).toBe(3);
+    expect(a.sandboxId).toBe(SB);
+    expect(a.containersToStart).toEqual([0]);
+  });
+
+  it('does not start a Never pod again in a new sandbox after its containers ran', () => {
+    const a1 = ctr('a');
+    const pod = mkPod({ restartPolicy: 'Never', containers: [a1] });
+    const a = computePodActions(pod, rt([sandbox({ ready: false })], [exited(a1, 0)]));
+    expect(a.killPod).toBe(true);
+    expect(a.createSandbox).toBe(false);
+    expect(a.containersToStart).toEqual([]);
+  });
+
+  it('retries the sandbox of a Never pod whose containers never got created', () => {
+    const pod = mkPod({ restartPolicy: 'Never', containers: [ctr('a')] });
+    const a = computePodActions(pod, rt([sandbox({ ready: false })]));
+    expect(a.createSandbox).toBe(true);
+    expect(a.attempt).toBe(1);
+    expect(a.containersToStart).toEqual([0]);
+  });
+
+  it('in a new sandbox of an OnFailure pod, starts only the containers that did not succeed', () => {
+    const a1 = ctr('a');
+    const b1 = ctr('b');
+    const pod = mkPod({ restartPolicy: 'OnFailure', containers: [a1, b1] });
+    const a = computePodActions(pod, rt([sandbox({ ready: false })], [exited(b1, 2), exited(a1, 0)]));
+    expect(a.createSandbox).toBe(true);
+    expect(a.containersToStart).toEqual([1]);
+  });
+
+  it('creates no new sandbox for an initialized OnFailure pod whose containers all succeeded, even with init containers', () => {
+    const i1 = ctr('init');
+    const a1 = ctr('a');
+    const pod = mkPod({ restartPolicy: 'OnFailure', initContainers: [i1], containers: [a1] });
+    const a = computePodActions(pod, rt([sandbox({ ready: false })], [exited(a1, 0), exited(i1, 0)]));
+    expect(a.killPod).toBe(true);
+    expect(a.createSandbox).toBe(false);
+    expect(a.initContainersToStart).toEqual([]);
+  });
+
+  it('a pod being deleted gets no new sandbox', () => {
+    const pod = mkPod({ containers: [ctr('a')] }, { deletionTimestamp: new Date() });
+    const a = computePodActions(pod, rt([]));
+    expect(a.createSandbox).toBe(false);
+    expect(a.containersToStart).toEqual([]);
+  });
+});
+
+describe('computePodActions: restart policy', () => {
+  const cases: { policy: 'Always' | 'OnFailure' | 'Never'; exitCode: number; restart: boolean }[] = [
+    { policy: 'Always', exitCode: 0, restart: true },
+    { policy: 'Always', exitCode: 1, restart: true },
+    { policy: 'OnFailure', exitCode: 0, restart: false },
+    { policy: 'OnFailure', exitCode: 1, restart: true },
+    { policy: 'Never', exitCode: 0, restart: false },
+    { policy: 'Never', exitCode: 3, restart: false },
+  ];
+  it.each(cases)('$policy, exited $exitCode: restart=$restart', ({ policy, exitCode, restart }) => {
+    const a1 = ctr('a');
+    const pod = mkPod({ restartPolicy: policy, containers: [a1] });
+    const a = computePodActions(pod, rt([sandbox()], [exited(a1, exitCode)]));
+    expect(a.createSandbox).toBe(false);
+    expect(a.containersToStart).toEqual(restart ? [0] : []);
+    // Nothing left running and nothing to start: the pod is done.
+    expect(a.killPod).toBe(!restart);
+  });
+
+  it('restarts only the container that exited, keeping the running ones', () => {
+    const a1 = ctr('a');
+    const b1 = ctr('b');
+    const pod = mkPod({ containers: [a1, b1] });
+    const a = computePodActions(pod, rt([sandbox()], [exited(b1, 1), running(a1)]));
+    expect(starts(a)).toEqual({ init: [], app: [1], kill: [], killPod: false });
+  });
+
+  it('keeps a Never pod with one container still running', () => {
+    const a1 = ctr('a');
+    const b1 = ctr('b');
+    const pod = mkPod({ restartPolicy: 'Never', containers: [a1, b1] });
+    const a = computePodActions(pod, rt([sandbox()], [exited(b1, 1), running(a1)]));
+    expect(isNoop(a)).toBe(true);
+  });
+
+  it('kills the pod of a Never pod when every container has exited', () => {
+    const a1 = ctr('a');
+    const b1 = ctr('b');
+    const pod = mkPod({ restartPolicy: 'Never', containers: [a1, b1] });
+    const a = computePodActions(pod, rt([sandbox()], [exited(b1, 1), exited(a1, 0)]));
+    expect(starts(a)).toEqual({ init: [], app: [], kill: [], killPod: true });
+  });
+
+  it('starts a container that was never created and restarts one stuck in created', () => {
+    const a1 = ctr('a');
+    const b1 = ctr('b');
+    const pod = mkPod({ restartPolicy: 'Never', containers: [a1, b1] });
+    const a = computePodActions(pod, rt([sandbox()], [cs(b1, 'created')]));
+    expect(a.containersToStart).toEqual([0, 1]);
+  });
+
+  it('kills a container in unknown state before restarting it', () => {
+    const a1 = ctr('a');
+    const pod = mkPod({ containers: [a1] });
+    const st = cs(a1, 'unknown');
+    const a = computePodActions(pod, rt([sandbox()], [st]));
+    expect(a.containersToStart).toEqual([0]);
+    expect(a.containersToKill).toEqual([{ id: st.id, name: 'a', message: expect.stringContaining('unknown state') }]);
+  });
+});
+
+describe('computePodActions: spec changes', () => {
+  it('kills and restarts only the container whose spec hash changed', () => {
+    const a1 = ctr('a');
+    const b1 = ctr('b');
+    const pod = mkPod({ containers: [a1, b1] });
+    const stale = running(a1, { hash: containerHash({ ...a1, image: 'busybox:1.35' }) });
+    const a = computePodActions(pod, rt([sandbox()], [running(b1), stale]));
+    expect(a.killPod).toBe(false);
+    expect(a.createSandbox).toBe(false);
+    expect(a.containersToStart).toEqual([0]);
+    expect(a.containersToKill).toEqual([{ id: stale.id, name: 'a', message: 'Container a definition changed, will be restarted' }]);
+  });
+
+  it('restarts a changed container even under restartPolicy Never', () => {
+    const a1 = ctr('a');
+    const pod = mkPod({ restartPolicy: 'Never', containers: [a1] });
+    const a = computePodActions(pod, rt([sandbox()], [running(a1, { hash: 'deadbeef' })]));
+    expect(starts(a)).toEqual({ init: [], app: [0], kill: ['a'], killPod: false });
+  });
+});
+
+describe('computePodActions: init containers', () => {
+  const i1 = ctr('init-a');
+  const i2 = ctr('init-b');
+  const a1 = ctr('app');
+
+  it('starts the next init container after a completed one', () => {
+    const pod = mkPod({ initContainers: [i1, i2], containers: [a1] });
+    const a = computePodActions(pod, rt([sandbox()], [exited(i1, 0)]));
+    expect(starts(a)).toEqual({ init: [1], app: [], kill: [], killPod: false });
+  });
+
+  it('starts the first init container in a ready sandbox with nothing in it', () => {
+    const pod = mkPod({ initContainers: [i1, i2], containers: [a1] });
+    expect(computePodActions(pod, rt([sandbox()])).initContainersToStart).toEqual([0]);
+  });
+
+  it('starts the app containers once every init container completed', () => {
+    const pod = mkPod({ initContainers: [i1, i2], containers: [a1, ctr('app2')] });
+    const a = computePodActions(pod, rt([sandbox()], [exited(i2, 0), exited(i1, 0)]));
+    expect(starts(a)).toEqual({ init: [], app: [0, 1], kill: [], killPod: false });
+  });
+
+  it('waits while an init container runs', () => {
+    const pod = mkPod({ initContainers: [i1, i2], containers: [a1] });
+    const a = computePodActions(pod, rt([sandbox()], [running(i2), exited(i1, 0)]));
+    expect(isNoop(a)).toBe(true);
+  });
+
+  const failed: { policy: 'Always' | 'OnFailure' | 'Never'; killPod: boolean; init: number[] }[] = [
+    { policy: 'Never', killPod: true, init: [] },
+    { policy: 'OnFailure', killPod: false, init: [0] },
+    { policy: 'Always', killPod: false, init: [0] },
+  ];
+  it.each(failed)('a failed init container under $policy: killPod=$killPod, restart $init', ({ policy, killPod, init }) => {
+    const pod = mkPod({ restartPolicy: policy, initContainers: [i1, i2], containers: [a1] });
+    const a = computePodActions(pod, rt([sandbox()], [exited(i1, 1)]));
+    expect(starts(a)).toEqual({ init, app: [], kill: [], killPod });
+  });
+
+  it('treats an OOM-killed init container as failed even with exit code 0', () => {
+    const pod = mkPod({ restartPolicy: 'Never', initContainers: [i1], containers: [a1] });
+    const a = computePodActions(pod, rt([sandbox()], [exited(i1, 0, { reason: 'OOMKilled' })]));
+    expect(a.killPod).toBe(true);
+  });
+
+  it('does not run regular init containers again once the app containers ran', () => {
+    const pod = mkPod({ initContainers: [i1, i2], containers: [a1] });
+    // The init containers' records were removed (garbage collected); the app runs.
+    const a = computePodActions(pod, rt([sandbox()], [running(a1)]));
+    expect(isNoop(a)).toBe(true);
+    // A failed earlier attempt of an init container is no reason either.
+    const b = computePodActions(pod, rt([sandbox()], [exited(a1, 1), exited(i2, 0), exited(i1, 1)]));
+    expect(starts(b)).toEqual({ init: [], app: [0], kill: [], killPod: false });
+  });
+
+  it('runs the init containers again, in order, in a recreated sandbox', () => {
+    const pod = mkPod({ initContainers: [i1, i2], containers: [a1] });
+    const oldSb = sandbox({ id: 'sb-old', ready: false, attempt: 0, createdAt: 500 });
+    const newSb = sandbox({ id: SB, attempt: 1, createdAt: 5000 });
+    const old = [exited(a1, 137, { sandboxId: 'sb-old' }), exited(i2, 0, { sandboxId: 'sb-old' }), exited(i1, 0, { sandboxId: 'sb-old' })];
+    // init-a runs in the new sandbox: wait for it, do not start the app.
+    const waiting = computePodActions(pod, rt([newSb, oldSb], [running(i1, { restartCount: 1 }), ...old]));
+    expect(isNoop(waiting)).toBe(true);
+    // init-a completed in the new sandbox: init-b next, even though it completed in the old one.
+    const next = computePodActions(pod, rt([newSb, oldSb], [exited(i1, 0, { restartCount: 1 }), ...old]));
+    expect(starts(next)).toEqual({ init: [1], app: [], kill: [], killPod: false });
+  });
+});
+
+describe('computePodActions: sidecars (restartable init containers)', () => {
+  const side = sidecar('proxy');
+  const setup = ctr('setup');
+  const app = ctr('app');
+  const pod = mkPod({ initContainers: [side, setup], containers: [app] });
+
+  it('starts the sidecar first', () => {
+    expect(starts(computePodActions(pod, rt([sandbox()])))).toEqual({ init: [0], app: [], kill: [], killPod: false });
+  });
+
+  it('starts the next init container once the sidecar runs', () => {
+    const a = computePodActions(pod, rt([sandbox()], [running(side)]));
+    expect(starts(a)).toEqual({ init: [1], app: [], kill: [], killPod: false });
+  });
+
+  it('starts the app containers once the regular init containers completed, keeping the sidecar', () => {
+    const a = computePodActions(pod, rt([sandbox()], [exited(setup, 0), running(side)]));
+    expect(starts(a)).toEqual({ init: [], app: [0], kill: [], killPod: false });
+  });
+
+  it('is a no-op with the sidecar and the app running', () => {
+    const a = computePodActions(pod, rt([sandbox()], [running(app), exited(setup, 0), running(side)]));
+    expect(isNoop(a)).toBe(true);
+  });
+
+  it('restarts a sidecar that exited after the app started, without touching the app or re-running init', () => {
+    const a = computePodActions(pod, rt([sandbox()], [running(app), exited(side, 1), exited(setup, 0)]));
+    expect(starts(a)).toEqual({ init: [0], app: [], kill: [], killPod: false });
+  });
+
+  it('restarts a sidecar that exited before the init containers after it ran', () => {
+    const a = computePodActions(pod, rt([sandbox()], [exited(side, 0)]));
+    expect(starts(a)).toEqual({ init: [0], app: [], kill: [], killPod: false });
+  });
+
+  it('kills and restarts a running sidecar whose definition changed', () => {
+    const stale = running(side, { hash: 'deadbeef' });
+    const a = computePodActions(pod, rt([sandbox()], [running(app), exited(setup, 0), stale]));
+    expect(a.initContainersToStart).toEqual([0]);
+    expect(a.containersToStart).toEqual([]);
+    expect(a.containersToKill).toEqual([{ id: stale.id, name: 'proxy', message: 'Init container proxy definition changed' }]);
+  });
+
+  it('does not keep a finished pod alive for its sidecar', () => {
+    const never = mkPod({ restartPolicy: 'Never', initContainers: [side, setup], containers: [app] });
+    const a = computePodActions(never, rt([sandbox()], [exited(app, 0), exited(side, 137), exited(setup, 0)]));
+    expect(starts(a)).toEqual({ init: [], app: [], kill: [], killPod: true });
+  });
+});
+
+describe('computePodActions: deletion', () => {
+  it('starts nothing and stops what runs', () => {
+    const a1 = ctr('a');
+    const b1 = ctr('b');
+    const pod = mkPod({ containers: [a1, b1] }, { deletionTimestamp: new Date() });
+    const a = computePodActions(pod, rt([sandbox()], [running(b1), exited(a1, 1)]));
+    expect(a.containersToStart).toEqual([]);
+    expect(a.initContainersToStart).toEqual([]);
+    expect(a.createSandbox).toBe(false);
+    expect(a.containersToKill.map((k) => k.name)).toEqual(['b']);
+    expect(a.killPod).toBe(true);
+  });
+
+  it('starts no init container and no changed container', () => {
+    const i1 = ctr('init');
+    const a1 = ctr('a');
+    const deleting = { deletionTimestamp: new Date() };
+    const withInit = mkPod({ initContainers: [i1], containers: [a1] }, deleting);
+    expect(computePodActions(withInit, rt([sandbox()])).initContainersToStart).toEqual([]);
+    const changed = mkPod({ containers: [a1] }, deleting);
+    const a = computePodActions(changed, rt([sandbox()], [running(a1, { hash: 'deadbeef' })]));
+    expect(a.containersToStart).toEqual([]);
+    expect(a.containersToKill.map((k) => k.name)).toEqual(['a']);
+    expect(a.killPod).toBe(true);
+  });
+});
+
+describe('shouldContainerBeRestarted', () => {
+  const a1 = ctr('a');
+  const cases: { name: string; policy?: 'Always' | 'OnFailure' | 'Never'; st?: RuntimeContainerStatus; want: boolean; deleting?: boolean }[] = [
+    { name: 'never started', policy: 'Never', st: undefined, want: true },
+    { name: 'running', st: running(a1), want: false },
+    { name: 'created', policy: 'Never', st: cs(a1, 'created'), want: true },
+    { name: 'unknown', policy: 'Never', st: cs(a1, 'unknown'), want: true },
+    { name: 'Never, exited 1', policy: 'Never', st: exited(a1, 1), want: false },
+    { name: 'OnFailure, exited 0', policy: 'OnFailure', st: exited(a1, 0), want: false },
+    { name: 'OnFailure, exited 2', policy: 'OnFailure', st: exited(a1, 2), want: true },
+    { name: 'Always (default), exited 0', st: exited(a1, 0), want: true },
+    { name: 'deleted pod', st: undefined, want: false, deleting: true },
+  ];
+  it.each(cases)('$name → $want', ({ policy, st, want, deleting }) => {
+    const pod = mkPod({ restartPolicy: policy, containers: [a1] }, deleting ? { deletionTimestamp: new Date() } : {});
+    expect(shouldContainerBeRestarted(pod, st)).toBe(want);
+  });
+});
+
+describe('podSandboxChanged', () => {
+  const pod = mkPod({ containers: [ctr('a')] });
+  const cases: { name: string; pod?: V1Pod; sandboxes: RuntimeSandboxStatus[]; want: ReturnType<typeof podSandboxChanged> }[] = [
+    { name: 'no sandbox', sandboxes: [], want: { changed: true, attempt: 0, sandboxId: null } },
+    { name: 'ready with an IP', sandboxes: [sandbox({ attempt: 4 })], want: { changed: false, attempt: 4, sandboxId: SB } },
+    { name: 'not ready', sandboxes: [sandbox({ ready: false, attempt: 1 })], want: { changed: true, attempt: 2, sandboxId: SB } },
+    {
+      name: 'two ready sandboxes',
+      sandboxes: [sandbox({ attempt: 1 }), sandbox({ id: 'sb-0', attempt: 0 })],
+      want: { changed: true, attempt: 2, sandboxId: SB },
+    },
+    { name: 'no IP', sandboxes: [sandbox({ ip: '' })], want: { changed: true, attempt: 1, sandboxId: SB } },
+    {
+      name: 'network namespace changed',
+      sandboxes: [sandbox({ hostNetwork: true })],
+      want: { changed: true, attempt: 1, sandboxId: null },
+    },
+    {
+      name: 'host network without an IP',
+      pod: mkPod({ hostNetwork: true, containers: [ctr('a')] }),
+      sandboxes: [sandbox({ hostNetwork: true, ip: '' })],
+      want: { changed: false, attempt: 0, sandboxId: SB },
+    },
+  ];
+  it.each(cases)('$name', ({ pod: p, sandboxes, want }) => {
+    expect(podSandboxChanged(p ?? pod, rt(sandboxes))).toEqual(want);
+  });
+});
