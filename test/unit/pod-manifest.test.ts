@@ -363,6 +363,8 @@ describe('static pod UID', () => {
     await fs.writeFile(
       file,
       JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Pod',
         metadata: { name: 'web', uid: 'e8c3a1f2-0000-4000-8000-000000000000' },
         spec: { containers: [{ image: 'busybox:1.36', name: 'main' }] },
       }),
