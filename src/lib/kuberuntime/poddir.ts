@@ -105,7 +105,7 @@ export async function writeSyncState(rootDir: string, uid: string, st: PodSyncSt
 /** The kubelet-managed /etc/hosts for a pod not on the host network. */
 export async function writeEtcHosts(rootDir: string, pod: V1Pod, podIPs: string[]): Promise<string> {
   const file = path.join(podDir(rootDir, pod.metadata?.uid ?? ''), 'etc-hosts');
-  const hostname = pod.spec?.hostname ?? pod.metadata?.name ?? '';
+  const hostname = pod.spec?.hostname || pod.metadata?.name || '';
   const fqdn = pod.spec?.subdomain ? `${hostname}.${pod.spec.subdomain}.${pod.metadata?.namespace ?? 'default'}.svc.cluster.local` : '';
   const lines = [
     '# Kubernetes-managed hosts file.',

@@ -240,7 +240,8 @@ export function generatePodStatus(inputs: StatusInputs): V1PodStatus {
     podIP: podIPs[0],
     podIPs: podIPs.map((ip) => ({ ip })),
     startTime: inputs.startTime,
-    containerStatuses: appStatuses,
+    // The kubelet sorts container statuses by name so clients see a stable order.
+    containerStatuses: [...appStatuses].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
     qosClass: qosClass(pod),
   };
   if (inits.length > 0) status.initContainerStatuses = initStatuses;

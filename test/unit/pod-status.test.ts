@@ -1,0 +1,411 @@
+import { describe, expect, it } from 'vitest';
+import type { V1Container, V1ContainerStatus, V1ObjectMeta, V1Pod, V1PodCondition, V1PodSpec, V1PodStatus } from '@kubernetes/client-node';
+import { containerHash } from '../../src/lib/kuberuntime/hash.js';
+import type { PodSyncState } from '../../src/lib/kuberuntime/poddir.js';
+import type {
+  RuntimeContainerState,
+  RuntimeContainerStatus,
+  RuntimePodStatus,
+  RuntimeSandboxStatus,
+} from '../../src/lib/kuberuntime/runtime-status.js';
+import { generatePodStatus, getPhase, type StatusInputs } from '../../src/lib/status/pod-status.js';
+
+const SB = 'sb-1';
+const START = new Date('2024-05-01T10:00:00Z');
+
+function ctr(name: string, extra: Partial<V1Container> = {}): V1Container {
+  return { name, image: 'busybox:1.36', ...extra };
+}
+function mkPod(spec: Partial<V1PodSpec>, meta: Partial<V1ObjectMeta> = {}): V1Pod {
+  return { metadata: { name: 'web', namespace: 'default', uid: 'uid-1', ...meta }, spec: { containers: [], ...spec } };
+}
+function sandbox(extra: Partial<RuntimeSandboxStatus> = {}): RuntimeSandboxStatus {
+  return { id: SB, ready: true, attempt: 0, createdAt: START.getTime() + 1000, ip: '10.88.0.5', additionalIps: [], hostNetwork: false, ...extra };
+}
+let seq = 0;
+function cs(c: V1Container, state: RuntimeContainerState, extra: Partial<RuntimeContainerStatus> = {}): RuntimeContainerStatus {
+  seq++;
+  const t = START.getTime() + 10_000 * seq;
+  return {
+    id: `${c.name}${seq}`,
+    name: c.name,
+    sandboxId: SB,
+    state,
+    createdAt: t,
+    startedAt: state === 'created' ? 0 : t + 100,
+    finishedAt: state === 'exited' ? t + 5000 : 0,
+    exitCode: 0,
+    reason: '',
+    message: '',
+    image: c.image ?? '',
+    imageRef: 'sha256:1111',
+    hash: containerHash(c),
+    restartCount: 0,
+    type: 'regular',
+    logPath: `${c.name}/0.log`,
+    ...extra,
+  };
+}
+const running = (c: V1Container, extra: Partial<RuntimeContainerStatus> = {}) => cs(c, 'running', extra);
+const exited = (c: V1Container, exitCode: number, extra: Partial<RuntimeContainerStatus> = {}) => cs(c, 'exited', { exitCode, ...extra });
+
+function status(
+  pod: V1Pod,
+  containers: RuntimeContainerStatus[],
+  opts: { sandboxes?: RuntimeSandboxStatus[]; sync?: PodSyncState; readiness?: Record<string, boolean>; hostIPs?: string[] } = {},
+): V1PodStatus {
+  const runtime: RuntimePodStatus = { uid: 'uid-1', name: 'web', namespace: 'default', sandboxes: opts.sandboxes ?? [sandbox()], containers };
+  const inputs: StatusInputs = {
+    pod,
+    runtime,
+    syncState: opts.sync ?? { containers: {} },
+    runtimeName: 'containerd',
+    hostIPs: opts.hostIPs ?? ['192.168.1.10'],
+    startTime: START,
+    readiness: opts.readiness,
+  };
+  return generatePodStatus(inputs);
+}
+function cond(st: V1PodStatus, type: string): V1PodCondition {
+  const c = st.conditions?.find((x) => x.type === type);
+  if (!c) throw new Error(`no ${type} condition`);
+  return c;
+}
+function app(st: V1PodStatus, name: string): V1ContainerStatus {
+  const c = st.containerStatuses?.find((x) => x.name === name);
+  if (!c) throw new Error(`no status for ${name}`);
+  return c;
+}
+
+describe('generatePodStatus: phase', () => {
+  it('is Pending with ContainerCreating before anything runs', () => {
+    const pod = mkPod({ containers: [ctr('a')] });
+    const st = status(pod, [], { sandboxes: [] });
+    expect(st.phase).toBe('Pending');
+    expect(app(st, 'a')).toMatchObject({ ready: false, restartCount: 0, started: false, state: { waiting: { reason: 'ContainerCreating' } } });
+    expect(app(st, 'a').containerID).toBeUndefined();
+    expect(st.initContainerStatuses).toBeUndefined();
+    expect(cond(st, 'PodReadyToStartContainers').status).toBe('False');
+  });
+
+  it('shows PodInitializing for every container of a pod with init containers', () => {
+    const pod = mkPod({ initContainers: [ctr('init')], containers: [ctr('a')] });
+    const st = status(pod, []);
+    expect(st.phase).toBe('Pending');
+    expect(st.initContainerStatuses?.[0]?.state).toEqual({ waiting: { reason: 'PodInitializing' } });
+    expect(app(st, 'a').state).toEqual({ waiting: { reason: 'PodInitializing' } });
+  });
+
+  it('is Running when the containers run', () => {
+    const a1 = ctr('a');
+    const pod = mkPod({ containers: [a1] });
+    const r = running(a1);
+    const st = status(pod, [r]);
+    expect(st.phase).toBe('Running');
+    expect(app(st, 'a')).toMatchObject({
+      name: 'a',
+      image: 'busybox:1.36',
+      imageID: 'sha256:1111',
+      containerID: `containerd://${r.id}`,
+      ready: true,
+      started: true,
+      state: { running: { startedAt: new Date(r.startedAt) } },
+    });
+    for (const t of ['PodReadyToStartContainers', 'Initialized', 'Ready', 'ContainersReady', 'PodScheduled']) {
+      expect(cond(st, t).status, t).toBe('True');
+    }
+  });
+
+  const terminal: { name: string; policy: 'Always' | 'OnFailure' | 'Never'; codes: number[]; phase: string }[] = [
+    { name: 'Never, all succeeded', policy: 'Never', codes: [0, 0], phase: 'Succeeded' },
+    { name: 'OnFailure, all succeeded', policy: 'OnFailure', codes: [0, 0], phase: 'Succeeded' },
+    { name: 'Never, one failed', policy: 'Never', codes: [0, 3], phase: 'Failed' },
+    { name: 'OnFailure, one failed (restarting)', policy: 'OnFailure', codes: [0, 3], phase: 'Running' },
+    { name: 'Always, all succeeded (restarting)', policy: 'Always', codes: [0, 0], phase: 'Running' },
+    { name: 'Always, crashed (restarting)', policy: 'Always', codes: [1, 1], phase: 'Running' },
+  ];
+  it.each(terminal)('$name → $phase', ({ policy, codes, phase }) => {
+    const cs1 = ctr('a');
+    const cs2 = ctr('b');
+    const pod = mkPod({ restartPolicy: policy, containers: [cs1, cs2] });
+    expect(status(pod, [exited(cs2, codes[1] as number), exited(cs1, codes[0] as number)]).phase).toBe(phase);
+  });
+
+  it('is Failed for a Never pod whose container exited 3, with the termination shown', () => {
+    const a1 = ctr('a');
+    const pod = mkPod({ restartPolicy: 'Never', containers: [a1] });
+    const e = exited(a1, 3);
+    const st = status(pod, [e]);
+    expect(st.phase).toBe('Failed');
+    expect(app(st, 'a').state?.terminated).toEqual({
+      exitCode: 3,
+      reason: 'Error',
+      message: undefined,
+      startedAt: new Date(e.startedAt),
+      finishedAt: new Date(e.finishedAt),
+      containerID: `containerd://${e.id}`,
+    });
+    expect(app(st, 'a').ready).toBe(false);
+  });
+
+  it('keeps the runtime reason and message of a termination', () => {
+    const a1 = ctr('a');
+    const pod = mkPod({ restartPolicy: 'Never', containers: [a1] });
+    const st = status(pod, [exited(a1, 137, { reason: 'OOMKilled', message: 'out of memory' })]);
+    expect(app(st, 'a').state?.terminated).toMatchObject({ exitCode: 137, reason: 'OOMKilled', message: 'out of memory' });
+    expect(status(pod, [exited(a1, 0)]).containerStatuses?.[0]?.state?.terminated?.reason).toBe('Completed');
+  });
+
+  const initFailed: { policy: 'Always' | 'OnFailure' | 'Never'; phase: string }[] = [
+    { policy: 'Never', phase: 'Failed' },
+    { policy: 'OnFailure', phase: 'Pending' },
+    { policy: 'Always', phase: 'Pending' },
+  ];
+  it.each(initFailed)('an init container that failed under $policy → $phase', ({ policy, phase }) => {
+    const i1 = ctr('init');
+    const pod = mkPod({ restartPolicy: policy, initContainers: [i1], containers: [ctr('a')] });
+    const st = status(pod, [exited(i1, 1)]);
+    expect(st.phase).toBe(phase);
+    expect(st.initContainerStatuses?.[0]?.state?.terminated?.exitCode).toBe(1);
+  });
+
+  it('is Pending while an init container runs and Running once the app runs', () => {
+    const i1 = ctr('init');
+    const a1 = ctr('a');
+    const pod = mkPod({ initContainers: [i1], containers: [a1] });
+    const during = status(pod, [running(i1)]);
+    expect(during.phase).toBe('Pending');
+    expect(during.initContainerStatuses?.[0]).toMatchObject({ ready: false, started: true });
+    const after = status(pod, [running(a1), exited(i1, 0)]);
+    expect(after.phase).toBe('Running');
+    expect(after.initContainerStatuses?.[0]).toMatchObject({ ready: true, started: false });
+  });
+});
+
+describe('generatePodStatus: sidecars', () => {
+  const side = ctr('proxy', { restartPolicy: 'Always' });
+  const a1 = ctr('a');
+  const pod = mkPod({ restartPolicy: 'Never', initContainers: [side], containers: [a1] });
+
+  it('counts a running sidecar as running: the pod is not done until the sidecar stops', () => {
+    const st = status(pod, [exited(a1, 0), running(side)]);
+    expect(st.phase).toBe('Running');
+    expect(st.initContainerStatuses?.[0]).toMatchObject({ ready: true, started: true });
+  });
+
+  it('ignores a stopped sidecar for the phase', () => {
+    expect(status(pod, [exited(side, 137), exited(a1, 0)]).phase).toBe('Succeeded');
+    expect(status(pod, [exited(side, 137), exited(a1, 1)]).phase).toBe('Failed');
+  });
+
+  it('lists an unready sidecar among the unready containers', () => {
+    const st = status(pod, [running(a1), running(side)], { readiness: { proxy: false } });
+    expect(st.phase).toBe('Running');
+    expect(cond(st, 'ContainersReady').message).toBe('containers with unready status: [proxy]');
+  });
+
+  it('stays Running while a sidecar restarts after the app started', () => {
+    const always = mkPod({ initContainers: [side], containers: [a1] });
+    const st = status(always, [running(a1), exited(side, 1)], {
+      sync: { containers: { proxy: { reason: 'CrashLoopBackOff', message: 'back-off' } } },
+    });
+    expect(st.phase).toBe('Running');
+    expect(cond(st, 'Initialized').status).toBe('True');
+  });
+});
+
+describe('generatePodStatus: conditions', () => {
+  it('lists the incomplete init containers in Initialized', () => {
+    const i1 = ctr('init-a');
+    const i2 = ctr('init-b');
+    const i3 = ctr('init-c');
+    const pod = mkPod({ initContainers: [i1, i2, i3], containers: [ctr('a')] });
+    const st = status(pod, [running(i2), exited(i1, 0)]);
+    expect(cond(st, 'Initialized')).toMatchObject({
+      status: 'False',
+      reason: 'ContainersNotInitialized',
+      message: 'containers with incomplete status: [init-b init-c]',
+    });
+  });
+
+  it('lists unready containers in Ready and ContainersReady', () => {
+    const a1 = ctr('a');
+    const b1 = ctr('b');
+    const c1 = ctr('c');
+    const pod = mkPod({ containers: [a1, b1, c1] });
+    const st = status(pod, [cs(b1, 'created'), running(c1), running(a1)], { readiness: { a: false } });
+    for (const t of ['Ready', 'ContainersReady']) {
+      expect(cond(st, t)).toMatchObject({ status: 'False', reason: 'ContainersNotReady', message: 'containers with unready status: [a b]' });
+    }
+    expect(app(st, 'a')).toMatchObject({ ready: false, started: true });
+    expect(app(st, 'c').ready).toBe(true);
+  });
+
+  it('says PodCompleted for a succeeded pod', () => {
+    const i1 = ctr('init');
+    const a1 = ctr('a');
+    const pod = mkPod({ restartPolicy: 'Never', initContainers: [i1], containers: [a1] });
+    const st = status(pod, [exited(a1, 0), exited(i1, 0)]);
+    expect(st.phase).toBe('Succeeded');
+    expect(cond(st, 'Initialized')).toMatchObject({ status: 'True', reason: 'PodCompleted' });
+    for (const t of ['Ready', 'ContainersReady']) {
+      const c = cond(st, t);
+      expect(c).toMatchObject({ status: 'False', reason: 'PodCompleted' });
+      expect(c.message).toBeUndefined();
+    }
+  });
+
+  it('says PodFailed for a failed pod, whose Initialized condition has no reason', () => {
+    const i1 = ctr('init');
+    const a1 = ctr('a');
+    const pod = mkPod({ restartPolicy: 'Never', initContainers: [i1], containers: [a1] });
+    const st = status(pod, [exited(a1, 2), exited(i1, 0)]);
+    expect(st.phase).toBe('Failed');
+    expect(cond(st, 'Ready')).toMatchObject({ status: 'False', reason: 'PodFailed' });
+    expect(cond(st, 'ContainersReady')).toMatchObject({ status: 'False', reason: 'PodFailed' });
+    expect(cond(st, 'Initialized').status).toBe('True');
+    expect(cond(st, 'Initialized').reason).toBeUndefined();
+  });
+
+  it('has PodReadyToStartContainers false when the sandbox needs replacing', () => {
+    const pod = mkPod({ containers: [ctr('a')] });
+    expect(cond(status(pod, [], { sandboxes: [sandbox({ ready: false })] }), 'PodReadyToStartContainers').status).toBe('False');
+    expect(cond(status(pod, [], { sandboxes: [sandbox({ ip: '' })] }), 'PodReadyToStartContainers').status).toBe('False');
+    expect(cond(status(pod, []), 'PodReadyToStartContainers').status).toBe('True');
+  });
+});
+
+describe('generatePodStatus: container details', () => {
+  it('shows a sync failure without a status as waiting with its reason', () => {
+    const a1 = ctr('a', { imagePullPolicy: 'Never' });
+    const pod = mkPod({ containers: [a1] });
+    const msg = 'Container image "busybox:1.36" is not present with pull policy of Never';
+    const st = status(pod, [], { sync: { containers: { a: { reason: 'ErrImageNeverPull', message: msg } } } });
+    expect(st.phase).toBe('Pending');
+    expect(app(st, 'a').state).toEqual({ waiting: { reason: 'ErrImageNeverPull', message: msg } });
+    expect(app(st, 'a').lastState).toBeUndefined();
+  });
+
+  it('shows CrashLoopBackOff as waiting with the last run as lastState', () => {
+    const a1 = ctr('a');
+    const pod = mkPod({ containers: [a1] });
+    const e = exited(a1, 1, { restartCount: 4 });
+    const st = status(pod, [e], { sync: { containers: { a: { reason: 'CrashLoopBackOff', message: 'back-off 40s restarting failed container' } } } });
+    const a = app(st, 'a');
+    expect(a.state).toEqual({ waiting: { reason: 'CrashLoopBackOff', message: 'back-off 40s restarting failed container' } });
+    expect(a.lastState?.terminated).toMatchObject({ exitCode: 1, reason: 'Error', containerID: `containerd://${e.id}` });
+    expect(a.restartCount).toBe(4);
+    expect(a.containerID).toBe(`containerd://${e.id}`);
+    expect(st.phase).toBe('Running');
+  });
+
+  it('does not show a sync failure for a container that will not be started again', () => {
+    const a1 = ctr('a');
+    const i1 = ctr('init');
+    const never = mkPod({ restartPolicy: 'Never', containers: [a1] });
+    const sync = { containers: { a: { reason: 'CrashLoopBackOff', message: 'x' }, init: { reason: 'CrashLoopBackOff', message: 'x' } } };
+    expect(app(status(never, [exited(a1, 1)], { sync }), 'a').state?.terminated?.exitCode).toBe(1);
+    // A completed init container is never restarted either.
+    const withInit = mkPod({ initContainers: [i1], containers: [a1] });
+    expect(status(withInit, [running(a1), exited(i1, 0)], { sync }).initContainerStatuses?.[0]?.state?.terminated?.exitCode).toBe(0);
+  });
+
+  it('takes restartCount from the runtime annotation and lastState from the previous instance', () => {
+    const a1 = ctr('a');
+    const pod = mkPod({ containers: [a1] });
+    const older = exited(a1, 2, { restartCount: 1 });
+    const prev = exited(a1, 137, { restartCount: 2, reason: 'OOMKilled' });
+    const cur = running(a1, { restartCount: 3 });
+    const a = app(status(pod, [cur, prev, older]), 'a');
+    expect(a.restartCount).toBe(3);
+    expect(a.state?.running).toBeDefined();
+    expect(a.lastState?.terminated).toMatchObject({ exitCode: 137, reason: 'OOMKilled', containerID: `containerd://${prev.id}` });
+  });
+
+  it('shows a created container as waiting', () => {
+    const a1 = ctr('a');
+    const pod = mkPod({ containers: [a1] });
+    const st = status(pod, [cs(a1, 'created')]);
+    expect(app(st, 'a').state?.waiting).toBeDefined();
+    expect(st.phase).toBe('Pending');
+  });
+
+  it('reports the QoS class', () => {
+    const res = { requests: { cpu: '100m', memory: '64Mi' }, limits: { cpu: '100m', memory: '64Mi' } };
+    expect(status(mkPod({ containers: [ctr('a', { resources: res })] }), []).qosClass).toBe('Guaranteed');
+    expect(status(mkPod({ containers: [ctr('a', { resources: { requests: { cpu: '100m' } } })] }), []).qosClass).toBe('Burstable');
+    expect(status(mkPod({ containers: [ctr('a')] }), []).qosClass).toBe('BestEffort');
+  });
+});
+
+describe('generatePodStatus: addresses', () => {
+  const pod = mkPod({ containers: [ctr('a')] });
+
+  it('takes the pod IPs from the latest sandbox when it is ready', () => {
+    const st = status(pod, [], {
+      sandboxes: [sandbox({ ip: '10.88.0.9', additionalIps: ['fd00::9'] }), sandbox({ id: 'old', ip: '10.88.0.5', ready: false })],
+    });
+    expect(st.podIP).toBe('10.88.0.9');
+    expect(st.podIPs).toEqual([{ ip: '10.88.0.9' }, { ip: 'fd00::9' }]);
+    expect(st.hostIP).toBe('192.168.1.10');
+    expect(st.hostIPs).toEqual([{ ip: '192.168.1.10' }]);
+    expect(st.startTime).toEqual(START);
+  });
+
+  it('has no pod IP when the latest sandbox is not ready', () => {
+    const st = status(pod, [], { sandboxes: [sandbox({ ready: false, ip: '10.88.0.9' }), sandbox({ id: 'old', ip: '10.88.0.5' })] });
+    expect(st.podIP).toBeUndefined();
+    expect(st.podIPs).toEqual([]);
+  });
+
+  it('gives a host-network pod the host IPs', () => {
+    const host = mkPod({ hostNetwork: true, containers: [ctr('a')] });
+    const st = status(host, [], { sandboxes: [sandbox({ hostNetwork: true, ip: '' })], hostIPs: ['192.168.1.10', 'fd00::10'] });
+    expect(st.podIP).toBe('192.168.1.10');
+    expect(st.podIPs).toEqual([{ ip: '192.168.1.10' }, { ip: 'fd00::10' }]);
+  });
+});
+
+describe('getPhase', () => {
+  const waitingCreating: V1ContainerStatus = { name: 'a', image: 'x', imageID: '', ready: false, restartCount: 0, state: { waiting: { reason: 'ContainerCreating' } } };
+  const run = (name: string): V1ContainerStatus => ({ name, image: 'x', imageID: '', ready: true, restartCount: 0, started: true, state: { running: {} } });
+  const term = (name: string, exitCode: number): V1ContainerStatus => ({
+    name,
+    image: 'x',
+    imageID: '',
+    ready: false,
+    restartCount: 0,
+    state: { terminated: { exitCode } },
+  });
+  const backoff = (name: string, exitCode: number): V1ContainerStatus => ({
+    name,
+    image: 'x',
+    imageID: '',
+    ready: false,
+    restartCount: 1,
+    state: { waiting: { reason: 'CrashLoopBackOff' } },
+    lastState: { terminated: { exitCode } },
+  });
+
+  it.each([
+    { name: 'no statuses yet', policy: 'Always', app: [waitingCreating], want: 'Pending' },
+    { name: 'one running one waiting', policy: 'Always', app: [run('a'), { ...waitingCreating, name: 'b' }], want: 'Pending' },
+    { name: 'running and terminated', policy: 'Never', app: [run('a'), term('b', 1)], want: 'Running' },
+    { name: 'crash looping under Always', policy: 'Always', app: [backoff('a', 1)], want: 'Running' },
+    { name: 'crash looping under OnFailure', policy: 'OnFailure', app: [backoff('a', 1)], want: 'Running' },
+    { name: 'all terminated 0 under Never', policy: 'Never', app: [term('a', 0), term('b', 0)], want: 'Succeeded' },
+    { name: 'a failure under Never', policy: 'Never', app: [term('a', 0), term('b', 1)], want: 'Failed' },
+    { name: 'no app status at all', policy: 'Never', app: [], want: 'Pending' },
+  ] as { name: string; policy: 'Always' | 'OnFailure' | 'Never'; app: V1ContainerStatus[]; want: string }[])(
+    '$name → $want',
+    ({ policy, app: apps, want }) => {
+      const pod = mkPod({ restartPolicy: policy, containers: apps.map((s) => ctr(s.name)) });
+      expect(getPhase(pod, [], apps)).toBe(want);
+    },
+  );
+
+  it('counts an init container in back-off after a failure as failed', () => {
+    const pod = mkPod({ restartPolicy: 'Never', initContainers: [ctr('i')], containers: [ctr('a')] });
+    expect(getPhase(pod, [backoff('i', 1)], [{ ...waitingCreating, state: { waiting: { reason: 'PodInitializing' } } }])).toBe('Failed');
+  });
+});
