@@ -17,7 +17,7 @@ import type { V1Pod, V1PodList } from '@kubernetes/client-node';
 import { ObjectSerializer } from '@kubernetes/client-node/dist/gen/models/ObjectSerializer.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CriClient, PodSandboxState } from '../../src/lib/cri/index.js';
-import { explain, nonEmptyLines, runKlet, type CliResult } from '../helpers/cli.js';
+import { PROJECT_ROOT, explain, nonEmptyLines, runKlet, type CliResult } from '../helpers/cli.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
 const NODE = 'testnode';
@@ -579,7 +579,6 @@ describe('delete', () => {
     expect(t3.durationMs).toBeGreaterThanOrEqual(3_000);
     expect(t3.durationMs).toBeLessThan(8_000);
     await expectPodGone(patient);
-    console.log('TIMINGS', t1.durationMs, t2.durationMs, t3.durationMs);
   });
 
   it('--all deletes every pod; an unknown pod is an error', async () => {
@@ -604,13 +603,20 @@ describe('delete', () => {
 describe('bad input: one line naming file and line or field, nothing created', () => {
   const bad = (name: string, text: string) => manifest(path.join('bad', name), text);
 
-  /** Run `klet ARGS`, expect a one-line error, and that the node is still empty. */
-  async function refused(args: string[]): Promise<{ line: string; r: CliResult }> {
+  /**
+   * Run `klet ARGS`, expect a one-line error, and that the node is still
+   * empty: no sandbox, container or pod dir, and no log dir for `podName`.
+   */
+  async function refused(args: string[], podName?: string): Promise<{ line: string; r: CliResult }> {
     const r = await klet(args);
     const line = oneLineError(r);
     expect(line).toMatch(/^error: /);
     expect(r.stdout).toBe('');
     await expectNodeEmpty();
+    if (podName !== undefined) {
+      const logDirs = fs.readdirSync(LOG_ROOT).filter((d) => d.startsWith(`default_${podName}-${NODE}_`));
+      expect(logDirs).toEqual([]);
+    }
     return { line, r };
   }
 
@@ -630,19 +636,19 @@ spec:
       image: ${rt.images.busybox}
 `,
     );
-    const { line } = await refused(['run-pod', indent]);
+    const { line } = await refused(['run-pod', indent], 'yaml');
     expect(line).toMatch(new RegExp(`^error: ${indent}:7: `));
 
     // An error found at the end of the input points at the last line, not past it.
     const text = `apiVersion: v1\nkind: Pod\nmetadata:\n  name: yaml\nspec:\n  containers:\n    - name: c\n      image: [unclosed\n`;
     const unclosed = bad('unclosed.yaml', text);
-    const { line: l2 } = await refused(['run-pod', unclosed]);
+    const { line: l2 } = await refused(['run-pod', unclosed], 'yaml');
     expect(l2).toMatch(new RegExp(`^error: ${unclosed}:8: .*\\]`));
   });
 
   it('unknown field: field path and line', async () => {
     const file = bad('unknown.yaml', simplePod('unknown', 'true').replace('      command:', '      imagePullPolicyy: Never\n      command:'));
-    const { line } = await refused(['run-pod', file]);
+    const { line } = await refused(['run-pod', file], 'unknown');
     const at = fs.readFileSync(file, 'utf8').split('\n').indexOf('      imagePullPolicyy: Never') + 1;
     expect(at).toBe(9);
     expect(line).toBe(`error: ${file}:${at}: spec.containers[0].imagePullPolicyy: unknown field`);
@@ -650,7 +656,7 @@ spec:
 
   it('missing image: Required value', async () => {
     const file = bad('noimage.yaml', 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: noimage\nspec:\n  containers:\n    - name: c\n      command: ["true"]\n');
-    const { line } = await refused(['run-pod', file]);
+    const { line } = await refused(['run-pod', file], 'noimage');
     expect(line).toBe(`error: ${file}:7: spec.containers[0].image: Required value`);
   });
 
@@ -659,8 +665,10 @@ spec:
       'never.yaml',
       'apiVersion: v1\nkind: Pod\nmetadata:\n  name: neverpull\nspec:\n  containers:\n    - name: c\n      image: localhost/klet/not-here:1\n      imagePullPolicy: Never\n',
     );
-    const { line } = await refused(['run-pod', file]);
-    expect(line).toContain(`${file}: spec.containers[0].image: `);
+    // Named as on the command line (here relative to klet's working directory), like every manifest error.
+    const rel = path.relative(PROJECT_ROOT, file);
+    const { line } = await refused(['run-pod', rel], 'neverpull');
+    expect(line).toContain(`error: ${rel}: spec.containers[0].image: `);
     expect(line).toContain('"localhost/klet/not-here:1" is not present on this node and imagePullPolicy is Never');
   });
 
@@ -669,7 +677,7 @@ spec:
       'dup.yaml',
       `apiVersion: v1\nkind: Pod\nmetadata:\n  name: dup\nspec:\n  containers:\n    - name: c\n      image: ${rt.images.busybox}\n    - name: c\n      image: ${rt.images.busybox}\n`,
     );
-    const { line } = await refused(['run-pod', file]);
+    const { line } = await refused(['run-pod', file], 'dup');
     expect(line).toBe(`error: ${file}:9: spec.containers[1].name: Duplicate value: "c"`);
   });
 

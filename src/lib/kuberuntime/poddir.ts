@@ -47,13 +47,18 @@ export interface ContainerSyncState {
   /** Waiting reason when the last start attempt failed (ErrImagePull, CreateContainerConfigError, ...). */
   reason?: string;
   message?: string;
-  /** Back-off: earliest time (ms since epoch) of the next start, and the current delay. */
-  backoffUntil?: number;
+  /** Crash-loop back-off: the current delay (the kubelet's per-container back-off entry). */
   backoffMs?: number;
+  /** Image pull back-off: when the last pull failed, and the current delay. */
+  pullFailedAt?: number;
+  pullBackoffMs?: number;
 }
 
 export interface PodSyncState {
   containers: Record<string, ContainerSyncState>;
+  /** Pod-level end reason (DeadlineExceeded), as status.reason / status.message. */
+  reason?: string;
+  message?: string;
 }
 
 async function writeFileAtomic(file: string, data: string, mode = 0o644): Promise<void> {

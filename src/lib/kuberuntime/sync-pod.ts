@@ -27,6 +27,8 @@ import {
 } from './poddir.js';
 import { findContainerStatus, getRuntimePodStatus, type RuntimePodStatus } from './runtime-status.js';
 import { hostIPs } from '../node/addresses.js';
+import { formatDuration } from '../util/duration.js';
+import { runHandler } from './hooks.js';
 
 /** Crash-loop back-off: the kubelet's defaults. */
 export const DEFAULT_BACKOFF = { initialMs: 10_000, maxMs: 300_000, resetAfterMs: 600_000 };
@@ -58,8 +60,14 @@ export interface SyncPodResult {
   actions: PodActions;
   status: RuntimePodStatus;
   /** Per container: the failure of this sync, if any. */
-  failures: { container: string; reason: string; message: string }[];
+  failures: { container: string; reason: string; message: string; retryInMs?: number }[];
+  /** The soonest a retry makes sense (back-off or deadline expiry), in ms from now. */
+  requeueAfterMs?: number;
+  /** The pod was ended by klet itself (activeDeadlineSeconds). */
+  deadlineExceeded?: boolean;
 }
+
+export const DEADLINE_EXCEEDED_MESSAGE = 'Pod was active on the node longer than the specified deadline';
 
 function podKey(pod: V1Pod): string {
   const md = pod.metadata ?? {};
@@ -87,17 +95,59 @@ export async function killPod(
 ): Promise<void> {
   const grace = gracePeriod(pod, opts.gracePeriodSeconds);
   const running = status.containers.filter((c) => c.state === 'running' || c.state === 'created' || c.state === 'unknown');
-  await Promise.all(
-    running.map(async (c) => {
-      await ctx.cri.stopContainer({ containerId: c.id, timeout: BigInt(grace) }, { signal: ctx.signal, timeoutMs: (grace + 120) * 1000 });
-      ctx.onEvent?.({ type: 'ContainerKilled', pod: podKey(pod), container: c.name, containerId: c.id, message: 'Stopping container' });
-    }),
-  );
+  await Promise.all(running.map((c) => killContainer(ctx, pod, c, grace, 'Stopping container', c.state === 'running')));
   for (const sb of status.sandboxes) {
     if (!sb.ready) continue;
     await ctx.cri.stopPodSandbox({ podSandboxId: sb.id }, { signal: ctx.signal });
     ctx.onEvent?.({ type: 'SandboxStopped', pod: podKey(pod), sandboxId: sb.id });
   }
+}
+
+/** The kubelet's floor for the time a container gets after its preStop hook. */
+const MIN_GRACE_AFTER_HOOK_SECONDS = 2;
+
+/**
+ * Stop one container: its preStop hook first (within the grace period),
+ * then SIGTERM and, after what is left of the grace period, SIGKILL.
+ */
+export async function killContainer(
+  ctx: SyncContext,
+  pod: V1Pod,
+  c: { id: string; name: string },
+  graceSeconds: number,
+  message: string,
+  runPreStop = true,
+): Promise<void> {
+  let grace = graceSeconds;
+  const spec = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].find((x) => x.name === c.name);
+  const preStop = spec?.lifecycle?.preStop;
+  if (runPreStop && spec && preStop && grace > 0) {
+    const t0 = Date.now();
+    try {
+      await runHandler(ctx.cri, {
+        pod,
+        container: spec,
+        containerId: c.id,
+        podIP: '',
+        handler: preStop,
+        timeoutMs: grace * 1000,
+        signal: ctx.signal,
+      });
+    } catch (err) {
+      log.warn(`preStop hook of ${podKey(pod)}/${c.name} failed: ${errorMessage(err)}`);
+      ctx.onEvent?.({ type: 'ContainerFailed', pod: podKey(pod), container: c.name, reason: 'FailedPreStopHook', message: errorMessage(err) });
+    }
+    grace = Math.max(MIN_GRACE_AFTER_HOOK_SECONDS, grace - Math.ceil((Date.now() - t0) / 1000));
+  }
+  await ctx.cri.stopContainer({ containerId: c.id, timeout: BigInt(grace) }, { signal: ctx.signal, timeoutMs: (grace + 120) * 1000 });
+  ctx.onEvent?.({ type: 'ContainerKilled', pod: podKey(pod), container: c.name, containerId: c.id, message });
+}
+
+interface StartFailure {
+  reason: string;
+  message: string;
+  /** When a retry makes sense (back-off expiry), in ms from now. */
+  retryInMs?: number;
 }
 
 interface StartContext {
@@ -110,25 +160,42 @@ interface StartContext {
   etcHosts: string | null;
 }
 
-/** Is the container's next start held back by crash-loop back-off? Updates the back-off when not. */
-function checkBackoff(ctx: SyncContext, pod: V1Pod, c: V1Container, status: RuntimePodStatus, state: ContainerSyncState): string | null {
+/**
+ * Crash-loop back-off (the kubelet's doBackOff): the first restart is
+ * immediate; after that a container that exited less than the current
+ * back-off ago waits, and each restart doubles the back-off up to the cap.
+ * A container that ran cleanly for resetAfterMs starts over.
+ */
+function checkBackoff(
+  ctx: SyncContext,
+  pod: V1Pod,
+  c: V1Container,
+  status: RuntimePodStatus,
+  state: ContainerSyncState,
+): { message: string; retryInMs: number } | null {
   const prev = findContainerStatus(status, c.name);
   if (prev === undefined || prev.state !== 'exited') return null;
   const cfg = ctx.backoff ?? DEFAULT_BACKOFF;
   const now = ctx.now?.() ?? Date.now();
-  // A container that ran cleanly long enough earns a fresh back-off.
-  if (prev.finishedAt - prev.startedAt >= cfg.resetAfterMs) {
-    delete state.backoffMs;
-    delete state.backoffUntil;
-  }
-  if (state.backoffUntil !== undefined && now < state.backoffUntil && state.backoffMs !== undefined) {
+  if (prev.finishedAt - prev.startedAt >= cfg.resetAfterMs) delete state.backoffMs;
+  if (state.backoffMs !== undefined && now - prev.finishedAt < state.backoffMs) {
     const md = pod.metadata ?? {};
-    return `back-off ${Math.round(state.backoffMs / 1000)}s restarting failed container=${c.name} pod=${md.name}_${md.namespace}(${md.uid})`;
+    return {
+      message: `back-off ${formatDuration(state.backoffMs)} restarting failed container=${c.name} pod=${md.name}_${md.namespace}(${md.uid})`,
+      retryInMs: prev.finishedAt + state.backoffMs - now,
+    };
   }
-  const next = state.backoffMs === undefined ? cfg.initialMs : Math.min(state.backoffMs * 2, cfg.maxMs);
-  state.backoffMs = next;
-  state.backoffUntil = prev.finishedAt + next;
+  state.backoffMs = state.backoffMs === undefined ? cfg.initialMs : Math.min(state.backoffMs * 2, cfg.maxMs);
   return null;
+}
+
+/** Image pull back-off (the image manager's): after a failed pull, wait before the next try. */
+function checkPullBackoff(ctx: SyncContext, c: V1Container, state: ContainerSyncState): { message: string; retryInMs: number } | null {
+  if (state.pullFailedAt === undefined || state.pullBackoffMs === undefined) return null;
+  const now = ctx.now?.() ?? Date.now();
+  const left = state.pullFailedAt + state.pullBackoffMs - now;
+  if (left <= 0) return null;
+  return { message: `Back-off pulling image "${c.image}"`, retryInMs: left };
 }
 
 async function startContainer(
@@ -137,27 +204,39 @@ async function startContainer(
   c: V1Container,
   status: RuntimePodStatus,
   init: boolean,
-): Promise<{ reason: string; message: string } | null> {
+): Promise<StartFailure | null> {
   const pod = sc.pod;
   const cstate: ContainerSyncState = sc.state.containers[c.name] ?? {};
   sc.state.containers[c.name] = cstate;
-  const fail = (reason: string, message: string) => {
+  const fail = (reason: string, message: string, retryInMs?: number): StartFailure => {
     cstate.reason = reason;
     cstate.message = message;
     ctx.onEvent?.({ type: 'ContainerFailed', pod: podKey(pod), container: c.name, reason, message });
-    return { reason, message };
+    return { reason, message, retryInMs };
   };
 
-  const backoffMsg = checkBackoff(ctx, pod, c, status, cstate);
-  if (backoffMsg !== null) return fail('CrashLoopBackOff', backoffMsg);
+  const backoff = checkBackoff(ctx, pod, c, status, cstate);
+  if (backoff !== null) return fail('CrashLoopBackOff', backoff.message, backoff.retryInMs);
+  const pullBackoff = checkPullBackoff(ctx, c, cstate);
+  if (pullBackoff !== null) return fail('ImagePullBackOff', pullBackoff.message, pullBackoff.retryInMs);
 
   let imageRef: string;
   try {
     const img = await ensureImageExists(ctx.cri, c, { signal: ctx.signal });
     imageRef = img.imageRef;
+    delete cstate.pullFailedAt;
+    delete cstate.pullBackoffMs;
     ctx.onEvent?.({ type: img.pulled ? 'ImagePulled' : 'ImagePresent', pod: podKey(pod), container: c.name, image: c.image ?? '' });
   } catch (err) {
-    if (err instanceof ImageError) return fail(err.reason, err.message);
+    if (err instanceof ImageError) {
+      if (err.reason === 'ErrImagePull') {
+        const cfg = ctx.backoff ?? DEFAULT_BACKOFF;
+        cstate.pullFailedAt = ctx.now?.() ?? Date.now();
+        cstate.pullBackoffMs = cstate.pullBackoffMs === undefined ? cfg.initialMs : Math.min(cstate.pullBackoffMs * 2, cfg.maxMs);
+        return fail(err.reason, err.message, cstate.pullBackoffMs);
+      }
+      return fail(err.reason, err.message);
+    }
     throw err;
   }
 
@@ -199,9 +278,27 @@ async function startContainer(
   } catch (err) {
     return fail('RunContainerError', errorMessage(err));
   }
+  ctx.onEvent?.({ type: 'ContainerStarted', pod: podKey(pod), container: c.name, containerId, init });
+  if (c.lifecycle?.postStart) {
+    try {
+      await runHandler(ctx.cri, {
+        pod,
+        container: c,
+        containerId,
+        podIP: sc.podIPs[0] ?? '',
+        handler: c.lifecycle.postStart,
+        timeoutMs: 120_000,
+        signal: ctx.signal,
+      });
+    } catch (err) {
+      // A failed postStart hook kills the container, as the kubelet does; the restart policy decides what next.
+      const message = `PostStartHook failed: ${errorMessage(err)}`;
+      await killContainer(ctx, pod, { id: containerId, name: c.name }, gracePeriod(pod), 'FailedPostStartHook');
+      return fail('PostStartHookError', message);
+    }
+  }
   delete cstate.reason;
   delete cstate.message;
-  ctx.onEvent?.({ type: 'ContainerStarted', pod: podKey(pod), container: c.name, containerId, init });
   return null;
 }
 
@@ -209,22 +306,36 @@ async function startContainer(
  * One sync of one pod: read the runtime's state, plan, execute. Returns the
  * plan and the runtime state it was computed from (before execution).
  */
-export async function syncPod(ctx: SyncContext, pod: V1Pod): Promise<SyncPodResult> {
+export async function syncPod(ctx: SyncContext, pod: V1Pod, opts: { startTime?: number } = {}): Promise<SyncPodResult> {
   const md = pod.metadata ?? {};
   const uid = md.uid ?? '';
   const status = await getRuntimePodStatus(ctx.cri, { uid, name: md.name ?? '', namespace: md.namespace ?? 'default' }, { signal: ctx.signal });
-  const actions = computePodActions(pod, status);
   const failures: SyncPodResult['failures'] = [];
   const state = await readSyncState(ctx.rootDir, uid);
+
+  // activeDeadlineSeconds: a pod active longer than its deadline is killed and Failed.
+  const deadline = pod.spec?.activeDeadlineSeconds;
+  let deadlineInMs: number | undefined;
+  if (deadline !== undefined && opts.startTime !== undefined) {
+    const now = ctx.now?.() ?? Date.now();
+    deadlineInMs = opts.startTime + deadline * 1000 - now;
+    if (deadlineInMs <= 0 || state.reason === 'DeadlineExceeded') {
+      await killPod(ctx, pod, status);
+      state.reason = 'DeadlineExceeded';
+      state.message = DEADLINE_EXCEEDED_MESSAGE;
+      await writeSyncState(ctx.rootDir, uid, state);
+      const noop = { killPod: true, createSandbox: false, sandboxId: null, attempt: 0, initContainersToStart: [], containersToStart: [], containersToKill: [] };
+      return { actions: noop, status, failures, deadlineExceeded: true };
+    }
+  }
+  const actions = computePodActions(pod, status);
 
   if (actions.killPod) {
     await killPod(ctx, pod, status);
     if (!actions.createSandbox) return { actions, status, failures };
   }
   for (const k of actions.containersToKill) {
-    const grace = gracePeriod(pod);
-    await ctx.cri.stopContainer({ containerId: k.id, timeout: BigInt(grace) }, { signal: ctx.signal, timeoutMs: (grace + 120) * 1000 });
-    ctx.onEvent?.({ type: 'ContainerKilled', pod: podKey(pod), container: k.name, containerId: k.id, message: k.message });
+    await killContainer(ctx, pod, k, gracePeriod(pod), k.message);
   }
 
   let sandboxId = actions.sandboxId;
@@ -271,5 +382,6 @@ export async function syncPod(ctx: SyncContext, pod: V1Pod): Promise<SyncPodResu
     if (f) failures.push({ container: c.name, ...f });
   }
   await writeSyncState(ctx.rootDir, uid, state).catch((err) => log.debug(`sync state of ${podKey(pod)}: ${errorMessage(err)}`));
-  return { actions, status, failures };
+  const retries = [...failures.map((f) => f.retryInMs), deadlineInMs].filter((x): x is number => x !== undefined && x > 0);
+  return { actions, status, failures, requeueAfterMs: retries.length > 0 ? Math.min(...retries) : undefined };
 }

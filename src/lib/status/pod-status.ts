@@ -190,7 +190,8 @@ export function generatePodStatus(inputs: StatusInputs): V1PodStatus {
   const defaultReason = inits.length > 0 ? 'PodInitializing' : 'ContainerCreating';
   const initStatuses = inits.map((c) => containerStatus(c, byName(c.name), inputs, defaultReason, true));
   const appStatuses = containers.map((c) => containerStatus(c, byName(c.name), inputs, defaultReason, false));
-  const phase = getPhase(pod, initStatuses, appStatuses);
+  const deadlineExceeded = inputs.syncState.reason === 'DeadlineExceeded';
+  const phase = deadlineExceeded ? 'Failed' : getPhase(pod, initStatuses, appStatuses);
 
   const sandbox = runtime.sandboxes[0];
   const hostNetwork = pod.spec?.hostNetwork === true;
@@ -245,5 +246,9 @@ export function generatePodStatus(inputs: StatusInputs): V1PodStatus {
     qosClass: qosClass(pod),
   };
   if (inits.length > 0) status.initContainerStatuses = initStatuses;
+  if (deadlineExceeded) {
+    status.reason = 'DeadlineExceeded';
+    status.message = inputs.syncState.message;
+  }
   return status;
 }

@@ -1,0 +1,24 @@
+/** The sync loop's typed event stream: import from here. */
+export {
+  DEFAULT_RING_CAPACITY,
+  DEFAULT_SUBSCRIBER_QUEUE,
+  EventBus,
+  type EventBusOptions,
+  type SubscribeOptions,
+} from './bus.js';
+export type {
+  BusMessage,
+  DroppedMarker,
+  KletEvent,
+  KletEventBody,
+  KletEventKind,
+  KletEventMeta,
+  PlegEvent,
+  PodEvent,
+  PodEventType,
+  PodLifecycleEvent,
+  PodLifecycleState,
+  SourceErrorEvent,
+  SyncLoopIterationEvent,
+  SyncLoopTrigger,
+} from './types.js';

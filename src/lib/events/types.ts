@@ -1,0 +1,106 @@
+/**
+ * What the sync loop reports about itself, as one discriminated union.
+ *
+ * The kubelet spreads this over klog lines, the API server's Event objects
+ * and its metrics; klet has no API server, so one typed stream carries it
+ * all to `klet sync`'s output, the local API's /events and the dashboard.
+ * Every event has a `seq` (1, 2, 3, … per process, no gaps) so a reader can
+ * resume with `?since=SEQ` and notice what it missed.
+ */
+
+/** What woke the sync loop, the cases of the kubelet's syncLoopIteration select. */
+export type SyncLoopTrigger = 'config' | 'pleg' | 'sync' | 'housekeeping' | 'probe';
+
+/** The pod worker states of the kubelet's pod_workers.go, plus the final removal. */
+export type PodLifecycleState = 'SyncPod' | 'TerminatingPod' | 'TerminatedPod' | 'Removed';
+
+/** The two event types of core/v1 Event. */
+export type PodEventType = 'Normal' | 'Warning';
+
+/** Assigned by the bus, never by the emitter. */
+export interface KletEventMeta {
+  /** 1-based, strictly increasing, without gaps within one process. */
+  seq: number;
+  /** When the bus received the event: an RFC 3339 UTC timestamp (ISO 8601, millisecond precision). */
+  time: string;
+}
+
+/** One pass of the sync loop: what woke it, how long it took, which pods it touched. */
+export interface SyncLoopIterationEvent {
+  kind: 'SyncLoopIteration';
+  trigger: SyncLoopTrigger;
+  durationMs: number;
+  /** Pods handed to pod workers in this pass, as `namespace/name`. */
+  pods: string[];
+}
+
+/** A pod lifecycle event from the PLEG (ContainerStarted, ContainerDied, ContainerRemoved, PodSync, …). */
+export interface PlegEvent {
+  kind: 'PLEG';
+  type: string;
+  podUid: string;
+  /** `namespace/name` when the PLEG could tell which pod the UID belongs to. */
+  pod?: string;
+  containerId: string;
+}
+
+/** A pod worker changed state. */
+export interface PodLifecycleEvent {
+  kind: 'PodLifecycle';
+  /** `namespace/name`. */
+  pod: string;
+  uid: string;
+  state: PodLifecycleState;
+  reason?: string;
+}
+
+/**
+ * What the kubelet would record as a core/v1 Event on the pod, with the
+ * kubelet's reasons (Pulling, Pulled, Created, Started, Killing, BackOff,
+ * Failed, SandboxChanged, Unhealthy, …) so output reads like `kubectl describe`.
+ */
+export interface PodEvent {
+  kind: 'Event';
+  /** `namespace/name`. */
+  pod: string;
+  uid: string;
+  type: PodEventType;
+  reason: string;
+  message: string;
+}
+
+/** A pod source (manifest directory, URL) could not be read or parsed. */
+export interface SourceErrorEvent {
+  kind: 'SourceError';
+  /** Which source: a file, directory or URL. */
+  source: string;
+  message: string;
+}
+
+/** An event as emitters write it: the bus adds `seq` and `time`. */
+export type KletEventBody = SyncLoopIterationEvent | PlegEvent | PodLifecycleEvent | PodEvent | SourceErrorEvent;
+
+/** An event as readers see it. */
+export type KletEvent = KletEventMeta & KletEventBody;
+
+/** The `kind`s of KletEvent. */
+export type KletEventKind = KletEventBody['kind'];
+
+/**
+ * In a subscription, in place of events that were discarded because the
+ * subscriber fell behind. Not an event: it has no `seq` of its own and never
+ * enters the ring. `firstSeq`..`lastSeq` are the discarded events, so a
+ * reader can fetch them with `recent(firstSeq - 1)` (or `/events?since=`)
+ * while the ring still holds them.
+ */
+export interface DroppedMarker {
+  kind: 'Dropped';
+  count: number;
+  firstSeq: number;
+  lastSeq: number;
+  /** When the marker was delivered. */
+  time: string;
+}
+
+/** What a subscription yields. */
+export type BusMessage = KletEvent | DroppedMarker;
