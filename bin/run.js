@@ -23,6 +23,23 @@ if ((argv[0] === '--version' || argv[0] === '-v') && !(process.platform === 'lin
   process.exit(0);
 }
 
+// `klet [COMMAND...] --help` from the help oclif rendered at build time
+// (scripts/manifest.js), without loading oclif: same text, a fraction of the
+// start-up. Anything else with --help (flags mixed in, unknown words) goes to oclif.
+const helpAt = argv.findIndex((a) => a === '--help' || a === '-h');
+if (helpAt === argv.length - 1 && argv.slice(0, -1).every((a) => /^[a-z][a-z-]*$/.test(a))) {
+  try {
+    const rendered = JSON.parse(fs.readFileSync(new URL('../dist/help.json', import.meta.url), 'utf8'));
+    const text = rendered[argv.slice(0, -1).join(':')];
+    if (typeof text === 'string') {
+      process.stdout.write(text);
+      process.exit(0);
+    }
+  } catch {
+    // No pre-rendered help (not built with scripts/manifest.js): oclif renders it.
+  }
+}
+
 // Cache V8's compiled code of klet and oclif on disk (os.tmpdir()/node-compile-cache;
 // NODE_DISABLE_COMPILE_CACHE=1 turns it off): later starts skip most compiling.
 module.enableCompileCache?.();

@@ -1,7 +1,10 @@
-// Writes oclif.manifest.json from the built commands, so the CLI never scans
-// dist/commands at start-up. (The same thing `oclif manifest` does, without
-// pulling the whole oclif dev toolchain in.)
-import { Plugin } from '@oclif/core';
+// Build-time metadata, so the CLI does no discovery work at start-up:
+//  - oclif.manifest.json from the built commands (what `oclif manifest`
+//    does, without pulling the whole oclif dev toolchain in);
+//  - dist/help.json: every command's --help (and the root help) rendered by
+//    oclif's own Help class from that same metadata, at 80 columns, so
+//    `klet CMD --help` prints without loading oclif (bin/run.js).
+import { Config, Help, Plugin } from '@oclif/core';
 import { writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
@@ -11,4 +14,29 @@ const plugin = new Plugin({ root, type: 'core', isRoot: true, ignoreManifest: tr
 await plugin.load();
 const out = path.join(root, 'oclif.manifest.json');
 await writeFile(out, JSON.stringify(plugin.manifest, null, 2) + '\n');
-console.log(`wrote ${path.relative(process.cwd(), out)} with ${Object.keys(plugin.manifest.commands).length} commands`);
+
+/** Render with oclif's Help, capturing what it would print. */
+class CapturingHelp extends Help {
+  text = '';
+  log(...args) {
+    this.text += args.join(' ') + '\n';
+  }
+}
+process.env.OCLIF_COLUMNS = '80';
+const config = await Config.load({ root });
+const help = {};
+const render = async (argv) => {
+  const h = new CapturingHelp(config, { maxWidth: 80, stripAnsi: true });
+  await h.showHelp(argv);
+  return h.text;
+};
+help[''] = await render([]);
+for (const cmd of config.commands) {
+  if (cmd.hidden) continue;
+  help[cmd.id] = await render([...cmd.id.split(':')]);
+}
+for (const topic of config.topics) {
+  if (!(topic.name in help)) help[topic.name] = await render([...topic.name.split(':')]);
+}
+await writeFile(path.join(root, 'dist', 'help.json'), JSON.stringify(help) + '\n');
+console.log(`wrote oclif.manifest.json with ${Object.keys(plugin.manifest.commands).length} commands and dist/help.json`);

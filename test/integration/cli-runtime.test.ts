@@ -3,13 +3,10 @@
  * start|status|stop` and `klet images ls|import`, each run as a child process
  * (`node bin/run.js`), with a temp --root-dir and a temp socket.
  *
- * `klet runtime start` has no network flag: it uses the default CNI network
- * (bridge klet0, 10.88.0.0/16, see DEFAULT_NETWORK). Other klet runtimes on
- * this machine may use the same bridge at the same time, each with its own
- * host-local lease directory, so each would hand out 10.88.0.2 first. To keep
- * out of their way, this test seeds its (private) lease directory with a
- * last-reserved address high up in the subnet; host-local continues from
- * there. The bridge is deleted afterwards only if it did not exist before.
+ * A managed runtime under a non-default root dir gets its own bridge and pod
+ * subnet derived from the root dir (networkFor), so this test's pods never
+ * share addresses with another klet runtime on the machine. The bridge is
+ * deleted afterwards.
  *
  * Tests run in order and share the runtime; the last ones stop it and check
  * that nothing of it is left: no process, mount, netns or socket.
@@ -21,8 +18,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CriClient } from '../../src/lib/cri/client.js';
-import { stopManagedRuntime } from '../../src/lib/runtime/containerd.js';
-import { BUSYBOX_IMAGE, DEFAULT_NETWORK, PAUSE_IMAGE } from '../../src/lib/runtime/containerd-config.js';
+import { networkFor, stopManagedRuntime } from '../../src/lib/runtime/containerd.js';
+import { BUSYBOX_IMAGE, PAUSE_IMAGE, type CniNetwork } from '../../src/lib/runtime/containerd-config.js';
 import { buildOciImage } from '../../src/lib/runtime/oci-image.js';
 import { cniNetnsNames } from '../helpers/runtime.js';
 import { explain, nonEmptyLines, runKlet, runKletJson, type CliResult } from '../helpers/cli.js';
@@ -38,7 +35,7 @@ let netnsBefore: string[] = [];
 let sandboxNetns: string | null = null;
 let sandboxIp = '';
 /** The address host-local's lease directory is seeded with. */
-let seededIp = '';
+let network: CniNetwork;
 let managedPid = 0;
 let stopped = false;
 
@@ -130,16 +127,9 @@ beforeAll(async () => {
   rootDir = fs.mkdtempSync(path.join(os.tmpdir(), 'klet-cli-rt-'));
   socketPath = path.join(rootDir, 'containerd.sock');
   endpoint = `unix://${socketPath}`;
-  bridgeExisted = await linkExists(DEFAULT_NETWORK.bridge);
+  network = networkFor(rootDir);
+  bridgeExisted = await linkExists(network.bridge);
   netnsBefore = await cniNetnsNames();
-  // Seed host-local's lease directory (see the file comment): the next lease
-  // is the address after this one, far from the .0.x addresses others start at.
-  const leases = path.join(rootDir, 'containerd', 'cni', 'networks', DEFAULT_NETWORK.name);
-  fs.mkdirSync(leases, { recursive: true });
-  const third = 200 + Math.floor(Math.random() * 50);
-  const fourth = 10 + Math.floor(Math.random() * 200);
-  seededIp = `10.88.${third}.${fourth}`;
-  fs.writeFileSync(path.join(leases, 'last_reserved_ip.0'), seededIp);
 });
 
 afterAll(async () => {
@@ -148,8 +138,8 @@ afterAll(async () => {
     // A test failed before `runtime stop` ran: tear down without the CLI.
     await stopManagedRuntime({ endpoint, rootDir }).catch(() => undefined);
   }
-  if (!bridgeExisted && (await linkExists(DEFAULT_NETWORK.bridge))) {
-    await execFileP('ip', ['link', 'del', DEFAULT_NETWORK.bridge]).catch(() => undefined);
+  if (!bridgeExisted && (await linkExists(network.bridge))) {
+    await execFileP('ip', ['link', 'del', network.bridge]).catch(() => undefined);
   }
   // Never rm -rf through a live mount.
   const left = mountsBelow(rootDir);
@@ -278,9 +268,9 @@ describe('klet runtime and images, as a CLI, against a real containerd', () => {
       expect(podSandboxId).toMatch(/^[0-9a-f]{64}$/);
       const { status, info } = await cri.podSandboxStatus({ podSandboxId, verbose: true });
       sandboxIp = status?.network?.ip ?? '';
-      expect(inSubnet(sandboxIp, DEFAULT_NETWORK.subnet), `sandbox IP ${sandboxIp}`).toBe(true);
-      // host-local continued after the seeded lease, away from other runtimes' addresses.
-      expect(ipv4ToInt(sandboxIp), `sandbox IP ${sandboxIp} after ${seededIp}`).toBeGreaterThan(ipv4ToInt(seededIp));
+      // The root dir's own pod subnet, not the default runtime's 10.88.0.0/16.
+      expect(network.subnet).toMatch(/^10\.90\.\d+\.0\/24$/);
+      expect(inSubnet(sandboxIp, network.subnet), `sandbox IP ${sandboxIp}`).toBe(true);
 
       // The sandbox's netns, from the runtime spec containerd reports…
       const spec = JSON.parse(info.info ?? '{}') as {

@@ -1,3 +1,4 @@
+import { Flags } from '@oclif/core';
 import { BaseCommand, outputFlags } from '../../base-command.js';
 
 export default class RuntimeStart extends BaseCommand<typeof RuntimeStart> {
@@ -7,12 +8,22 @@ export default class RuntimeStart extends BaseCommand<typeof RuntimeStart> {
     '<%= config.bin %> <%= command.id %>',
     '<%= config.bin %> <%= command.id %> --container-runtime-endpoint unix:///run/klet/containerd.sock --root-dir /tmp/klet',
   ];
-  static override flags = { ...outputFlags };
+  static override flags = {
+    ...outputFlags,
+    'pod-cidr': Flags.string({
+      summary: 'IPv4 range for pod IPs. Default: 10.88.0.0/16 on bridge klet0 for the default root dir, else a /24 in 10.90.0.0/16 derived from the root dir.',
+    }),
+  };
 
   async run(): Promise<void> {
-    const { startManagedRuntime } = await import('../../lib/runtime/containerd.js');
+    const { startManagedRuntime, networkFor, parsePodCidr } = await import('../../lib/runtime/containerd.js');
+    const cidr = this.flags['pod-cidr'] === undefined ? undefined : parsePodCidr(this.flags['pod-cidr']);
     const res = await startManagedRuntime(
-      { endpoint: this.flags['container-runtime-endpoint'], rootDir: this.flags['root-dir'] },
+      {
+        endpoint: this.flags['container-runtime-endpoint'],
+        rootDir: this.flags['root-dir'],
+        network: networkFor(this.flags['root-dir'], cidr),
+      },
       { timeoutMs: Math.min(this.runtimeTimeoutMs(), 60_000) },
     );
     const result = { endpoint: res.endpoint, pid: res.pid, started: res.started, dir: res.layout.dir, images: res.images };

@@ -67,7 +67,8 @@ export class EventBus {
     const meta: KletEventMeta = { seq: this.nextSeq++, time: this.now().toISOString() };
     // seq and time first for readable JSON, and again last so that a caller
     // re-emitting an event it received cannot smuggle in its old seq.
-    const event = Object.freeze(Object.assign({}, meta, body, meta));
+    const event: B & KletEventMeta = Object.assign({}, meta, body, meta);
+    Object.freeze(event);
     this.ring[(event.seq - 1) % this.capacity] = event;
     for (const sub of this.subscriptions) sub.push(event);
     return event;

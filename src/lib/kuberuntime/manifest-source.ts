@@ -27,7 +27,7 @@ export async function fetchManifestUrl(
   try {
     res = await fetch(parsed, { headers: opts.headers, signal: AbortSignal.any(signals), redirect: 'follow' });
   } catch (err) {
-    throw new InputError(`--manifest-url ${parsed.origin}${parsed.pathname}: ${errorMessage(err)}`);
+    throw new InputError(`--manifest-url ${parsed.origin}${parsed.pathname}: ${fetchFailure(err)}`, { cause: err });
   }
   if (!res.ok) throw new InputError(`--manifest-url ${parsed.origin}${parsed.pathname}: HTTP ${res.status} ${res.statusText}`);
   const len = Number(res.headers.get('content-length') ?? '0');
@@ -37,14 +37,31 @@ export async function fetchManifestUrl(
   }
   const chunks: Buffer[] = [];
   let total = 0;
-  for await (const chunk of res.body ?? []) {
-    total += (chunk as Uint8Array).length;
-    if (total > MAX_URL_BODY_BYTES) {
-      throw new InputError(`--manifest-url ${parsed.origin}${parsed.pathname}: body is larger than the 10 MiB limit`);
+  try {
+    for await (const chunk of res.body ?? []) {
+      total += (chunk as Uint8Array).length;
+      if (total > MAX_URL_BODY_BYTES) {
+        throw new InputError(`--manifest-url ${parsed.origin}${parsed.pathname}: body is larger than the 10 MiB limit`);
+      }
+      chunks.push(Buffer.from(chunk as Uint8Array));
     }
-    chunks.push(Buffer.from(chunk as Uint8Array));
+  } catch (err) {
+    // A deadline or a reset connection while reading the body is as much a
+    // failed fetch as one before the headers: same error type, URL named.
+    if (err instanceof InputError) throw err;
+    throw new InputError(`--manifest-url ${parsed.origin}${parsed.pathname}: reading the body: ${fetchFailure(err)}`, { cause: err });
   }
   return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * Why a fetch failed. undici reports every network failure as "fetch
+ * failed" and keeps the reason (ECONNREFUSED, a DNS error, a TLS problem)
+ * in `cause`: name it, it is the part the user can act on.
+ */
+function fetchFailure(err: unknown): string {
+  const cause = err instanceof Error ? err.cause : undefined;
+  return cause === undefined ? errorMessage(err) : `${errorMessage(err)}: ${errorMessage(cause)}`;
 }
 
 /** Parse repeated `--manifest-url-header 'Name: value'` flags. */

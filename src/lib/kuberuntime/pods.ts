@@ -130,6 +130,13 @@ export async function syncUntil(
     ctx.signal?.throwIfAborted();
     await syncPod(ctx, rec.pod);
     current = await podWithStatus(ctx, rec);
+    const phase = current.status?.phase;
+    if (phase === 'Succeeded' || phase === 'Failed') {
+      // The last container may have exited after the sync above planned:
+      // sync once more, so that a finished pod is terminated (its sandbox
+      // stopped) as the kubelet's pod worker does, before we stop waiting.
+      await syncPod(ctx, rec.pod);
+    }
     opts.onStatus?.(current);
     if (goalReached(current, goal)) {
       const ok = goal !== 'completed' || current.status?.phase === 'Succeeded';

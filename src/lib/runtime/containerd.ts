@@ -5,16 +5,18 @@
  * network namespace behind.
  */
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { CriClient } from '../cri/client.js';
 import { parseEndpoint } from '../cri/endpoint.js';
-import { KletError, MissingDependencyError, TimeoutError, errorMessage } from '../errors.js';
+import { InputError, KletError, MissingDependencyError, TimeoutError, errorMessage } from '../errors.js';
 import { log } from '../log.js';
 import { unmountAll } from '../util/mounts.js';
 import { findExecutable } from '../util/which.js';
 import {
+  DEFAULT_NETWORK,
   type CniNetwork,
   type ManagedRuntimeLayout,
   cniConflist,
@@ -39,8 +41,37 @@ export function layoutFor(target: RuntimeTarget): ManagedRuntimeLayout {
   return managedRuntimeLayout({
     dir: path.join(target.rootDir, 'containerd'),
     socketPath,
-    network: target.network,
+    network: target.network ?? networkFor(target.rootDir),
   });
+}
+
+/**
+ * The pod network of a managed runtime: klet0 with 10.88.0.0/16 for the
+ * default root dir; any other root dir gets its own bridge and a /24 in
+ * 10.90.0.0/16 derived from its path, so two managed runtimes on one
+ * machine never hand out the same pod IPs on the same bridge.
+ */
+export function networkFor(rootDir: string, podCidr?: string): CniNetwork {
+  const resolved = path.resolve(rootDir);
+  if (podCidr === undefined && resolved === '/var/lib/klet') return DEFAULT_NETWORK;
+  const h = createHash('sha256').update(resolved).digest();
+  const tag = h.subarray(0, 3).toString('hex');
+  return {
+    bridge: `klet${tag}`,
+    subnet: podCidr ?? `10.90.${h[3]}.0/24`,
+    name: `klet-${tag}`,
+  };
+}
+
+/** Validate a --pod-cidr value: an IPv4 CIDR with a prefix from /8 to /28. */
+export function parsePodCidr(value: string): string {
+  const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/.exec(value.trim());
+  const octets = m ? m.slice(1, 5).map(Number) : [];
+  const prefix = m ? Number(m[5]) : NaN;
+  if (!m || octets.some((o) => o > 255) || prefix < 8 || prefix > 28) {
+    throw new InputError(`--pod-cidr "${value}": expected an IPv4 CIDR like 10.88.0.0/16 (prefix /8 to /28)`);
+  }
+  return value.trim();
 }
 
 export class RuntimeStartError extends KletError {

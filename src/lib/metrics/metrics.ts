@@ -1,0 +1,247 @@
+/**
+ * The metrics `klet sync` exposes on the local API's /metrics, named as the
+ * kubelet names them (kubelet_*) where klet measures the same thing, so the
+ * dashboards and alerts people have for the kubelet read klet's too; klet's
+ * own additions are klet_*.
+ *
+ * Everything lives in a private prom-client Registry, never the global
+ * default one: a process can then hold several (tests do), and nothing a
+ * dependency registers globally leaks into klet's exposition.
+ */
+import { status as GrpcStatus } from '@grpc/grpc-js';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { CriError } from '../cri/errors.js';
+import type { SyncLoopTrigger } from '../events/types.js';
+
+/** Prometheus' and the kubelet's default buckets (metrics.DefBuckets), in seconds. */
+export const DEFAULT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/** The kubelet's runtime operation buckets: ExponentialBuckets(.005, 2.5, 14), 5ms to ~12min. */
+export const RUNTIME_OPERATION_BUCKETS = Array.from({ length: 14 }, (_, i) => Number((0.005 * 2.5 ** i).toPrecision(6)));
+
+/** The kubelet's pod start buckets: image pulls make minutes normal. */
+export const POD_START_BUCKETS = [
+  0.5, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 45, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600,
+];
+
+/** Values of kubelet_running_containers' container_state (the kubelet's lower-cased CRI states). */
+export const CONTAINER_STATES = ['created', 'running', 'exited', 'unknown'] as const;
+export type ContainerStateLabel = (typeof CONTAINER_STATES)[number];
+
+/** kubelet_pod_worker_duration_seconds' operation: the kubelet's create/update/sync, plus klet's kill. */
+export type PodWorkerOperation = 'create' | 'update' | 'sync' | 'kill';
+
+/** The kubelet's container_type label values. */
+export type ContainerTypeLabel = 'container' | 'init_container' | 'ephemeral_container';
+
+export interface KletMetricsOptions {
+  /**
+   * Also collect Node's process metrics (process_cpu_seconds_total,
+   * process_resident_memory_bytes, nodejs_*) into the registry. Default true.
+   * Turning it off avoids the event-loop delay monitor prom-client starts.
+   */
+  defaultMetrics?: boolean;
+}
+
+const ms = (durationMs: number): number => Math.max(0, durationMs) / 1000;
+
+/**
+ * Go's names of gRPC codes (codes.Code.String()), which the kubelet puts in
+ * kubelet_started_containers_errors_total's `code`: "DeadlineExceeded", not
+ * grpc-js's "DEADLINE_EXCEEDED".
+ */
+function goCodeName(code: number): string {
+  if (code === GrpcStatus.CANCELLED) return 'Canceled'; // Go's spelling
+  const name = GrpcStatus[code];
+  if (name === undefined) return `Code(${code})`;
+  return name
+    .toLowerCase()
+    .split('_')
+    .map((w) => w.charAt(0).toUpperCase() + w.slice(1))
+    .join('')
+    .replace(/^Ok$/, 'OK');
+}
+
+/** The `code` label for a failed container start: the gRPC code of a CRI error, else "Unknown". */
+export function errorCodeLabel(err: unknown): string {
+  return err instanceof CriError ? goCodeName(err.grpcCode) : 'Unknown';
+}
+
+/** All of klet's metrics, in their own registry, with typed helpers for the sync loop. */
+export class KletMetrics {
+  readonly registry = new Registry();
+
+  readonly plegRelistDuration: Histogram<never>;
+  readonly plegRelistInterval: Histogram<never>;
+  readonly syncLoopIterationDuration: Histogram<'trigger'>;
+  readonly runningPods: Gauge<never>;
+  readonly runningContainers: Gauge<'container_state'>;
+  readonly podWorkerDuration: Histogram<'operation'>;
+  readonly startedContainers: Counter<'container_type'>;
+  readonly startedContainersErrors: Counter<'container_type' | 'code'>;
+  readonly containerRestarts: Counter<never>;
+  readonly runtimeOperations: Counter<'operation_type'>;
+  readonly runtimeOperationsDuration: Histogram<'operation_type'>;
+  readonly runtimeOperationsErrors: Counter<'operation_type'>;
+  readonly podStartDuration: Histogram<never>;
+
+  /** Start of the previous PLEG relist (performance.now() ms), for the interval. */
+  private lastRelistStart: number | undefined;
+
+  constructor(opts: KletMetricsOptions = {}) {
+    const registers = [this.registry];
+    this.plegRelistDuration = new Histogram({
+      name: 'kubelet_pleg_relist_duration_seconds',
+      help: 'Duration in seconds for relisting pods in PLEG.',
+      buckets: DEFAULT_BUCKETS,
+      registers,
+    });
+    this.plegRelistInterval = new Histogram({
+      name: 'kubelet_pleg_relist_interval_seconds',
+      help: 'Interval in seconds between relisting in PLEG.',
+      buckets: DEFAULT_BUCKETS,
+      registers,
+    });
+    this.syncLoopIterationDuration = new Histogram({
+      name: 'klet_sync_loop_iteration_duration_seconds',
+      help: 'Duration in seconds of one sync loop iteration, by what triggered it.',
+      labelNames: ['trigger'],
+      buckets: DEFAULT_BUCKETS,
+      registers,
+    });
+    this.runningPods = new Gauge({
+      name: 'kubelet_running_pods',
+      help: 'Number of pods that have a running pod sandbox',
+      registers,
+    });
+    this.runningContainers = new Gauge({
+      name: 'kubelet_running_containers',
+      help: 'Number of containers currently running',
+      labelNames: ['container_state'],
+      registers,
+    });
+    this.podWorkerDuration = new Histogram({
+      name: 'kubelet_pod_worker_duration_seconds',
+      help: 'Duration in seconds to sync a single pod. Broken down by operation type: create, update, sync or kill.',
+      labelNames: ['operation'],
+      buckets: DEFAULT_BUCKETS,
+      registers,
+    });
+    this.startedContainers = new Counter({
+      name: 'kubelet_started_containers_total',
+      help: 'Cumulative number of containers started',
+      labelNames: ['container_type'],
+      registers,
+    });
+    this.startedContainersErrors = new Counter({
+      name: 'kubelet_started_containers_errors_total',
+      help: 'Cumulative number of errors when starting containers',
+      labelNames: ['container_type', 'code'],
+      registers,
+    });
+    this.containerRestarts = new Counter({
+      name: 'klet_container_restarts_total',
+      help: 'Cumulative number of containers klet restarted (a new attempt of a container that had run before).',
+      registers,
+    });
+    this.runtimeOperations = new Counter({
+      name: 'kubelet_runtime_operations_total',
+      help: 'Cumulative number of runtime operations by operation type.',
+      labelNames: ['operation_type'],
+      registers,
+    });
+    this.runtimeOperationsDuration = new Histogram({
+      name: 'kubelet_runtime_operations_duration_seconds',
+      help: 'Duration in seconds of runtime operations. Broken down by operation type.',
+      labelNames: ['operation_type'],
+      buckets: RUNTIME_OPERATION_BUCKETS,
+      registers,
+    });
+    this.runtimeOperationsErrors = new Counter({
+      name: 'kubelet_runtime_operations_errors_total',
+      help: 'Cumulative number of runtime operation errors by operation type.',
+      labelNames: ['operation_type'],
+      registers,
+    });
+    this.podStartDuration = new Histogram({
+      name: 'kubelet_pod_start_duration_seconds',
+      help: 'Duration in seconds from kubelet seeing a pod for the first time to the pod starting to run',
+      buckets: POD_START_BUCKETS,
+      registers,
+    });
+    // Zero series from the start, so a scrape shows the gauge before the first relist.
+    this.setRunningContainers({});
+    this.runningPods.set(0);
+    if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** The Content-Type of `text()`. */
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** The Prometheus text exposition of everything. */
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  /**
+   * One PLEG relist took `durationMs`; it started at `startedAt`
+   * (performance.now()). The interval is measured between relist starts, as
+   * the kubelet does, so a slow relist shows in the interval too.
+   */
+  observePlegRelist(durationMs: number, startedAt: number = performance.now() - durationMs): void {
+    this.plegRelistDuration.observe(ms(durationMs));
+    if (this.lastRelistStart !== undefined) this.plegRelistInterval.observe(ms(startedAt - this.lastRelistStart));
+    this.lastRelistStart = startedAt;
+  }
+
+  observeSyncLoopIteration(trigger: SyncLoopTrigger, durationMs: number): void {
+    this.syncLoopIterationDuration.observe({ trigger }, ms(durationMs));
+  }
+
+  setRunningPods(count: number): void {
+    this.runningPods.set(count);
+  }
+
+  /** Sets every state; states not given are 0, so a state that emptied does not keep its last count. */
+  setRunningContainers(counts: Partial<Record<ContainerStateLabel, number>>): void {
+    for (const state of CONTAINER_STATES) this.runningContainers.set({ container_state: state }, counts[state] ?? 0);
+  }
+
+  observePodWorker(operation: PodWorkerOperation, durationMs: number): void {
+    this.podWorkerDuration.observe({ operation }, ms(durationMs));
+  }
+
+  containerStarted(containerType: ContainerTypeLabel): void {
+    this.startedContainers.inc({ container_type: containerType });
+  }
+
+  /**
+   * A container failed to start. The kubelet counts these in both counters
+   * (started_containers_total counts attempts); so does klet. `error` is the
+   * failure (its gRPC code becomes `code`) or a code string.
+   */
+  containerStartFailed(containerType: ContainerTypeLabel, error: unknown): void {
+    const code = typeof error === 'string' ? error : errorCodeLabel(error);
+    this.startedContainers.inc({ container_type: containerType });
+    this.startedContainersErrors.inc({ container_type: containerType, code });
+  }
+
+  containerRestarted(): void {
+    this.containerRestarts.inc();
+  }
+
+  /** One CRI call; `operationType` as the kubelet names it ("list_containers", "run_podsandbox"). */
+  observeRuntimeOperation(operationType: string, durationMs: number, failed = false): void {
+    const labels = { operation_type: operationType };
+    this.runtimeOperations.inc(labels);
+    this.runtimeOperationsDuration.observe(labels, ms(durationMs));
+    if (failed) this.runtimeOperationsErrors.inc(labels);
+  }
+
+  /** From first seeing the pod to all its containers running (the kubelet's pod startup latency). */
+  observePodStart(durationMs: number): void {
+    this.podStartDuration.observe(ms(durationMs));
+  }
+}
