@@ -1,13 +1,97 @@
-import { BaseCommand } from '../base-command.js';
-import { NotImplementedError } from '../lib/errors.js';
+import { Flags } from '@oclif/core';
+import { PodCommand } from '../base-command.js';
+import { InputError } from '../lib/errors.js';
+import { parseDuration } from '../lib/util/duration.js';
 
-export default class Sync extends BaseCommand<typeof Sync> {
+function duration(flag: string, value: string): number {
+  const ms = parseDuration(value);
+  if (ms === null || ms <= 0) throw new InputError(`--${flag} "${value}": not a positive duration (e.g. 20s, 1m)`);
+  return ms;
+}
+
+export default class Sync extends PodCommand<typeof Sync> {
   static override summary = 'Run the kubelet sync loop: keep this node converged with its pod sources.';
-  static override description = 'The long-running kubelet: watches the manifest directory (and URL or API server), runs pod workers, the PLEG, restarts with back-off, and serves its state on a local socket.';
-  static override examples = ['<%= config.bin %> <%= command.id %> --manifest-dir /etc/kubernetes/manifests'];
-  static override strict = false;
+  static override description = `The long-running kubelet. It watches the manifest directory (fs events, and a re-read every --file-check-frequency so missed events still converge) and/or polls --manifest-url, and keeps the node's pods matching them: one serialized worker per pod, a relisting PLEG (--pleg-relist-period), restarts by restart policy with the kubelet's crash-loop back-off (10s doubling to 5m, reset after 10m of clean running), graceful termination with preStop hooks when a manifest is removed, activeDeadlineSeconds, postStart hooks.
+
+A source that cannot be read keeps its last good pods (an unreadable URL or a deleted directory never kills running pods). On start it adopts what is already running (after a crash, even a SIGKILL, or a runtime restart): containers whose spec hash matches are kept, changed ones restarted, pods no source wants killed once every source has answered. On SIGTERM or SIGINT it stops the loop and leaves the pods running, as the kubelet does.
+
+State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (a v1 PodList), /events (newline-delimited JSON of sync-loop iterations, PLEG and pod lifecycle events; ?since=SEQ), /metrics (Prometheus). --listen 127.0.0.1:PORT also serves it on loopback TCP, only with --auth-token-file (bearer token).`;
+  static override examples = [
+    '<%= config.bin %> <%= command.id %>',
+    '<%= config.bin %> <%= command.id %> --manifest-dir /etc/kubernetes/manifests',
+    "<%= config.bin %> <%= command.id %> --manifest-url https://config.example/node1.yaml --manifest-url-header 'Authorization: Bearer $TOKEN'",
+    '<%= config.bin %> <%= command.id %> --listen 127.0.0.1:10250 --auth-token-file /etc/klet/token',
+    'curl --unix-socket /var/lib/klet/klet.sock http://klet/events',
+  ];
+  static override flags = {
+    'manifest-dir': Flags.string({
+      summary: 'Directory of static pod manifests to keep running. Default /etc/kubernetes/manifests unless only --manifest-url is given.',
+    }),
+    'manifest-url': Flags.string({ summary: 'URL serving pod manifests, polled every --http-check-frequency.' }),
+    'manifest-url-header': Flags.string({ summary: "HTTP header for --manifest-url, 'Name: value' (repeatable).", multiple: true }),
+    'file-check-frequency': Flags.string({ summary: 'How often the manifest dir is re-read besides fs events.', default: '20s' }),
+    'http-check-frequency': Flags.string({ summary: 'How often --manifest-url is polled.', default: '20s' }),
+    'pleg-relist-period': Flags.string({ summary: 'How often the PLEG relists the runtime.', default: '1s' }),
+    'sync-frequency': Flags.string({ summary: 'Resync period of running pods.', default: '1m' }),
+    'max-parallel-syncs': Flags.integer({ summary: 'How many pods may sync at the same time.', default: 8, min: 1 }),
+    listen: Flags.string({ summary: 'Also serve the local API on loopback TCP (127.0.0.1:PORT); needs --auth-token-file.' }),
+    'auth-token-file': Flags.string({ summary: 'File holding the bearer token required on --listen.' }),
+    'crash-loop-backoff-initial': Flags.string({ summary: 'First crash-loop back-off delay (tests).', default: '10s', hidden: true }),
+    'crash-loop-backoff-max': Flags.string({ summary: 'Crash-loop back-off cap (tests).', default: '5m', hidden: true }),
+    'crash-loop-backoff-reset': Flags.string({ summary: 'Clean running time that resets the back-off (tests).', default: '10m', hidden: true }),
+  };
 
   async run(): Promise<void> {
-    throw new NotImplementedError('klet sync');
+    const { flags } = await this.parse(Sync);
+    const dir = flags['manifest-dir'] ?? (flags['manifest-url'] ? undefined : '/etc/kubernetes/manifests');
+    const backoff = {
+      initialMs: duration('crash-loop-backoff-initial', flags['crash-loop-backoff-initial']),
+      maxMs: duration('crash-loop-backoff-max', flags['crash-loop-backoff-max']),
+      resetAfterMs: duration('crash-loop-backoff-reset', flags['crash-loop-backoff-reset']),
+    };
+    const timing = {
+      fileCheckFrequencyMs: duration('file-check-frequency', flags['file-check-frequency']),
+      httpCheckFrequencyMs: duration('http-check-frequency', flags['http-check-frequency']),
+      plegRelistPeriodMs: duration('pleg-relist-period', flags['pleg-relist-period']),
+      resyncIntervalMs: duration('sync-frequency', flags['sync-frequency']),
+    };
+    let listen: { host: string; port: number; token: string } | undefined;
+    if (flags.listen !== undefined) {
+      const { parseListen, readAuthTokenFile } = await import('../lib/server/auth.js');
+      const addr = parseListen(flags.listen);
+      if (flags['auth-token-file'] === undefined) throw new InputError('--listen needs --auth-token-file: the TCP listener never serves without a token');
+      listen = { host: addr.host, port: addr.port, token: await readAuthTokenFile(flags['auth-token-file']) };
+    }
+    const { parseHeaders } = await import('../lib/kuberuntime/manifest-source.js');
+    const headers = parseHeaders(flags['manifest-url-header']);
+
+    const cri = await this.cri();
+    const { runSync } = await import('../lib/syncloop/run-sync.js');
+    const controller = new AbortController();
+    const stop = (sig: string) => {
+      if (!controller.signal.aborted) this.notice(`klet sync: ${sig}: stopping the sync loop; pods keep running`);
+      controller.abort();
+    };
+    process.on('SIGTERM', () => stop('SIGTERM'));
+    process.on('SIGINT', () => stop('SIGINT'));
+    await runSync(
+      {
+        cri,
+        rootDir: this.flags['root-dir'],
+        nodeName: this.nodeName(),
+        manifestDir: dir,
+        manifestUrl: flags['manifest-url'],
+        manifestUrlHeaders: headers,
+        ...timing,
+        backoff,
+        concurrency: flags['max-parallel-syncs'],
+        listen,
+        onReady: (a) =>
+          this.notice(
+            `klet sync: node ${this.nodeName()}, sources ${[dir, flags['manifest-url']].filter(Boolean).join(', ')}; local API on ${a.socketPath}${a.tcp ? ` and ${a.tcp}` : ''}`,
+          ),
+      },
+      controller.signal,
+    );
   }
 }

@@ -36,7 +36,7 @@ import { type ManifestUnit, type PodSource, type SourceRead, type SourceSink, Wa
 
 /** The kubelet's default --file-check-frequency. */
 export const DEFAULT_FILE_CHECK_FREQUENCY_MS = 20_000;
-/** Events closer together than this cause one read: an editor's save or `cp` of several files is one change. */
+/** Events closer together than this cause one read: an editor's save or a `cp` of several files is one change. */
 export const DEFAULT_WATCH_DEBOUNCE_MS = 100;
 
 export interface FileSourceOptions {
@@ -89,12 +89,22 @@ export class FileSource implements PodSource {
 
   async run(sink: SourceSink, signal: AbortSignal): Promise<void> {
     const wakeup = new Wakeup();
+    // Trailing debounce, capped: read once events have been quiet for
+    // debounceMs (a directory being filled file by file is read once it is
+    // full, not half-way), but never later than 10 debounce periods after
+    // the first event of a burst.
     let debounce: NodeJS.Timeout | undefined;
+    let burstStart: number | undefined;
     const onEvent = (): void => {
-      debounce ??= setTimeout(() => {
+      const now = Date.now();
+      burstStart ??= now;
+      clearTimeout(debounce);
+      const delay = Math.max(0, Math.min(this.debounceMs, burstStart + 10 * this.debounceMs - now));
+      debounce = setTimeout(() => {
         debounce = undefined;
+        burstStart = undefined;
         wakeup.fire();
-      }, this.debounceMs);
+      }, delay);
     };
     const watcher = new PathWatcher(this.path, onEvent);
     try {

@@ -6,8 +6,10 @@
 export class Channel<T> {
   private readonly items: T[] = [];
   private waiter: ((v: T) => void) | null = null;
+  private readonly readyWaiters = new Set<() => void>();
 
   push(item: T): void {
+    for (const fn of [...this.readyWaiters]) fn();
     if (this.waiter) {
       const w = this.waiter;
       this.waiter = null;
@@ -19,6 +21,29 @@ export class Channel<T> {
 
   get size(): number {
     return this.items.length;
+  }
+
+  /**
+   * Resolves when an item is queued, without taking it (rejects on abort).
+   * A loop selecting over several channels waits on ready() of each and then
+   * takes with tryTake(), so no item is ever lost to a losing race.
+   */
+  ready(signal?: AbortSignal): Promise<void> {
+    if (this.items.length > 0) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      const done = () => {
+        this.readyWaiters.delete(done);
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      };
+      const onAbort = () => {
+        this.readyWaiters.delete(done);
+        reject(signal?.reason ?? new Error('aborted'));
+      };
+      if (signal?.aborted) return onAbort();
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.readyWaiters.add(done);
+    });
   }
 
   /** Take an item if one is queued, without waiting. */

@@ -1,0 +1,397 @@
+/**
+ * The long-running kubelet: the syncLoop (kubelet.go syncLoopIteration)
+ * selecting over pod config updates, PLEG events, a 1 s sync ticker (pods
+ * whose work is due) and a 2 s housekeeping ticker, handing pods to the pod
+ * workers. On start it rebuilds its state from the pod dirs and CRI (so a
+ * restart of klet, even after SIGKILL, adopts the running pods), and it
+ * kills pods no source wants only once every source has answered.
+ */
+import fsp from 'node:fs/promises';
+import type { V1Pod } from '@kubernetes/client-node';
+import type { CriClient } from '../cri/client.js';
+import type { PodConfig, PodUpdate } from '../config/config.js';
+import { identityKey } from '../config/config.js';
+import { errorMessage } from '../errors.js';
+import type { EventBus } from '../events/bus.js';
+import type { SyncLoopTrigger } from '../events/types.js';
+import { restartPolicy } from '../kuberuntime/actions.js';
+import type { LocalObjects } from '../kuberuntime/env.js';
+import {
+  listPodRecords,
+  podLogDir,
+  readPodRecord,
+  removePodDir,
+  writePodRecord,
+  type PodRecord,
+} from '../kuberuntime/poddir.js';
+import { getRuntimePodStatus } from '../kuberuntime/runtime-status.js';
+import { killPod, syncPod, type SyncContext, type SyncEvent } from '../kuberuntime/sync-pod.js';
+import { log } from '../log.js';
+import type { KletMetrics } from '../metrics/metrics.js';
+import type { GenericPLEG } from '../pleg/generic.js';
+import { PodWorkers, type SyncOutcome, type UpdateType, type WorkerState } from './pod-workers.js';
+
+export interface KubeletOptions {
+  cri: CriClient;
+  rootDir: string;
+  nodeName: string;
+  config: PodConfig;
+  pleg: GenericPLEG;
+  bus: EventBus;
+  metrics?: KletMetrics;
+  backoff?: { initialMs: number; maxMs: number; resetAfterMs: number };
+  /** How often pods whose work is due are synced (the kubelet's 1 s). */
+  syncTickMs?: number;
+  /** Housekeeping period (the kubelet's 2 s). */
+  housekeepingMs?: number;
+  /** Resync of healthy pods (the kubelet's --sync-frequency, 1 m). */
+  resyncIntervalMs?: number;
+  /** Pods syncing at once. */
+  concurrency?: number;
+  logRoot?: string;
+}
+
+interface DesiredPod {
+  pod: V1Pod;
+  source: string;
+}
+
+function key(pod: V1Pod): string {
+  return `${pod.metadata?.namespace ?? 'default'}/${pod.metadata?.name ?? ''}`;
+}
+
+/** Event reasons the kubelet records, from klet's sync events. */
+function toPodEvent(e: SyncEvent): { type: 'Normal' | 'Warning'; reason: string; message: string } {
+  switch (e.type) {
+    case 'SandboxCreated':
+      return { type: 'Normal', reason: 'SandboxCreated', message: `Pod sandbox ${e.sandboxId.slice(0, 13)} created${e.ip ? ` with IP ${e.ip}` : ''}` };
+    case 'SandboxStopped':
+      return { type: 'Normal', reason: 'SandboxStopped', message: `Pod sandbox ${e.sandboxId.slice(0, 13)} stopped` };
+    case 'ImagePresent':
+      return { type: 'Normal', reason: 'Pulled', message: `Container image "${e.image}" already present on machine` };
+    case 'ImagePulled':
+      return { type: 'Normal', reason: 'Pulled', message: `Successfully pulled image "${e.image}"` };
+    case 'ContainerStarted':
+      return { type: 'Normal', reason: 'Started', message: `Started container ${e.container}` };
+    case 'ContainerKilled':
+      return { type: 'Normal', reason: 'Killing', message: `Stopping container ${e.container}: ${e.message}` };
+    case 'ContainerFailed':
+      return {
+        type: 'Warning',
+        reason: e.reason === 'CrashLoopBackOff' || e.reason === 'ImagePullBackOff' ? 'BackOff' : 'Failed',
+        message: e.message,
+      };
+  }
+}
+
+export class Kubelet {
+  private readonly desired = new Map<string, DesiredPod>();
+  private readonly due = new Map<string, number>();
+  private readonly workers: PodWorkers;
+  private readonly abort = new AbortController();
+  private readonly started = Date.now();
+  private lastHousekeeping = 0;
+
+  constructor(private readonly opts: KubeletOptions) {
+    this.workers = new PodWorkers({
+      concurrency: opts.concurrency ?? 8,
+      resyncIntervalMs: opts.resyncIntervalMs ?? 60_000,
+      signal: this.abort.signal,
+      handlers: {
+        syncPod: (pod, type, signal) => this.handleSyncPod(pod, type, signal),
+        syncTerminatingPod: (pod, grace) => this.handleTerminating(pod, grace),
+        syncTerminatedPod: (pod) => this.handleTerminated(pod),
+        requeue: (uid, afterMs) => this.due.set(uid, Date.now() + Math.max(0, afterMs)),
+        onState: (pod, state, reason) => this.onWorkerState(pod, state, reason),
+        onDuration: (type, ms) => {
+          if (type === 'create' || type === 'update' || type === 'sync' || type === 'kill') this.opts.metrics?.observePodWorker(type, ms);
+        },
+      },
+    });
+  }
+
+  /** Pods the loop wants, with their sources (for /pods and status). */
+  desiredPods(): { pod: V1Pod; source: string; state: WorkerState | undefined }[] {
+    return [...this.desired.values()].map((d) => ({ ...d, state: this.workers.state(d.pod.metadata?.uid ?? '') }));
+  }
+
+  workerCounts(): Record<WorkerState, number> {
+    return this.workers.counts();
+  }
+
+  private ctx(source: string): SyncContext {
+    const objects: LocalObjects = this.opts.config.objects(source);
+    return {
+      cri: this.opts.cri,
+      rootDir: this.opts.rootDir,
+      nodeName: this.opts.nodeName,
+      objects,
+      logRoot: this.opts.logRoot,
+      signal: this.abort.signal,
+      backoff: this.opts.backoff,
+      onEvent: (e) => {
+        const pod = [...this.desired.values()].find((d) => key(d.pod) === e.pod)?.pod;
+        const uid = pod?.metadata?.uid ?? '';
+        this.opts.bus.emit({ kind: 'Event', pod: e.pod, uid, ...toPodEvent(e) });
+        if (e.type === 'ContainerStarted') this.opts.metrics?.containerStarted(e.init ? 'init_container' : 'container');
+        if (e.type === 'ContainerFailed') this.opts.metrics?.containerStartFailed('container', new Error(e.reason));
+      },
+    };
+  }
+
+  private async handleSyncPod(pod: V1Pod, _type: UpdateType, _signal: AbortSignal): Promise<SyncOutcome> {
+    const uid = pod.metadata?.uid ?? '';
+    const d = this.desired.get(uid);
+    const rec = await readPodRecord(this.opts.rootDir, uid);
+    const res = await syncPod(this.ctx(d?.source ?? 'file'), pod, { startTime: rec ? Date.parse(rec.firstSeen) : undefined });
+    const a = res.actions;
+    // A pod whose containers all finished under Never/OnFailure (or that hit
+    // its deadline) is done: the worker terminates it and keeps its status.
+    const terminal =
+      res.deadlineExceeded === true ||
+      (a.killPod && !a.createSandbox && restartPolicy(pod) !== 'Always' && res.status.containers.length > 0);
+    return { terminal, requeueAfterMs: res.requeueAfterMs };
+  }
+
+  private async handleTerminating(pod: V1Pod, grace: number | undefined): Promise<void> {
+    const md = pod.metadata ?? {};
+    const status = await getRuntimePodStatus(this.opts.cri, { uid: md.uid ?? '', name: md.name ?? '', namespace: md.namespace ?? 'default' });
+    await killPod(this.ctx(this.desired.get(md.uid ?? '')?.source ?? 'file'), pod, status, { gracePeriodSeconds: grace });
+  }
+
+  /** A terminated pod no source wants any more is removed: containers, sandboxes, pod dir, logs. */
+  private async handleTerminated(pod: V1Pod): Promise<void> {
+    const uid = pod.metadata?.uid ?? '';
+    if (this.desired.has(uid)) return; // finished by itself: keep it and its status
+    await this.removePod(pod);
+    this.workers.forget(uid);
+  }
+
+  private async removePod(pod: V1Pod): Promise<void> {
+    const md = pod.metadata ?? {};
+    const uid = md.uid ?? '';
+    const status = await getRuntimePodStatus(this.opts.cri, { uid, name: md.name ?? '', namespace: md.namespace ?? 'default' });
+    for (const c of status.containers) await this.opts.cri.removeContainer({ containerId: c.id });
+    for (const sb of status.sandboxes) {
+      await this.opts.cri.stopPodSandbox({ podSandboxId: sb.id });
+      await this.opts.cri.removePodSandbox({ podSandboxId: sb.id });
+    }
+    await removePodDir(this.opts.rootDir, uid);
+    await fsp.rm(podLogDir(pod, this.opts.logRoot), { recursive: true, force: true });
+    this.opts.bus.emit({ kind: 'PodLifecycle', pod: key(pod), uid, state: 'Removed' });
+  }
+
+  private onWorkerState(pod: V1Pod, state: WorkerState | 'Forgotten', reason?: string): void {
+    if (state === 'Forgotten') return;
+    this.opts.bus.emit({ kind: 'PodLifecycle', pod: key(pod), uid: pod.metadata?.uid ?? '', state, reason });
+  }
+
+  private async admit(pod: V1Pod, source: string): Promise<void> {
+    const uid = pod.metadata?.uid ?? '';
+    const prev = await readPodRecord(this.opts.rootDir, uid);
+    const rec: PodRecord = { pod, source: prev?.source ?? source, firstSeen: prev?.firstSeen ?? new Date().toISOString() };
+    await writePodRecord(this.opts.rootDir, rec);
+  }
+
+  private async handleConfig(u: PodUpdate): Promise<string[]> {
+    const touched: string[] = [];
+    for (const pod of u.pods) {
+      const uid = pod.metadata?.uid ?? '';
+      touched.push(key(pod));
+      switch (u.op) {
+        case 'ADD':
+        case 'UPDATE': {
+          const wasTerminated = this.workers.state(uid) === 'TerminatedPod';
+          this.desired.set(uid, { pod, source: u.source });
+          await this.admit(pod, u.source);
+          if (wasTerminated && u.op === 'UPDATE') {
+            // A finished pod whose manifest changed runs again from scratch.
+            await this.removePod(pod).catch((err) => log.warn(`cleaning up ${key(pod)}: ${errorMessage(err)}`));
+            await this.admit(pod, u.source);
+            this.workers.forget(uid);
+          }
+          this.workers.updatePod({ pod, type: u.op === 'ADD' ? 'create' : 'update' });
+          break;
+        }
+        case 'REMOVE':
+          this.desired.delete(uid);
+          this.due.delete(uid);
+          this.workers.updatePod({ pod, type: 'kill', reason: 'removed from its source' });
+          break;
+        case 'RECONCILE':
+          this.desired.set(uid, { pod, source: u.source });
+          break;
+      }
+    }
+    return touched;
+  }
+
+  private handlePleg(podUid: string): string[] {
+    const d = this.desired.get(podUid);
+    if (!d) return []; // an orphan: housekeeping deals with it once sources are ready
+    if (this.workers.state(podUid) !== 'SyncPod') return [];
+    this.workers.updatePod({ pod: d.pod, type: 'sync' });
+    return [key(d.pod)];
+  }
+
+  private handleSyncTick(): string[] {
+    const now = Date.now();
+    const touched: string[] = [];
+    for (const [uid, at] of this.due) {
+      if (at > now) continue;
+      this.due.delete(uid);
+      const d = this.desired.get(uid);
+      if (!d || this.workers.state(uid) !== 'SyncPod') continue;
+      this.workers.updatePod({ pod: d.pod, type: 'sync' });
+      touched.push(key(d.pod));
+    }
+    return touched;
+  }
+
+  /**
+   * Housekeeping: kill pods the runtime runs that no source wants (only once
+   * every source has answered, so a restart never kills what a slow source
+   * still wants), remove terminated pods' leftovers, and drop records of pods
+   * neither wanted nor running.
+   */
+  private async housekeeping(): Promise<string[]> {
+    const touched: string[] = [];
+    const running = this.opts.pleg.podRecords();
+    const counts = { created: 0, running: 0, exited: 0, unknown: 0 };
+    let runningPods = 0;
+    for (const rec of running.values()) {
+      if (rec.sandboxes.some((s) => s.state === 'ready')) runningPods++;
+      for (const c of rec.containers) counts[c.state]++;
+    }
+    this.opts.metrics?.setRunningPods(runningPods);
+    this.opts.metrics?.setRunningContainers(counts);
+    if (!this.opts.config.sourcesReady()) return touched;
+
+    const records = new Map((await listPodRecords(this.opts.rootDir)).map((r) => [r.pod.metadata?.uid ?? '', r]));
+    for (const [uid, rec] of running) {
+      if (this.desired.has(uid) || this.workers.state(uid) !== undefined) continue;
+      const active = rec.sandboxes.some((s) => s.state === 'ready') || rec.containers.some((c) => c.state === 'running');
+      const pod: V1Pod = records.get(uid)?.pod ?? { metadata: { uid, name: rec.name, namespace: rec.namespace } };
+      if (active) {
+        // Killed through a worker: graceful, with the recorded spec's grace period when known.
+        this.workers.updatePod({ pod, type: 'kill', reason: 'no pod source wants it' });
+      } else {
+        await this.removePod(pod).catch((err) => log.warn(`removing orphaned pod ${key(pod)}: ${errorMessage(err)}`));
+      }
+      touched.push(key(pod));
+    }
+    // Terminated workers of pods no longer wanted whose clean-up failed earlier.
+    for (const uid of this.workers.uids()) {
+      if (this.workers.state(uid) !== 'TerminatedPod' || this.desired.has(uid) || this.workers.isBusy(uid)) continue;
+      const pod = this.workers.pod(uid);
+      if (!pod) continue;
+      try {
+        await this.removePod(pod);
+        this.workers.forget(uid);
+      } catch (err) {
+        log.warn(`removing pod ${key(pod)}: ${errorMessage(err)}`);
+      }
+    }
+    // Records of pods nobody wants and the runtime does not have.
+    for (const [uid, rec] of records) {
+      if (this.desired.has(uid) || running.has(uid) || this.workers.state(uid) !== undefined) continue;
+      await removePodDir(this.opts.rootDir, uid).catch((err) => log.warn(`removing pod dir ${uid}: ${errorMessage(err)}`));
+      await fsp.rm(podLogDir(rec.pod, this.opts.logRoot), { recursive: true, force: true }).catch(() => undefined);
+    }
+    return touched;
+  }
+
+  /** Seed pod identities from the records, so an edited manifest keeps the UID of the pod already running. */
+  private async seedIdentities(): Promise<void> {
+    const ids = new Map<string, string>();
+    for (const rec of await listPodRecords(this.opts.rootDir)) {
+      const md = rec.pod.metadata ?? {};
+      const source = md.annotations?.['kubernetes.io/config.source'] ?? 'file';
+      if (md.uid && md.name) ids.set(identityKey(source, md.namespace ?? 'default', md.name), md.uid);
+    }
+    this.opts.config.seedIdentities(ids);
+  }
+
+  private record(trigger: SyncLoopTrigger, t0: number, pods: string[]): void {
+    const durationMs = performance.now() - t0;
+    this.opts.metrics?.observeSyncLoopIteration(trigger, durationMs);
+    this.opts.bus.emit({ kind: 'SyncLoopIteration', trigger, durationMs: Number(durationMs.toFixed(3)), pods: [...new Set(pods)] });
+  }
+
+  /** Run until the signal aborts. Pods keep running afterwards, as with the kubelet. */
+  async run(signal: AbortSignal): Promise<void> {
+    const onAbort = () => this.abort.abort(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    const { config, pleg } = this.opts;
+    await this.seedIdentities();
+    config.start(this.abort.signal);
+    pleg.start();
+    const syncTick = this.opts.syncTickMs ?? 1000;
+    const hkTick = this.opts.housekeepingMs ?? 2000;
+    let nextSync = Date.now() + syncTick;
+    this.lastHousekeeping = Date.now();
+    try {
+      while (!this.abort.signal.aborted) {
+        const u = config.updates.tryTake();
+        if (u !== undefined) {
+          const t0 = performance.now();
+          const pods = await this.handleConfig(u).catch((err) => {
+            log.error(`pod config ${u.op}: ${errorMessage(err)}`);
+            return [];
+          });
+          this.record('config', t0, pods);
+          continue;
+        }
+        const e = pleg.events.tryTake();
+        if (e !== undefined) {
+          const t0 = performance.now();
+          const d = this.desired.get(e.podUid);
+          this.opts.bus.emit({ kind: 'PLEG', type: e.type, podUid: e.podUid, pod: d ? key(d.pod) : undefined, containerId: e.containerId });
+          this.record('pleg', t0, this.handlePleg(e.podUid));
+          continue;
+        }
+        const now = Date.now();
+        if (now >= nextSync) {
+          const t0 = performance.now();
+          nextSync = now + syncTick;
+          const pods = this.handleSyncTick();
+          if (pods.length > 0) this.record('sync', t0, pods);
+          continue;
+        }
+        if (now - this.lastHousekeeping >= hkTick) {
+          const t0 = performance.now();
+          this.lastHousekeeping = now;
+          const pods = await this.housekeeping().catch((err) => {
+            log.warn(`housekeeping: ${errorMessage(err)}`);
+            return [];
+          });
+          this.record('housekeeping', t0, pods);
+          continue;
+        }
+        // Nothing to do: wait for an update, a PLEG event or the next tick.
+        const wait = new AbortController();
+        const stop = () => wait.abort();
+        this.abort.signal.addEventListener('abort', stop, { once: true });
+        const until = Math.max(0, Math.min(nextSync, this.lastHousekeeping + hkTick) - Date.now());
+        await Promise.race([
+          config.updates.ready(wait.signal),
+          pleg.events.ready(wait.signal),
+          new Promise<void>((r) => {
+            const t = setTimeout(r, until);
+            wait.signal.addEventListener('abort', () => clearTimeout(t), { once: true });
+          }),
+        ]).catch(() => undefined);
+        wait.abort();
+        this.abort.signal.removeEventListener('abort', stop);
+      }
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+      await pleg.stop();
+      await config.stop();
+    }
+  }
+
+  uptimeMs(): number {
+    return Date.now() - this.started;
+  }
+}

@@ -1,0 +1,115 @@
+/**
+ * `klet sync` as a library function: wires the CRI client (instrumented),
+ * the pod sources, the PLEG, the event bus, metrics, the sync loop and the
+ * local API, and runs until the signal aborts. Pods keep running after it
+ * returns, as with the kubelet.
+ */
+import type { CriClient } from '../cri/client.js';
+import { createPodConfig } from '../config/index.js';
+import { errorMessage } from '../errors.js';
+import { EventBus } from '../events/bus.js';
+import { listPodsWithStatus } from '../kuberuntime/pods.js';
+import { log } from '../log.js';
+import { instrumentCri } from '../metrics/instrument-cri.js';
+import { KletMetrics } from '../metrics/metrics.js';
+import { GenericPLEG } from '../pleg/generic.js';
+import { localApiSocketPath } from '../server/client.js';
+import { startLocalApi, type LocalApi } from '../server/local-api.js';
+import { Kubelet } from './kubelet.js';
+
+export interface SyncOptions {
+  cri: CriClient;
+  rootDir: string;
+  nodeName: string;
+  manifestDir?: string;
+  manifestUrl?: string;
+  manifestUrlHeaders?: Record<string, string>;
+  fileCheckFrequencyMs?: number;
+  httpCheckFrequencyMs?: number;
+  plegRelistPeriodMs?: number;
+  resyncIntervalMs?: number;
+  backoff?: { initialMs: number; maxMs: number; resetAfterMs: number };
+  concurrency?: number;
+  /** Also serve the local API on loopback TCP, with this bearer token. */
+  listen?: { host: string; port: number; token: string };
+  /** Called once everything is up (tests, the CLI's one-line notice). */
+  onReady?: (info: { socketPath: string; tcp?: string }) => void;
+}
+
+export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<void> {
+  const metrics = new KletMetrics();
+  const cri = instrumentCri(opts.cri, metrics);
+  const bus = new EventBus();
+  const config = createPodConfig({
+    nodeName: opts.nodeName,
+    manifestDir: opts.manifestDir,
+    manifestUrl: opts.manifestUrl,
+    manifestUrlHeaders: opts.manifestUrlHeaders,
+    fileCheckFrequencyMs: opts.fileCheckFrequencyMs,
+    httpCheckFrequencyMs: opts.httpCheckFrequencyMs,
+  });
+  const pleg = new GenericPLEG({ cri, relistPeriodMs: opts.plegRelistPeriodMs });
+  const kubelet = new Kubelet({
+    cri,
+    rootDir: opts.rootDir,
+    nodeName: opts.nodeName,
+    config,
+    pleg,
+    bus,
+    metrics,
+    backoff: opts.backoff,
+    resyncIntervalMs: opts.resyncIntervalMs,
+    concurrency: opts.concurrency,
+  });
+  let lastSourceErrors = '';
+  const reportSourceErrors = () => {
+    const text = [...config.errors().entries()].flatMap(([source, errs]) => errs.map((e) => `${source}: ${e.toString()}`)).join('\n');
+    if (text !== lastSourceErrors) {
+      lastSourceErrors = text;
+      for (const line of text.split('\n').filter(Boolean)) {
+        log.warn(line);
+        bus.emit({ kind: 'SourceError', source: line.split(':')[0] ?? '', message: line });
+      }
+    }
+  };
+  const sourceTimer = setInterval(reportSourceErrors, 1000);
+
+  let api: LocalApi | null = null;
+  const socketPath = localApiSocketPath(opts.rootDir);
+  try {
+    api = await startLocalApi({
+      socketPath,
+      listen: opts.listen,
+      handlers: {
+        healthz: () => {
+          const p = pleg.healthy();
+          const relist = pleg.lastRelist;
+          return {
+            ok: p.ok,
+            checks: {
+              pleg: p,
+              runtime: { ok: relist.error === null, message: relist.error ?? 'ok' },
+              syncloop: { ok: true, message: `pod workers ${JSON.stringify(kubelet.workerCounts())}` },
+            },
+          };
+        },
+        pods: async () => ({
+          apiVersion: 'v1',
+          kind: 'PodList',
+          metadata: {},
+          items: await listPodsWithStatus({ cri, rootDir: opts.rootDir, nodeName: opts.nodeName, objects: { configMaps: [], secrets: [] } }),
+        }),
+        events: bus,
+        metrics,
+      },
+    });
+    opts.onReady?.({ socketPath: api.address.socketPath, tcp: api.address.tcp });
+    await kubelet.run(signal);
+  } catch (err) {
+    log.debug(`sync stopped: ${errorMessage(err)}`);
+    throw err;
+  } finally {
+    clearInterval(sourceTimer);
+    await api?.close();
+  }
+}
