@@ -9,6 +9,9 @@ import os from 'node:os';
 import { KletError, errorMessage, InputError } from './lib/errors.js';
 import { LOG_LEVELS, type LogLevel, logLevel, setLogLevel } from './lib/log.js';
 import { parseDuration } from './lib/util/duration.js';
+import { jsonReplacer } from './lib/util/json.js';
+
+export { jsonReplacer };
 
 export const DEFAULT_ROOT_DIR = '/var/lib/klet';
 export const DEFAULT_ENDPOINT = 'unix:///run/containerd/containerd.sock';
@@ -196,15 +199,6 @@ function firstLine(s: string): string {
   return line.trim();
 }
 
-/**
- * JSON.stringify replacer: bigint (CRI nanosecond timestamps) as strings,
- * Date as RFC 3339 with second precision, as the Kubernetes API writes times.
- */
-export function jsonReplacer(this: unknown, key: string, value: unknown): unknown {
-  const raw = (this as Record<string, unknown> | null)?.[key];
-  if (raw instanceof Date) return raw.toISOString().replace(/\.\d{3}Z$/, 'Z');
-  return typeof value === 'bigint' ? value.toString() : value;
-}
 
 /**
  * Base for commands that talk to the container runtime. On the kubelet's

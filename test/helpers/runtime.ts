@@ -13,6 +13,7 @@ import { mountsUnder } from '../../src/lib/util/mounts.js';
 import { BUSYBOX_IMAGE, PAUSE_IMAGE } from '../../src/lib/runtime/containerd-config.js';
 import {
   layoutFor,
+  managedPid,
   shimPids,
   startManagedRuntime,
   stopManagedRuntime,
@@ -27,6 +28,25 @@ export interface TestRuntime {
   rootDir: string;
   images: { pause: string; busybox: string };
   stop(): Promise<void>;
+  /** The pid of this runtime's containerd, or null when it is not running. */
+  pid(): Promise<number | null>;
+  /**
+   * SIGKILL containerd (a crash: its shims and containers keep running) and
+   * wait until the process is gone. Returns the pid it had.
+   */
+  killContainerd(): Promise<number>;
+  /** Start containerd again on the same root, socket and network (after killContainerd). */
+  restart(): Promise<void>;
+}
+
+/** Gone or a zombie: the process will never answer again. */
+async function processGone(pid: number): Promise<boolean> {
+  try {
+    const stat = await fs.readFile(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
+  } catch {
+    return true;
+  }
 }
 
 export async function startTestRuntime(): Promise<TestRuntime> {
@@ -45,6 +65,21 @@ export async function startTestRuntime(): Promise<TestRuntime> {
       socketPath: res.layout.socketPath,
       rootDir,
       images: { pause: PAUSE_IMAGE, busybox: BUSYBOX_IMAGE },
+      pid: () => managedPid(layoutFor(target)),
+      async killContainerd() {
+        const pid = await managedPid(layoutFor(target));
+        if (pid === null) throw new Error('the test runtime\'s containerd is not running');
+        process.kill(pid, 'SIGKILL');
+        const deadline = Date.now() + 10_000;
+        while (!(await processGone(pid))) {
+          if (Date.now() > deadline) throw new Error(`containerd pid ${pid} survived SIGKILL for 10 s`);
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        return pid;
+      },
+      async restart() {
+        await startManagedRuntime(target, { timeoutMs: 60_000 });
+      },
       async stop() {
         const layout = layoutFor(target);
         await stopManagedRuntime(target);

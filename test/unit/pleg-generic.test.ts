@@ -408,7 +408,7 @@ describe('GenericPLEG loop', () => {
     pleg.start();
     expect(pleg.running).toBe(true);
     await pleg.stop();
-  });
+  }, 5000);
 });
 
 describe('GenericPLEG.healthy', () => {

@@ -1,4 +1,4 @@
-import { chmod, link, lstat, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, link, lstat, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -80,7 +80,7 @@ describe('startLocalApi: the unix socket', () => {
     expect(st.isSocket()).toBe(true);
     expect(st.mode & 0o777).toBe(0o600);
     // No temporary directory left behind.
-    expect((await import('node:fs/promises')).readdir(dir)).resolves.toEqual(['klet.sock']);
+    expect(await readdir(dir)).toEqual(['klet.sock']);
     await api.close();
     await api.close(); // idempotent
     await expect(lstat(socket)).rejects.toMatchObject({ code: 'ENOENT' });
@@ -247,6 +247,27 @@ describe('startLocalApi: /events', () => {
     expect(got).toEqual([2, 3, 4, 5]);
     // The server notices the client left and unsubscribes.
     await waitFor(() => bus.subscriberCount === 0);
+  });
+
+  it('passes on the Dropped marker of a client that fell behind', async () => {
+    const bus = new EventBus({ subscriberQueueSize: 5 });
+    const { socket } = await start({ events: bus });
+    const ac = new AbortController();
+    const got: BusMessage[] = [];
+    const reader = (async () => {
+      for await (const m of localApiEvents(socket, { signal: ac.signal })) {
+        got.push(m);
+        if (m.kind !== 'Dropped' && m.seq === 50) ac.abort();
+      }
+    })();
+    await waitFor(() => bus.subscriberCount === 1);
+    // Faster than any reader: the server's waiting next() takes #1, the
+    // queue of 5 keeps #46..#50, and #2..#45 are reported as dropped.
+    for (let i = 1; i <= 50; i++) bus.emit(pod(i));
+    await reader;
+    expect(got[0]).toMatchObject({ kind: 'PodLifecycle', seq: 1 });
+    expect(got[1]).toMatchObject({ kind: 'Dropped', count: 44, firstSeq: 2, lastSeq: 45 });
+    expect(got.slice(2).map((m) => (m.kind === 'Dropped' ? 0 : m.seq))).toEqual([46, 47, 48, 49, 50]);
   });
 
   it('close() ends open streams', async () => {

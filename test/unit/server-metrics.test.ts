@@ -11,7 +11,7 @@ async function value(m: KletMetrics, name: string, labels: Record<string, string
   const { values } = await metric.get();
   const hit = values.find(
     (v) =>
-      (v.metricName ?? name) === name + suffix &&
+      ('metricName' in v ? v.metricName : name) === name + suffix &&
       Object.entries(labels).every(([k, want]) => String((v.labels as Record<string, unknown>)[k]) === want),
   );
   return hit?.value ?? 0;

@@ -31,7 +31,7 @@ import { type FSWatcher, promises as fs, watch } from 'node:fs';
 import path from 'node:path';
 import { errorMessage } from '../errors.js';
 import { log } from '../log.js';
-import { ManifestError, type ManifestObject, type ParsedManifests, prepareManifests, readManifestDir, readManifestFile } from '../pod/manifest.js';
+import { ManifestError, type ParsedManifests, prepareManifests, readManifestDir, readManifestFile } from '../pod/manifest.js';
 import { type ManifestUnit, type PodSource, type SourceRead, type SourceSink, Wakeup, keepLastGood, mergeUnits, report } from './source.js';
 
 /** The kubelet's default --file-check-frequency. */
@@ -125,7 +125,9 @@ export class FileSource implements PodSource {
 
   /**
    * One read of the path: a snapshot, or the errors of a read that failed
-   * (the path is missing or not readable as a whole).
+   * (the path is missing or not readable as a whole). Reads depend on the
+   * previous one (last good versions), so one caller at a time: run(), or
+   * a caller that does not run it.
    */
   async read(): Promise<SourceRead> {
     let isDir: boolean;
@@ -173,12 +175,7 @@ function byFile(parsed: ParsedManifests): Map<string, ParsedManifests> {
   };
   for (const display of parsed.files) part(display);
   for (const e of parsed.errors) part(e.file).errors.push(e);
-  const push = (o: ManifestObject): void => {
-    // source.path is already absolute; find the part by it.
-    const p = out.get(o.source.path) ?? part(o.display);
-    p.objects.push(o);
-  };
-  parsed.objects.forEach(push);
+  for (const o of parsed.objects) part(o.display).objects.push(o);
   return out;
 }
 

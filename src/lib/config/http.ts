@@ -92,6 +92,7 @@ export class HttpSource implements PodSource {
     try {
       body = await fetchManifestUrl(this.url, { headers: this.headers, timeoutMs: this.timeoutMs, signal });
     } catch (err) {
+      if (isTimeout(err)) return fail(`no complete response within ${this.timeoutMs} ms`);
       // fetchManifestUrl names the flag and URL; the error's file does that here.
       return fail(errorMessage(err).replace(/^--manifest-url \S+: /, ''));
     }
@@ -110,4 +111,10 @@ export class HttpSource implements PodSource {
     this.last = unit;
     return { snapshot: { pods: unit.pods, objects: { configMaps: unit.configMaps, secrets: unit.secrets }, errors: set.errors } };
   }
+}
+
+/** Did the fetch deadline (AbortSignal.timeout) fire? Its own message ("The operation was aborted due to timeout") hides which deadline. */
+function isTimeout(err: unknown): boolean {
+  const cause = err instanceof Error ? err.cause : undefined;
+  return (cause as { name?: unknown } | undefined)?.name === 'TimeoutError';
 }

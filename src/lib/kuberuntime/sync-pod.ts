@@ -165,9 +165,10 @@ interface StartContext {
  * immediate; after that a container that exited less than the current
  * back-off ago waits, and each restart doubles the back-off up to the cap.
  * A container that ran cleanly for resetAfterMs starts over.
+ * Exported for the unit tests of the schedule; only ctx.backoff and ctx.now are read.
  */
-function checkBackoff(
-  ctx: SyncContext,
+export function checkBackoff(
+  ctx: Pick<SyncContext, 'backoff' | 'now'>,
   pod: V1Pod,
   c: V1Container,
   status: RuntimePodStatus,

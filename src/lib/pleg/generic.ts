@@ -213,7 +213,7 @@ export class GenericPLEG {
     // One controller for both calls: stop() cancels them, and so does the
     // failure of either (no stray call left running into the next relist).
     const calls = new AbortController();
-    const onStop = (): void => undefined;
+    const onStop = (): void => calls.abort(stopSignal.reason);
     stopSignal.addEventListener('abort', onStop, { once: true });
     const fail = (err: unknown): never => {
       calls.abort(err);

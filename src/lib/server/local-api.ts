@@ -18,7 +18,8 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { once } from 'node:events';
-import { jsonReplacer } from '../../base-command.js';
+import { finished } from 'node:stream/promises';
+import { jsonReplacer } from '../util/json.js';
 import { InputError, KletError, errorMessage } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
 import type { BusMessage } from '../events/types.js';
@@ -101,17 +102,21 @@ function flag(params: URLSearchParams, name: string): boolean | undefined {
 }
 
 class Api {
-  /** Aborted by close(): ends every /events stream. */
+  /** Aborted by stop(): ends every /events stream. */
   private readonly shutdown = new AbortController();
+  /** Open /events streams, settled once their response is fully written. */
+  private readonly streams = new Set<Promise<void>>();
 
   constructor(private readonly handlers: LocalApiHandlers) {}
 
-  get shuttingDown(): AbortSignal {
-    return this.shutdown.signal;
-  }
-
-  stop(): void {
+  /**
+   * Ends every /events stream properly (a final chunk, so clients see the
+   * end of the stream rather than a reset connection) and waits until they
+   * are flushed; the connections can then be dropped.
+   */
+  async stop(): Promise<void> {
     this.shutdown.abort();
+    await Promise.allSettled(this.streams);
   }
 
   /** Entry point of both listeners (the TCP one authenticates first). */
@@ -139,8 +144,15 @@ class Api {
           return this.healthz(res, flag(url.searchParams, 'verbose') ?? false);
         case '/pods':
           return await this.pods(res);
-        case '/events':
-          return await this.events(res, url.searchParams);
+        case '/events': {
+          const stream = this.events(res, url.searchParams);
+          this.streams.add(stream);
+          try {
+            return await stream;
+          } finally {
+            this.streams.delete(stream);
+          }
+        }
         case '/metrics':
           return send(res, 200, this.handlers.metrics.contentType, await this.handlers.metrics.text());
       }
@@ -195,7 +207,7 @@ class Api {
     res.flushHeaders();
 
     const done = new AbortController();
-    const signal = AbortSignal.any([done.signal, this.shuttingDown]);
+    const signal = AbortSignal.any([done.signal, this.shutdown.signal]);
     // The response's 'close': the client went away (the request's 'close' only
     // means its body was read, which for a GET is at once).
     const onClose = (): void => done.abort();
@@ -210,6 +222,8 @@ class Api {
       res.off('close', onClose);
       done.abort();
       if (!res.writableEnded) res.end();
+      // Settles when the last chunk is written, or the connection is gone.
+      await finished(res).catch(() => undefined);
     }
   }
 }
@@ -240,7 +254,8 @@ function closeServer(server: http.Server): Promise<void> {
   return new Promise((resolve) => {
     if (!server.listening) return resolve();
     server.close(() => resolve());
-    // Keep-alive and streaming connections would otherwise hold close() open.
+    // Keep-alive connections, and requests still waiting for a handler
+    // (streams have ended by now), would otherwise hold close() open.
     server.closeAllConnections();
   });
 }
@@ -272,7 +287,8 @@ function formatHostPort(host: string, port: number): string {
  * serving on it, or a file that is not a socket) or a listener fails.
  */
 export async function startLocalApi(opts: LocalApiOptions): Promise<LocalApi> {
-  const { listen } = opts;
+  // As parseListen does: bind 127.0.0.1 rather than whatever the resolver says localhost is.
+  const listen = opts.listen && { ...opts.listen, host: opts.listen.host === 'localhost' ? '127.0.0.1' : opts.listen.host };
   if (listen) {
     if (!isLoopbackHost(listen.host)) {
       throw new InputError(
@@ -294,7 +310,7 @@ export async function startLocalApi(opts: LocalApiOptions): Promise<LocalApi> {
       const bound = await listenTcp(tcpServer, listen.host, listen.port);
       address.tcp = formatHostPort(bound.address, bound.port);
     } catch (err) {
-      api.stop();
+      await api.stop();
       await closeServer(unixServer);
       await removeSocket();
       throw err;
@@ -306,7 +322,7 @@ export async function startLocalApi(opts: LocalApiOptions): Promise<LocalApi> {
     address,
     close(): Promise<void> {
       closing ??= (async () => {
-        api.stop();
+        await api.stop();
         await Promise.all([closeServer(unixServer), tcpServer ? closeServer(tcpServer) : undefined]);
         await removeSocket();
       })();

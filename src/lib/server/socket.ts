@@ -118,7 +118,8 @@ export async function listenUnixSocket(server: Server, socketPath: string): Prom
     } catch (err) {
       const code = errnoCode(err);
       if (code === 'EEXIST') throw new KletError(`local API socket ${target} appeared while klet was creating it`);
-      // Some filesystems have no hard links: rename is atomic too, it only would replace a newcomer.
+      // Some filesystems have no hard links. rename is atomic too; unlike link
+      // it would replace a file created since clearStaleSocket, a narrow race.
       if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP') throw err;
       await rename(tmpSocket, target);
     }

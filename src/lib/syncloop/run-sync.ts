@@ -4,7 +4,9 @@
  * local API, and runs until the signal aborts. Pods keep running after it
  * returns, as with the kubelet.
  */
+import type { V1Pod } from '@kubernetes/client-node';
 import type { CriClient } from '../cri/client.js';
+import { canonicalJson } from '../kuberuntime/hash.js';
 import { createPodConfig } from '../config/index.js';
 import { errorMessage } from '../errors.js';
 import { EventBus } from '../events/bus.js';
@@ -36,6 +38,17 @@ export interface SyncOptions {
   onReady?: (info: { socketPath: string; tcp?: string }) => void;
 }
 
+/**
+ * An edited manifest keeps its pod's UID (so only changed containers
+ * restart) when nothing but the app containers changed; an edit to anything
+ * the sandbox or the volumes depend on replaces the pod, as the kubelet
+ * replaces an edited static pod.
+ */
+export function sameSandboxSpec(current: V1Pod, next: V1Pod): boolean {
+  const rest = (p: V1Pod) => canonicalJson({ ...p.spec, containers: undefined });
+  return rest(current) === rest(next);
+}
+
 export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<void> {
   const metrics = new KletMetrics();
   const cri = instrumentCri(opts.cri, metrics);
@@ -47,6 +60,7 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
     manifestUrlHeaders: opts.manifestUrlHeaders,
     fileCheckFrequencyMs: opts.fileCheckFrequencyMs,
     httpCheckFrequencyMs: opts.httpCheckFrequencyMs,
+    keepIdentity: sameSandboxSpec,
   });
   const pleg = new GenericPLEG({ cri, relistPeriodMs: opts.plegRelistPeriodMs });
   const kubelet = new Kubelet({

@@ -1,0 +1,864 @@
+/**
+ * `klet sync`, the long-running kubelet, end to end: the BUILT CLI as a
+ * child process against a private containerd, watching a manifest
+ * directory (or polling a manifest URL), observed from outside through CRI
+ * (the io.kubernetes.pod.* labels), `klet status -o json`, the file system
+ * and its local API (/events, /healthz, /pods over the unix socket).
+ *
+ * One runtime for the file. Every test starts from an empty node and
+ * leaves one: afterEach kills any sync a failed test left, removes what is
+ * left through CRI and asserts that no sandbox, container or pod dir is
+ * left.
+ */
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import type { V1Pod, V1PodList } from '@kubernetes/client-node';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ContainerState, CriClient, PodSandboxState } from '../../src/lib/cri/index.js';
+import { mountsUnder } from '../../src/lib/util/mounts.js';
+import { explain, runKlet, type CliResult } from '../helpers/cli.js';
+import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+import {
+  apiEvents,
+  apiGet,
+  apiHealth,
+  eventually,
+  killAllSyncs,
+  sleep,
+  startSync,
+  type SyncEvent,
+  type SyncOptions,
+  type SyncProcess,
+} from '../helpers/sync.js';
+
+const execFileP = promisify(execFile);
+
+const NODE = 'testnode';
+/** Every pod of this file lives in this namespace, so its log dirs are easy to find (and to clean). */
+const NS = 'ksynct';
+const LOG_ROOT = '/var/log/pods';
+const UID_LABEL = 'io.kubernetes.pod.uid';
+const NAME_LABEL = 'io.kubernetes.pod.name';
+const NAMESPACE_LABEL = 'io.kubernetes.pod.namespace';
+const RESTART_COUNT = 'io.kubernetes.container.restartCount';
+/** PID 1 has no default SIGTERM action: trap it so the container stops promptly. */
+const SLEEP_FOREVER = "trap 'exit 0' TERM; sleep 1000000 & wait";
+/** A second tag of the busybox image (same content), for edits that change only the image. */
+const EDIT_IMAGE = 'localhost/klet/busybox:edit';
+
+let rt: TestRuntime;
+let cri: CriClient;
+let busybox: string;
+/** Temp dirs a test made (manifest dirs, hook dirs, foreign root dirs): removed after each test. */
+const tempDirs: string[] = [];
+/** Servers a test started: closed after each test. */
+const closers: (() => Promise<void>)[] = [];
+
+// ------------------------------------------------------------ helpers
+
+function tempDir(prefix: string): string {
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), `klet-sync-${prefix}-`));
+  tempDirs.push(d);
+  return d;
+}
+
+/** `klet sync` against this file's runtime and root dir, watching `manifestDir`. */
+function sync(opts: Partial<SyncOptions> & { manifestDir?: string }): Promise<SyncProcess> {
+  return startSync({ rootDir: rt.rootDir, endpoint: rt.endpoint, nodeName: NODE, ...opts });
+}
+
+/** `klet ARGS...` against this file's runtime and root dir. */
+function klet(args: string[], timeoutMs = 60_000): Promise<CliResult> {
+  return runKlet([...args, '--root-dir', rt.rootDir, '--container-runtime-endpoint', rt.endpoint, '--node-name', NODE], { timeoutMs });
+}
+
+/** `klet status NAME -o json` (the pod name without the node suffix). */
+async function status(name: string): Promise<V1Pod> {
+  const r = await klet(['status', `${NS}/${name}-${NODE}`, '-o', 'json']);
+  expect(r.code, explain(r)).toBe(0);
+  return JSON.parse(r.stdout) as V1Pod;
+}
+
+interface ContainerSpec {
+  name: string;
+  image?: string;
+  script?: string;
+  /** Extra container fields (lifecycle, volumeMounts, ...). */
+  extra?: Record<string, unknown>;
+}
+
+interface PodSpecOpts {
+  containers?: ContainerSpec[];
+  grace?: number;
+  restartPolicy?: 'Always' | 'OnFailure' | 'Never';
+  volumes?: unknown[];
+  annotations?: Record<string, string>;
+}
+
+/** A pod manifest (JSON is YAML) named `name` in the test namespace. */
+function podManifest(name: string, opts: PodSpecOpts = {}): string {
+  const containers = (opts.containers ?? [{ name: 'c' }]).map((c) => ({
+    name: c.name,
+    image: c.image ?? busybox,
+    command: ['sh', '-c', c.script ?? SLEEP_FOREVER],
+    ...c.extra,
+  }));
+  const pod = {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: NS, ...(opts.annotations ? { annotations: opts.annotations } : {}) },
+    spec: {
+      ...(opts.restartPolicy ? { restartPolicy: opts.restartPolicy } : {}),
+      terminationGracePeriodSeconds: opts.grace ?? 5,
+      containers,
+      ...(opts.volumes ? { volumes: opts.volumes } : {}),
+    },
+  };
+  return JSON.stringify(pod, null, 2) + '\n';
+}
+
+/** Write a file atomically (a dotfile, which the source ignores, renamed into place). */
+function writeAtomic(dir: string, file: string, text: string): string {
+  const full = path.join(dir, file);
+  const tmp = path.join(dir, `.${file}.tmp`);
+  fs.writeFileSync(tmp, text);
+  fs.renameSync(tmp, full);
+  return full;
+}
+
+interface PodView {
+  uid: string;
+  sandboxes: { id: string; ready: boolean; attempt: number }[];
+  containers: { id: string; name: string; state: ContainerState; attempt: number; restartCount: number; sandboxId: string; createdAt: bigint }[];
+}
+
+/** Everything the runtime has for pod `name` (without the node suffix), by its name labels. */
+async function podView(name: string): Promise<PodView | null> {
+  const labels = { [NAME_LABEL]: `${name}-${NODE}`, [NAMESPACE_LABEL]: NS };
+  const sandboxes = (await cri.listPodSandbox({ filter: { labelSelector: labels } })).items;
+  const containers = (await cri.listContainers({ filter: { labelSelector: labels } })).containers;
+  if (sandboxes.length === 0 && containers.length === 0) return null;
+  const uids = new Set([...sandboxes.map((s) => s.labels[UID_LABEL]), ...containers.map((c) => c.labels[UID_LABEL])]);
+  expect(uids.size, `pod ${name} has one UID in the runtime`).toBe(1);
+  return {
+    uid: [...uids][0] ?? '',
+    sandboxes: sandboxes.map((s) => ({ id: s.id, ready: s.state === PodSandboxState.SANDBOX_READY, attempt: s.metadata?.attempt ?? -1 })),
+    containers: containers.map((c) => ({
+      id: c.id,
+      name: c.metadata?.name ?? '',
+      state: c.state,
+      attempt: c.metadata?.attempt ?? -1,
+      restartCount: Number(c.annotations[RESTART_COUNT] ?? -1),
+      sandboxId: c.podSandboxId,
+      createdAt: c.createdAt,
+    })),
+  };
+}
+
+interface RunningPod {
+  uid: string;
+  sandboxId: string;
+  /** The running container of each name. */
+  containers: Record<string, PodView['containers'][number]>;
+  /** Every container id the runtime has for the pod, running or not. */
+  allIds: string[];
+}
+
+/** Pod `name` is running: one ready sandbox, each of `names` running in it. Throws otherwise (use with eventually). */
+async function runningPod(name: string, names: string[] = ['c']): Promise<RunningPod> {
+  const v = await podView(name);
+  if (v === null) throw new Error(`pod ${name}: nothing in the runtime`);
+  const ready = v.sandboxes.filter((s) => s.ready);
+  if (ready.length !== 1) throw new Error(`pod ${name}: ${ready.length} ready sandboxes: ${JSON.stringify(v.sandboxes)}`);
+  const sandboxId = ready[0]!.id;
+  const containers: RunningPod['containers'] = {};
+  for (const n of names) {
+    const running = v.containers.filter((c) => c.name === n && c.state === ContainerState.CONTAINER_RUNNING);
+    if (running.length !== 1) throw new Error(`pod ${name}: ${running.length} running containers named ${n}`);
+    expect(running[0]!.sandboxId).toBe(sandboxId);
+    containers[n] = running[0]!;
+  }
+  return { uid: v.uid, sandboxId, containers, allIds: v.containers.map((c) => c.id).sort() };
+}
+
+function podDirs(): string[] {
+  try {
+    return fs.readdirSync(path.join(rt.rootDir, 'pods'));
+  } catch {
+    return [];
+  }
+}
+
+/** Log dirs of this file's pods under /var/log/pods. */
+function podLogDirs(): string[] {
+  try {
+    return fs.readdirSync(LOG_ROOT).filter((d) => d.startsWith(`${NS}_`));
+  } catch {
+    return [];
+  }
+}
+
+/** Nothing of pod `uid` is left: no sandbox, no container, no pod dir, no log dir. */
+async function expectPodGone(name: string, uid: string): Promise<void> {
+  expect((await cri.listPodSandbox({ filter: { labelSelector: { [UID_LABEL]: uid } } })).items).toEqual([]);
+  expect((await cri.listContainers({ filter: { labelSelector: { [UID_LABEL]: uid } } })).containers).toEqual([]);
+  expect(fs.existsSync(path.join(rt.rootDir, 'pods', uid)), `pod dir of ${name}`).toBe(false);
+  expect(fs.existsSync(path.join(LOG_ROOT, `${NS}_${name}-${NODE}_${uid}`)), `log dir of ${name}`).toBe(false);
+}
+
+/** The node is empty: no sandbox, no container, no pod dir, no log dir of this file's pods. */
+async function expectNodeEmpty(): Promise<void> {
+  expect((await cri.listPodSandbox()).items.map((s) => s.metadata?.name)).toEqual([]);
+  expect((await cri.listContainers()).containers.map((c) => c.metadata?.name)).toEqual([]);
+  expect(podDirs()).toEqual([]);
+  expect(podLogDirs()).toEqual([]);
+}
+
+/** Wait until the sync has read its sources once (the first config iteration). */
+async function sourcesRead(s: SyncProcess): Promise<void> {
+  await eventually(async () => {
+    const events = await apiEvents(s.socketPath);
+    expect(events.some((e) => e.kind === 'SyncLoopIteration' && e.trigger === 'config'), s.tail()).toBe(true);
+  }, 15_000);
+}
+
+/** The sync's events matching `pred`. */
+async function eventsWhere(s: SyncProcess, pred: (e: SyncEvent) => boolean): Promise<SyncEvent[]> {
+  return (await apiEvents(s.socketPath)).filter(pred);
+}
+
+/** Stop the sync with SIGTERM: exit code 0, promptly. */
+async function stopOk(s: SyncProcess): Promise<void> {
+  const exit = await s.stop();
+  expect(exit.code, s.tail()).toBe(0);
+  expect(exit.durationMs, s.tail()).toBeLessThan(10_000);
+}
+
+async function ctr(...args: string[]): Promise<string> {
+  const { stdout } = await execFileP('ctr', ['-a', rt.socketPath, '-n', 'k8s.io', ...args]);
+  return stdout;
+}
+
+/** Remove everything from the runtime, the root dir and the log root (a failed test's leftovers). */
+async function wipeNode(): Promise<void> {
+  for (const c of (await cri.listContainers()).containers) {
+    await cri.stopContainer({ containerId: c.id, timeout: 0n }).catch(() => undefined);
+    await cri.removeContainer({ containerId: c.id }).catch(() => undefined);
+  }
+  for (const s of (await cri.listPodSandbox()).items) {
+    await cri.stopPodSandbox({ podSandboxId: s.id }).catch(() => undefined);
+    await cri.removePodSandbox({ podSandboxId: s.id }).catch(() => undefined);
+  }
+  fs.rmSync(path.join(rt.rootDir, 'pods'), { recursive: true, force: true });
+  for (const d of podLogDirs()) fs.rmSync(path.join(LOG_ROOT, d), { recursive: true, force: true });
+}
+
+beforeAll(async () => {
+  rt = await startTestRuntime();
+  cri = CriClient.connect(rt.endpoint, { timeoutMs: 30_000 });
+  busybox = rt.images.busybox;
+  await ctr('images', 'tag', busybox, EDIT_IMAGE);
+});
+
+afterEach(async () => {
+  await killAllSyncs();
+  for (const close of closers.splice(0)) await close().catch(() => undefined);
+  if (rt) {
+    if ((await rt.pid()) === null) await rt.restart(); // a test that killed containerd and failed
+    const left = (await cri.listPodSandbox()).items.length + (await cri.listContainers()).containers.length + podDirs().length + podLogDirs().length;
+    if (left > 0) await wipeNode();
+    await expectNodeEmpty();
+  }
+  for (const d of tempDirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+});
+
+afterAll(async () => {
+  await killAllSyncs();
+  cri?.close();
+  await rt?.stop();
+});
+
+// ------------------------------------------------------------ tests
+
+describe('klet sync: manifest directory', () => {
+  it('starts a pod within 2 s of its manifest being dropped into the watched dir', async () => {
+    const dir = tempDir('m');
+    const s = await sync({ manifestDir: dir });
+    await sourcesRead(s);
+    const health = await apiHealth(s.socketPath);
+    expect(health.status, JSON.stringify(health.body)).toBe(200);
+
+    const t0 = Date.now();
+    writeAtomic(dir, 'web.yaml', podManifest('web'));
+    const pod = await eventually(() => runningPod('web'), 10_000, 50);
+    const elapsed = Date.now() - t0;
+    expect(elapsed, `pod running ${elapsed} ms after the write\n${s.tail()}`).toBeLessThan(2000);
+
+    // The local API knows it: /pods lists it Running, /events has its start.
+    await eventually(async () => {
+      const res = await apiGet(s.socketPath, '/pods');
+      expect(res.status).toBe(200);
+      const list = JSON.parse(res.body) as V1PodList;
+      const p = list.items.find((x) => x.metadata?.uid === pod.uid);
+      expect(p?.metadata?.name).toBe(`web-${NODE}`);
+      expect(p?.status?.phase).toBe('Running');
+    });
+    const started = await eventsWhere(s, (e) => e.kind === 'Event' && e.uid === pod.uid && e.reason === 'Started');
+    expect(started.map((e) => e.message)).toEqual(['Started container c']);
+    const metrics = await apiGet(s.socketPath, '/metrics');
+    expect(metrics.status).toBe(200);
+
+    // SIGTERM stops the loop and leaves the pod running.
+    await stopOk(s);
+    expect(s.stderr).toMatch(/SIGTERM: stopping the sync loop; pods keep running/);
+    const after = await runningPod('web');
+    expect(after.containers.c!.id).toBe(pod.containers.c!.id);
+    expect(fs.existsSync(s.socketPath), 'the local API socket is removed on exit').toBe(false);
+  });
+
+  it('an edited image restarts only that container: same pod UID, same sandbox, the other container untouched', async () => {
+    const dir = tempDir('m');
+    const containers = (image2: string): ContainerSpec[] => [
+      { name: 'keep', image: busybox },
+      { name: 'change', image: image2 },
+    ];
+    writeAtomic(dir, 'edit.yaml', podManifest('edit', { containers: containers(busybox) }));
+    const s = await sync({ manifestDir: dir });
+    const before = await eventually(() => runningPod('edit', ['keep', 'change']), 20_000);
+    const statusBefore = await status('edit');
+    expect(statusBefore.metadata?.uid).toBe(before.uid);
+
+    writeAtomic(dir, 'edit.yaml', podManifest('edit', { containers: containers(EDIT_IMAGE) }));
+    const after = await eventually(async () => {
+      const p = await runningPod('edit', ['keep', 'change']);
+      expect(p.containers.change!.id).not.toBe(before.containers.change!.id);
+      return p;
+    }, 20_000);
+    expect(after.uid).toBe(before.uid);
+    expect(after.sandboxId).toBe(before.sandboxId);
+    expect(after.containers.keep!.id).toBe(before.containers.keep!.id);
+    expect(after.containers.change!.restartCount).toBe(before.containers.change!.restartCount + 1);
+    expect(after.containers.change!.attempt).toBe(before.containers.change!.attempt + 1);
+
+    // And it stays that way: no later sync restarts anything else.
+    await sleep(3000);
+    const settled = await runningPod('edit', ['keep', 'change']);
+    expect(settled.containers).toEqual(after.containers);
+    expect(settled.sandboxId).toBe(before.sandboxId);
+
+    const st = await status('edit');
+    expect(st.metadata?.uid).toBe(before.uid);
+    expect(st.status?.phase).toBe('Running');
+    const byName = new Map((st.status?.containerStatuses ?? []).map((c) => [c.name, c]));
+    expect(byName.get('keep')?.restartCount).toBe(0);
+    expect(byName.get('change')?.restartCount).toBe(1);
+    expect(byName.get('change')?.image).toBe(EDIT_IMAGE);
+    expect(byName.get('keep')?.image).toBe(busybox);
+    expect(byName.get('change')?.containerID).toBe(`containerd://${after.containers.change!.id}`);
+    await stopOk(s);
+  }, 90_000);
+
+  it('deleting the manifest terminates the pod within its grace period, runs preStop, and leaves nothing behind', async () => {
+    const dir = tempDir('m');
+    const hooks = tempDir('hooks');
+    writeAtomic(
+      dir,
+      'term.yaml',
+      podManifest('term', {
+        grace: 3,
+        containers: [
+          // Ignores SIGTERM: only the SIGKILL at the end of the grace period stops it.
+          { name: 'stubborn', script: "trap '' TERM; sleep 1000000 & wait" },
+          {
+            name: 'hooked',
+            extra: {
+              lifecycle: { preStop: { exec: { command: ['sh', '-c', 'echo "prestop ran" > /hooks/prestop'] } } },
+              volumeMounts: [{ name: 'hooks', mountPath: '/hooks' }],
+            },
+          },
+        ],
+        volumes: [{ name: 'hooks', hostPath: { path: hooks, type: 'Directory' } }],
+      }),
+    );
+    const s = await sync({ manifestDir: dir });
+    const pod = await eventually(() => runningPod('term', ['stubborn', 'hooked']), 20_000);
+    expect(fs.existsSync(path.join(hooks, 'prestop'))).toBe(false);
+
+    const t0 = Date.now();
+    fs.unlinkSync(path.join(dir, 'term.yaml'));
+    let lastRunning = 0;
+    let goneAt = 0;
+    while (Date.now() - t0 < 15_000) {
+      const v = await podView('term');
+      const now = Date.now();
+      if (v === null) {
+        goneAt = now;
+        break;
+      }
+      if (v.containers.some((c) => c.name === 'stubborn' && c.state === ContainerState.CONTAINER_RUNNING)) lastRunning = now;
+      await sleep(100);
+    }
+    expect(goneAt, `pod still there 15 s after its manifest was deleted\n${s.tail()}`).toBeGreaterThan(0);
+    // Not before the grace period (the container ignores SIGTERM), not much after it.
+    expect(lastRunning - t0, 'the TERM-ignoring container was stopped before its grace period').toBeGreaterThanOrEqual(2500);
+    expect(goneAt - t0, 'the pod outlived its grace period').toBeLessThan(6000);
+    expect(fs.readFileSync(path.join(hooks, 'prestop'), 'utf8')).toBe('prestop ran\n');
+
+    await eventually(() => expectPodGone('term', pod.uid), 5000);
+    const events = await eventsWhere(s, (e) => e.uid === pod.uid);
+    expect(events.filter((e) => e.kind === 'PodLifecycle').map((e) => e.state)).toEqual(['SyncPod', 'TerminatingPod', 'TerminatedPod', 'Removed']);
+    expect(events.filter((e) => e.kind === 'Event' && e.reason === 'Killing').length).toBe(2);
+    await stopOk(s);
+  }, 60_000);
+
+  it('a manifest put back while its pod is terminating brings the pod back', async () => {
+    const dir = tempDir('m');
+    const text = podManifest('back', { grace: 2, containers: [{ name: 'c', script: "trap '' TERM; sleep 1000000 & wait" }] });
+    writeAtomic(dir, 'back.yaml', text);
+    const s = await sync({ manifestDir: dir });
+    const first = await eventually(() => runningPod('back'), 20_000);
+
+    fs.unlinkSync(path.join(dir, 'back.yaml'));
+    await eventually(async () => {
+      const e = await eventsWhere(s, (x) => x.kind === 'PodLifecycle' && x.uid === first.uid && x.state === 'TerminatingPod');
+      expect(e.length).toBe(1);
+    }, 5000, 50);
+    // Back while the container is still in its grace period.
+    writeAtomic(dir, 'back.yaml', text);
+    const again = await eventually(async () => {
+      const p = await runningPod('back');
+      expect(p.containers.c!.id).not.toBe(first.containers.c!.id);
+      return p;
+    }, 20_000);
+    // Same manifest, same UID: the same pod, started over.
+    expect(again.uid).toBe(first.uid);
+    await stopOk(s);
+  }, 60_000);
+
+  it('crash-loop back-off: restarts at once, then after 1 s, 2 s, 4 s; status says CrashLoopBackOff', async () => {
+    const dir = tempDir('m');
+    writeAtomic(dir, 'crash.yaml', podManifest('crash', { containers: [{ name: 'c', script: 'exit 1' }] }));
+    const s = await sync({ manifestDir: dir, args: ['--crash-loop-backoff-initial', '1s', '--crash-loop-backoff-max', '8s'] });
+
+    // Every instance, by restart count: created and finished times from the runtime.
+    const instances = new Map<number, { id: string; createdAt: number; startedAt: number; finishedAt: number }>();
+    const collect = async (): Promise<void> => {
+      const v = await podView('crash');
+      for (const c of v?.containers ?? []) {
+        if (instances.get(c.restartCount)?.finishedAt) continue;
+        const st = (await cri.containerStatus({ containerId: c.id })).status;
+        if (st === undefined) continue;
+        const ms = (ns: bigint) => Number(ns / 1_000_000n);
+        instances.set(c.restartCount, { id: c.id, createdAt: ms(st.createdAt), startedAt: ms(st.startedAt), finishedAt: ms(st.finishedAt) });
+      }
+    };
+    let backoffStatus: V1Pod | undefined;
+    await eventually(
+      async () => {
+        await collect();
+        // Status while held back (any of the back-off windows).
+        if (backoffStatus === undefined && instances.size >= 2) {
+          const st = await status('crash');
+          if (st.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'CrashLoopBackOff') backoffStatus = st;
+        }
+        const done = [0, 1, 2, 3, 4].every((n) => (instances.get(n)?.finishedAt ?? 0) > 0);
+        expect(done, `instances so far: ${JSON.stringify([...instances])}`).toBe(true);
+      },
+      45_000,
+      250,
+    );
+    const seq = [0, 1, 2, 3, 4].map((n) => instances.get(n)!);
+    // Delay from an instance's exit to the creation of the next one.
+    const gaps = [1, 2, 3, 4].map((n) => seq[n]!.createdAt - seq[n - 1]!.finishedAt);
+    const explainGaps = `gaps ${JSON.stringify(gaps)} ms\n${s.tail()}`;
+    const expected = [0, 1000, 2000, 4000];
+    const SLACK = 1500;
+    gaps.forEach((g, i) => {
+      expect(g, explainGaps).toBeGreaterThanOrEqual(expected[i]! - 20);
+      expect(g, explainGaps).toBeLessThanOrEqual(expected[i]! + SLACK);
+    });
+
+    // Now held back for 8 s: the status shows it, with the kubelet's message.
+    const st = await eventually(async () => {
+      const p = await status('crash');
+      expect(p.status?.containerStatuses?.[0]?.state?.waiting?.reason).toBe('CrashLoopBackOff');
+      return p;
+    }, 10_000);
+    const uid = st.metadata?.uid ?? '';
+    for (const p of [st, backoffStatus]) {
+      const cs = p?.status?.containerStatuses?.[0];
+      expect(cs?.state?.waiting?.message).toMatch(
+        new RegExp(`^back-off [1248]s restarting failed container=c pod=crash-${NODE}_${NS}\\(${uid}\\)$`),
+      );
+      expect(cs?.lastState?.terminated?.exitCode).toBe(1);
+    }
+    expect(st.status?.containerStatuses?.[0]?.restartCount).toBeGreaterThanOrEqual(4);
+    const backoffEvents = await eventsWhere(s, (e) => e.kind === 'Event' && e.uid === uid && e.reason === 'BackOff');
+    expect(backoffEvents.length, s.tail()).toBeGreaterThan(0);
+    expect(String(backoffEvents[0]!.message)).toMatch(/^back-off 1s restarting failed container=c /);
+    await stopOk(s);
+  }, 90_000);
+});
+
+describe('klet sync: restarts and runtime failures', () => {
+  it('after SIGKILL, a new klet sync adopts the running pods: no new sandbox, no new container', async () => {
+    const dir = tempDir('m');
+    writeAtomic(dir, 'a.yaml', podManifest('adopt-a'));
+    writeAtomic(dir, 'b.yaml', podManifest('adopt-b', { containers: [{ name: 'x' }, { name: 'y' }] }));
+    const first = await sync({ manifestDir: dir });
+    const a = await eventually(() => runningPod('adopt-a'), 20_000);
+    const b = await eventually(() => runningPod('adopt-b', ['x', 'y']), 20_000);
+    const snapshot = async () => ({
+      sandboxes: (await cri.listPodSandbox()).items.map((x) => x.id).sort(),
+      containers: (await cri.listContainers()).containers.map((x) => x.id).sort(),
+    });
+    const before = await snapshot();
+    expect(before.sandboxes).toHaveLength(2);
+    expect(before.containers).toHaveLength(3);
+
+    const exit = await first.kill();
+    expect(exit.signal).toBe('SIGKILL');
+    const second = await sync({ manifestDir: dir });
+    // The new process has synced both pods (it knows them as SyncPod) ...
+    await eventually(async () => {
+      const synced = await eventsWhere(second, (e) => e.kind === 'PodLifecycle' && e.state === 'SyncPod');
+      expect(synced.map((e) => e.uid).sort()).toEqual([a.uid, b.uid].sort());
+    }, 15_000);
+    // ... and over a few seconds (relists, housekeeping, file re-reads) creates nothing.
+    const t0 = Date.now();
+    while (Date.now() - t0 < 6000) {
+      expect(await snapshot()).toEqual(before);
+      await sleep(500);
+    }
+    expect((await runningPod('adopt-a')).containers).toEqual(a.containers);
+    expect((await runningPod('adopt-b', ['x', 'y'])).containers).toEqual(b.containers);
+    const created = await eventsWhere(second, (e) => e.kind === 'Event' && (e.reason === 'SandboxCreated' || e.reason === 'Started' || e.reason === 'Killing'));
+    expect(created, second.tail()).toEqual([]);
+    const res = await apiGet(second.socketPath, '/pods');
+    const phases = (JSON.parse(res.body) as V1PodList).items.map((p) => [p.metadata?.name, p.status?.phase]).sort();
+    expect(phases).toEqual([
+      [`adopt-a-${NODE}`, 'Running'],
+      [`adopt-b-${NODE}`, 'Running'],
+    ]);
+    await stopOk(second);
+  }, 90_000);
+
+  it('keeps going when containerd is killed and restarted, and converges back (a pod added meanwhile starts)', async () => {
+    const dir = tempDir('m');
+    writeAtomic(dir, 'a.yaml', podManifest('crd-a'));
+    writeAtomic(dir, 'b.yaml', podManifest('crd-b'));
+    const s = await sync({ manifestDir: dir });
+    await eventually(() => runningPod('crd-a'), 20_000);
+    await eventually(() => runningPod('crd-b'), 20_000);
+
+    await rt.killContainerd();
+    try {
+      // The relist fails: /healthz says so in its runtime check.
+      await eventually(async () => {
+        const h = await apiHealth(s.socketPath);
+        expect(typeof h.body === 'object' && h.body.checks?.runtime?.ok, JSON.stringify(h.body)).toBe(false);
+      }, 10_000);
+      writeAtomic(dir, 'c.yaml', podManifest('crd-c'));
+      await sleep(2000);
+      expect(s.running, s.tail()).toBe(true);
+    } finally {
+      await rt.restart();
+    }
+    await eventually(
+      async () => {
+        await runningPod('crd-a');
+        await runningPod('crd-b');
+        await runningPod('crd-c');
+        const h = await apiHealth(s.socketPath);
+        expect(h.status, JSON.stringify(h.body)).toBe(200);
+        expect(typeof h.body === 'object' && h.body.checks?.runtime?.ok, JSON.stringify(h.body)).toBe(true);
+      },
+      60_000,
+      500,
+    );
+    expect(s.stderr).toMatch(/PLEG: relist failed/);
+    expect(s.stderr).toMatch(/PLEG: relisting works again/);
+    await stopOk(s);
+  }, 120_000);
+});
+
+describe('klet sync: bad input is reported, nothing running is killed, the loop goes on', () => {
+  it('a manifest with invalid YAML', async () => {
+    const dir = tempDir('m');
+    writeAtomic(dir, 'keep.yaml', podManifest('keep'));
+    const s = await sync({ manifestDir: dir });
+    const keep = await eventually(() => runningPod('keep'), 20_000);
+
+    const mark = s.stderr.length;
+    writeAtomic(dir, 'bad.yaml', 'apiVersion: v1\nkind: Pod\nmetadata: {name: [unclosed\n  spec: : :\n');
+    const line = await s.waitForStderr(/bad\.yaml/, 10_000, mark);
+    expect(line).toMatch(/^warning: /);
+    await eventually(async () => {
+      const errs = await eventsWhere(s, (e) => e.kind === 'SourceError' && String(e.message).includes('bad.yaml'));
+      expect(errs.length).toBeGreaterThan(0);
+    });
+
+    writeAtomic(dir, 'after.yaml', podManifest('after'));
+    await eventually(() => runningPod('after'), 10_000);
+    expect((await runningPod('keep')).containers).toEqual(keep.containers);
+
+    fs.unlinkSync(path.join(dir, 'bad.yaml'));
+    await s.waitForStderr(/all manifests read cleanly again/, 10_000, mark);
+    expect((await runningPod('keep')).containers).toEqual(keep.containers);
+    expect(s.running).toBe(true);
+    await stopOk(s);
+  }, 60_000);
+
+  it('the manifest directory deleted while running (pods keep running) and re-created', async () => {
+    const parent = tempDir('m');
+    const dir = path.join(parent, 'manifests');
+    fs.mkdirSync(dir);
+    const keepText = podManifest('dirkeep');
+    writeAtomic(dir, 'keep.yaml', keepText);
+    const s = await sync({ manifestDir: dir });
+    const keep = await eventually(() => runningPod('dirkeep'), 20_000);
+
+    const mark = s.stderr.length;
+    fs.rmSync(dir, { recursive: true });
+    const line = await s.waitForStderr(/manifest directory does not exist/, 10_000, mark);
+    expect(line).toContain(dir);
+    await eventually(async () => {
+      const errs = await eventsWhere(s, (e) => e.kind === 'SourceError' && String(e.message).includes('manifest directory does not exist'));
+      expect(errs.length).toBeGreaterThan(0);
+    });
+    // Several re-reads and housekeeping passes later the pod still runs.
+    await sleep(5000);
+    expect((await runningPod('dirkeep')).containers).toEqual(keep.containers);
+
+    fs.mkdirSync(dir);
+    writeAtomic(dir, 'keep.yaml', keepText);
+    writeAtomic(dir, 'new.yaml', podManifest('dirnew'));
+    await eventually(() => runningPod('dirnew'), 10_000);
+    await s.waitForStderr(/all manifests read cleanly again/, 10_000, mark);
+    const after = await runningPod('dirkeep');
+    expect(after.containers).toEqual(keep.containers);
+    expect(after.uid).toBe(keep.uid);
+    await stopOk(s);
+  }, 60_000);
+
+  it('a manifest URL answering 500, then HTML, then a 50 MB body: the pods of its last good answer keep running', async () => {
+    type Mode = 'good' | '500' | 'html' | 'huge' | 'good2';
+    let mode = 'good' as Mode;
+    let requests = 0;
+    const good = podManifest('urlpod');
+    const server = http.createServer((req, res) => {
+      requests++;
+      res.on('error', () => undefined);
+      switch (mode) {
+        case 'good':
+          res.end(good);
+          return;
+        case 'good2':
+          res.end(`${good}---\n${podManifest('urlpod2')}`);
+          return;
+        case '500':
+          res.writeHead(500, { 'Content-Type': 'text/plain' });
+          res.end('boom\n');
+          return;
+        case 'html':
+          res.writeHead(200, { 'Content-Type': 'text/html' });
+          res.end('<!DOCTYPE html>\n<html><body><h1>Please log in</h1></body></html>\n');
+          return;
+        case 'huge': {
+          // 50 MB, chunked (no Content-Length): the limit must hold while streaming.
+          res.writeHead(200, { 'Content-Type': 'application/yaml' });
+          const chunk = Buffer.alloc(1024 * 1024, '# padding padding padding padding padding padding padding padding\n');
+          let sent = 0;
+          const write = (): void => {
+            while (sent < 50) {
+              sent++;
+              if (!res.write(chunk)) {
+                res.once('drain', write);
+                return;
+              }
+            }
+            res.end();
+          };
+          req.socket.once('close', () => {
+            sent = 50;
+          });
+          write();
+          return;
+        }
+      }
+    });
+    server.listen(0, '127.0.0.1');
+    await new Promise<void>((r) => server.once('listening', () => r()));
+    closers.push(
+      () =>
+        new Promise<void>((r) => {
+          server.closeAllConnections();
+          server.close(() => r());
+        }),
+    );
+    const port = (server.address() as net.AddressInfo).port;
+    const url = `http://127.0.0.1:${port}/node/pods.yaml?token=secret`;
+
+    const s = await sync({ manifestUrl: url, args: ['--http-check-frequency', '1s'] });
+    const pod = await eventually(() => runningPod('urlpod'), 20_000);
+
+    const bad: [Mode, RegExp][] = [
+      ['500', /HTTP 500/],
+      ['html', /HTML/],
+      ['huge', /10 MiB limit/],
+    ];
+    for (const [m, re] of bad) {
+      const mark = s.stderr.length;
+      mode = m;
+      const line = await s.waitForStderr(re, 15_000, mark);
+      // The URL is named, its query (a token) is not.
+      expect(line).toContain(`http://127.0.0.1:${port}/node/pods.yaml`);
+      expect(line).not.toContain('secret');
+      await eventually(async () => {
+        const errs = await eventsWhere(s, (e) => e.kind === 'SourceError' && re.test(String(e.message)));
+        expect(errs.length).toBeGreaterThan(0);
+      });
+      // A few more polls of the bad answer: still running, same containers.
+      const seen = requests;
+      await eventually(() => expect(requests).toBeGreaterThanOrEqual(seen + 2), 10_000);
+      expect((await runningPod('urlpod')).containers, `after ${m}\n${s.tail()}`).toEqual(pod.containers);
+    }
+    expect(s.running).toBe(true);
+    const h = await apiHealth(s.socketPath);
+    expect(h.status).toBe(200);
+
+    mode = 'good2';
+    await eventually(() => runningPod('urlpod2'), 15_000);
+    expect((await runningPod('urlpod')).containers).toEqual(pod.containers);
+    await stopOk(s);
+  }, 120_000);
+
+  it('a pod whose image disappears is reported as an image pull error; the other pods are untouched', async () => {
+    const GONE = 'localhost/klet/busybox:gone';
+    await ctr('images', 'tag', busybox, GONE);
+    const dir = tempDir('m');
+    writeAtomic(dir, 'steady.yaml', podManifest('steady'));
+    writeAtomic(dir, 'fragile.yaml', podManifest('fragile', { containers: [{ name: 'c', image: GONE }] }));
+    const s = await sync({ manifestDir: dir });
+    const steady = await eventually(() => runningPod('steady'), 20_000);
+    const fragile = await eventually(() => runningPod('fragile'), 20_000);
+
+    await ctr('images', 'rm', GONE);
+    await cri.stopContainer({ containerId: fragile.containers.c!.id, timeout: 0n });
+    const st = await eventually(async () => {
+      const p = await status('fragile');
+      expect(['ErrImagePull', 'ImagePullBackOff']).toContain(p.status?.containerStatuses?.[0]?.state?.waiting?.reason);
+      return p;
+    }, 30_000);
+    expect(st.status?.containerStatuses?.[0]?.state?.waiting?.message).toContain(GONE);
+    await eventually(async () => {
+      const failed = await eventsWhere(s, (e) => e.kind === 'Event' && e.uid === fragile.uid && e.type === 'Warning');
+      expect(failed.some((e) => String(e.message).includes(`failed to pull image "${GONE}"`)), JSON.stringify(failed)).toBe(true);
+    });
+    // Still no container running for it, and the other pod has not been touched.
+    const v = await podView('fragile');
+    expect(v?.containers.filter((c) => c.state === ContainerState.CONTAINER_RUNNING)).toEqual([]);
+    expect((await runningPod('steady')).containers).toEqual(steady.containers);
+    expect((await status('steady')).status?.phase).toBe('Running');
+    expect(s.running).toBe(true);
+    await stopOk(s);
+  }, 90_000);
+
+  it('a runtime socket that accepts and never answers: stays up, unhealthy, reports the deadline, SIGTERM exits 0 promptly', async () => {
+    const root = tempDir('root');
+    const dir = tempDir('m');
+    const sock = path.join(root, 'hung.sock');
+    const held: net.Socket[] = [];
+    const server = net.createServer((c) => {
+      held.push(c);
+      c.on('error', () => undefined);
+      c.resume(); // read and never answer
+    });
+    server.listen(sock);
+    await new Promise<void>((r) => server.once('listening', () => r()));
+    closers.push(
+      () =>
+        new Promise<void>((r) => {
+          for (const c of held) c.destroy();
+          server.close(() => r());
+        }),
+    );
+    writeAtomic(dir, 'p.yaml', podManifest('never'));
+
+    const s = await startSync({ rootDir: root, endpoint: `unix://${sock}`, manifestDir: dir, nodeName: NODE, args: ['--runtime-request-timeout', '2s'] });
+    const line = await s.waitForStderr(/deadline|timed out|timeout/i, 15_000);
+    expect(line).toMatch(/^warning: /);
+    const h = await apiHealth(s.socketPath);
+    expect(h.status, JSON.stringify(h.body)).toBe(500);
+    expect(typeof h.body === 'object' && h.body.ok, JSON.stringify(h.body)).toBe(false);
+    expect(typeof h.body === 'object' && h.body.checks?.runtime?.ok, JSON.stringify(h.body)).toBe(false);
+    await sleep(3000);
+    expect(s.running, s.tail()).toBe(true);
+    expect(held.length, 'klet connected to the socket').toBeGreaterThan(0);
+
+    const exit = await s.stop();
+    expect(exit.code, s.tail()).toBe(0);
+    expect(exit.durationMs, s.tail()).toBeLessThan(5000);
+  }, 60_000);
+});
+
+describe('klet sync: churn', () => {
+  it('200 add/remove cycles through the manifest dir converge to an empty node', async () => {
+    const dir = tempDir('m');
+    const s = await sync({ manifestDir: dir, args: ['--max-parallel-syncs', '8'] });
+    await sourcesRead(s);
+    const ROUNDS = 20;
+    const FILES = 10;
+    // Time each round's files stay: 0 (never seen: removed within the fs-event debounce), a little
+    // (removed before its pod could start), and long enough for many pods to be running.
+    const stays = [0, 150, 400, 900, 1500];
+    const everUids = new Set<string>();
+    let cycles = 0;
+    for (let r = 0; r < ROUNDS; r++) {
+      for (let i = 0; i < FILES; i++) {
+        // Odd files change every round (new pods); even ones are the same manifest every time (the same pod UID, re-added).
+        const annotations = i % 2 === 1 ? { round: String(r) } : undefined;
+        writeAtomic(dir, `churn-${i}.yaml`, podManifest(`churn-${i}`, { grace: 2, annotations }));
+      }
+      await sleep(stays[r % stays.length]!);
+      // Remove in two halves, a moment apart.
+      for (let i = 0; i < FILES; i++) {
+        if (i === FILES / 2) await sleep(50);
+        fs.unlinkSync(path.join(dir, `churn-${i}.yaml`));
+        cycles++;
+      }
+      for (const sb of (await cri.listPodSandbox({ filter: { labelSelector: { [NAMESPACE_LABEL]: NS } } })).items) everUids.add(sb.labels[UID_LABEL] ?? '');
+      await sleep(100);
+    }
+    expect(cycles).toBe(ROUNDS * FILES);
+    expect(everUids.size, 'some churned pods got as far as a sandbox').toBeGreaterThan(0);
+
+    await eventually(
+      async () => {
+        expect((await cri.listPodSandbox()).items.map((x) => x.metadata?.name)).toEqual([]);
+        expect((await cri.listContainers()).containers.map((x) => x.metadata?.name)).toEqual([]);
+        expect(podDirs()).toEqual([]);
+        expect(podLogDirs()).toEqual([]);
+        expect(await mountsUnder(rt.rootDir)).toEqual([]);
+      },
+      120_000,
+      1000,
+    );
+    expect(s.running, s.tail()).toBe(true);
+    const h = await apiHealth(s.socketPath);
+    expect(h.status, JSON.stringify(h.body)).toBe(200);
+    // Nothing is left in the pod workers either.
+    expect(typeof h.body === 'object' && h.body.checks?.syncloop?.message).toBe('pod workers {"SyncPod":0,"TerminatingPod":0,"TerminatedPod":0}');
+    expect(s.stderr, s.tail()).not.toMatch(/^error: /m);
+
+    // The loop still works: a pod added now starts.
+    writeAtomic(dir, 'final.yaml', podManifest('final'));
+    await eventually(() => runningPod('final'), 15_000);
+    await stopOk(s);
+  }, 240_000);
+});
