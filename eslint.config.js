@@ -17,6 +17,8 @@ export default tseslint.config(
   },
   {
     files: ['scripts/**/*.js', 'bin/**/*.js', 'bench/**/*.js'],
-    languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly' } },
+    languageOptions: {
+      globals: { process: 'readonly', console: 'readonly', URL: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', Buffer: 'readonly', performance: 'readonly' },
+    },
   },
 );

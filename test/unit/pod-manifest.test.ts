@@ -5,7 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InputError } from '../../src/lib/errors.js';
-import { decodeModel } from '../../src/lib/pod/decode.js';
+import { decodeModel, serializeModel } from '../../src/lib/pod/decode.js';
 import {
   InvalidManifestsError,
   ManifestError,
@@ -385,13 +385,42 @@ describe('static pod UID', () => {
 });
 
 describe('strict decoding', () => {
+  it('gives what client-node\'s own ObjectSerializer gives, from the build-time schema', async () => {
+    const { ObjectSerializer } = await import('@kubernetes/client-node/dist/gen/models/ObjectSerializer.js');
+    const wire = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'x', namespace: 'ns', labels: { a: 'b' }, creationTimestamp: '2026-01-02T03:04:05Z' },
+      spec: {
+        restartPolicy: 'Never',
+        containers: [
+          {
+            name: 'c',
+            image: 'busybox:1.36',
+            ports: [{ containerPort: 80, protocol: 'TCP' }],
+            env: [{ name: 'A', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }],
+            resources: { limits: { memory: '64Mi' } },
+            volumeMounts: [{ name: 'v', mountPath: '/v' }],
+            livenessProbe: { httpGet: { path: '/', port: 'http' }, periodSeconds: 5 },
+          },
+        ],
+        volumes: [{ name: 'v', emptyDir: { medium: 'Memory' } }],
+        securityContext: { runAsUser: 1000 },
+      },
+    };
+    const { value, errors } = decodeModel<V1Pod>(structuredClone(wire), 'V1Pod');
+    expect(errors).toEqual([]);
+    expect(value).toEqual(ObjectSerializer.deserialize(structuredClone(wire), 'V1Pod', ''));
+    expect(value?.metadata?.creationTimestamp).toBeInstanceOf(Date);
+    expect(serializeModel(value, 'V1Pod')).toEqual(ObjectSerializer.serialize(value, 'V1Pod', ''));
+  });
+
   it('turns nulls into unset fields and keeps typed models', () => {
     const { value, errors } = decodeModel<V1Pod>(
       { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'x', creationTimestamp: null, labels: { a: null } }, spec: { containers: [null] }, status: {} },
       'V1Pod',
     );
     expect(errors).toEqual([]);
-    expect(value?.constructor.name).toBe('V1Pod');
     expect(value?.metadata?.creationTimestamp).toBeUndefined();
     expect(value?.metadata?.labels).toEqual({ a: '' });
     expect(value?.spec?.containers).toEqual([{}]);

@@ -13,15 +13,12 @@
  * installed client. The walk produces a cleaned wire-form object which
  * ObjectSerializer.deserialize turns into model instances (V1Pod, ...).
  */
-// client-node 2 does not re-export its ObjectSerializer from the package
-// root (only the models), and the package has no "exports" map, so the
-// generated serializer is imported from its file. It is the same module
-// instance the package's own API clients use, and it re-exports every model
-// class: importing it (~0.3 s) rather than the package root (~0.9 s, which
-// also loads the API clients, auth and watch machinery) keeps every pod
-// command 0.6 s faster.
-import * as k8s from '@kubernetes/client-node/dist/gen/models/ObjectSerializer.js';
-import { ObjectSerializer } from '@kubernetes/client-node/dist/gen/models/ObjectSerializer.js';
+// The models' metadata comes from gen/k8s-schema.json, extracted at build
+// time from client-node's generated models (scripts/gen-k8s-schema.js):
+// importing client-node's ObjectSerializer would load ~1000 model modules
+// (~0.35 s) on every pod command. Values are plain objects shaped like the
+// client-node models (camelCase fields, Dates), as ObjectSerializer makes them.
+import { createRequire } from 'node:module';
 import { type FieldError, FieldPath, invalid, unknownField } from './field.js';
 import { Quantity, QuantityError } from './quantity.js';
 
@@ -37,26 +34,71 @@ export interface AttributeType {
   format: string;
 }
 
-interface ModelClass {
-  getAttributeTypeMap(): AttributeType[];
-}
-
-const registry = k8s as unknown as Record<string, unknown>;
+const schema = createRequire(import.meta.url)('./gen/k8s-schema.json') as Record<string, AttributeType[]>;
 const attributeCache = new Map<string, ReadonlyMap<string, AttributeType> | null>();
 
-function isModelClass(value: unknown): value is ModelClass {
-  return typeof value === 'function' && typeof (value as { getAttributeTypeMap?: unknown }).getAttributeTypeMap === 'function';
-}
-
-/** The attributes of a client-node model by wire name, or undefined when `type` is not a model. */
+/** The attributes of a client-node model by wire name, or undefined when `type` is not a model klet decodes. */
 export function modelAttributes(type: string): ReadonlyMap<string, AttributeType> | undefined {
   let cached = attributeCache.get(type);
   if (cached === undefined) {
-    const cls = Object.hasOwn(registry, type) ? registry[type] : undefined;
-    cached = isModelClass(cls) ? new Map(cls.getAttributeTypeMap().map((a) => [a.baseName, a])) : null;
+    const attrs = Object.hasOwn(schema, type) ? schema[type] : undefined;
+    cached = attrs ? new Map(attrs.map((a) => [a.baseName, a])) : null;
     attributeCache.set(type, cached);
   }
   return cached ?? undefined;
+}
+
+const ARRAY = /^Array<(.*)>$/;
+const MAP = /^\{ \[key: string\]: (.*); \}$/;
+
+/** ObjectSerializer.deserialize over the schema: wire names → model names, date-time strings → Date. */
+function fromWire(data: unknown, type: string): unknown {
+  if (data === undefined || data === null) return data;
+  const arr = ARRAY.exec(type);
+  if (arr) return Array.isArray(data) ? data.map((d) => fromWire(d, arr[1] as string)) : data;
+  const map = MAP.exec(type);
+  if (map) {
+    if (!isPlainObject(data)) return data;
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(data)) out[k] = fromWire(v, map[1] as string);
+    return out;
+  }
+  if (type === 'Date') return typeof data === 'string' || typeof data === 'number' ? new Date(data) : data;
+  const attrs = Object.hasOwn(schema, type) ? schema[type] : undefined;
+  if (!attrs || !isPlainObject(data)) return data;
+  const out: Record<string, unknown> = {};
+  for (const a of attrs) {
+    const v = fromWire(data[a.baseName], a.type);
+    if (v !== undefined) out[a.name] = v;
+  }
+  return out;
+}
+
+/** ObjectSerializer.serialize over the schema: model names → wire names, Date → RFC 3339. */
+function toWire(data: unknown, type: string, format = ''): unknown {
+  if (data === undefined || data === null) return data;
+  const arr = ARRAY.exec(type);
+  if (arr) return Array.isArray(data) ? data.map((d) => toWire(d, arr[1] as string, format)) : data;
+  const map = MAP.exec(type);
+  if (map) {
+    if (!isPlainObject(data)) return data;
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(data)) out[k] = toWire(v, map[1] as string, format);
+    return out;
+  }
+  if (type === 'Date') {
+    if (!(data instanceof Date)) return data;
+    return format === 'date' ? data.toISOString().slice(0, 10) : data.toISOString();
+  }
+  const attrs = Object.hasOwn(schema, type) ? schema[type] : undefined;
+  if (!attrs || typeof data !== 'object') return data;
+  const src = data as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  for (const a of attrs) {
+    const v = toWire(src[a.name], a.type, a.format);
+    if (v !== undefined) out[a.baseName] = v;
+  }
+  return out;
 }
 
 /**
@@ -287,11 +329,11 @@ export function decodeModel<T>(raw: unknown, type: string, base: FieldPath = Fie
   const walker = new Walker();
   const clean = walker.walk(raw, type, '', base, false);
   if (walker.errors.length > 0) return { value: undefined, errors: walker.errors };
-  const value = ObjectSerializer.deserialize(clean === OMIT ? {} : clean, type, '') as T;
+  const value = fromWire(clean === OMIT ? {} : clean, type) as T;
   return { value, errors: [] };
 }
 
 /** The wire form of a model (Dates as RFC 3339 strings, wire field names), for hashing and printing. */
 export function serializeModel(value: unknown, type: string): unknown {
-  return ObjectSerializer.serialize(value, type, '');
+  return toWire(value, type);
 }

@@ -119,7 +119,8 @@ export class Kubelet {
     return this.workers.counts();
   }
 
-  private ctx(source: string): SyncContext {
+  /** The sync context for one pod: its events carry that pod's UID (a pod being killed is no longer in `desired`). */
+  private ctx(source: string, forPod: V1Pod): SyncContext {
     const objects: LocalObjects = this.opts.config.objects(source);
     return {
       cri: this.opts.cri,
@@ -130,8 +131,7 @@ export class Kubelet {
       signal: this.abort.signal,
       backoff: this.opts.backoff,
       onEvent: (e) => {
-        const pod = [...this.desired.values()].find((d) => key(d.pod) === e.pod)?.pod;
-        const uid = pod?.metadata?.uid ?? '';
+        const uid = forPod.metadata?.uid ?? '';
         this.opts.bus.emit({ kind: 'Event', pod: e.pod, uid, ...toPodEvent(e) });
         if (e.type === 'ContainerStarted') this.opts.metrics?.containerStarted(e.init ? 'init_container' : 'container');
         if (e.type === 'ContainerFailed') this.opts.metrics?.containerStartFailed('container', new Error(e.reason));
@@ -143,7 +143,7 @@ export class Kubelet {
     const uid = pod.metadata?.uid ?? '';
     const d = this.desired.get(uid);
     const rec = await readPodRecord(this.opts.rootDir, uid);
-    const res = await syncPod(this.ctx(d?.source ?? 'file'), pod, { startTime: rec ? Date.parse(rec.firstSeen) : undefined });
+    const res = await syncPod(this.ctx(d?.source ?? 'file', pod), pod, { startTime: rec ? Date.parse(rec.firstSeen) : undefined });
     const a = res.actions;
     // A pod whose containers all finished under Never/OnFailure (or that hit
     // its deadline) is done: the worker terminates it and keeps its status.
@@ -156,7 +156,7 @@ export class Kubelet {
   private async handleTerminating(pod: V1Pod, grace: number | undefined): Promise<void> {
     const md = pod.metadata ?? {};
     const status = await getRuntimePodStatus(this.opts.cri, { uid: md.uid ?? '', name: md.name ?? '', namespace: md.namespace ?? 'default' });
-    await killPod(this.ctx(this.desired.get(md.uid ?? '')?.source ?? 'file'), pod, status, { gracePeriodSeconds: grace });
+    await killPod(this.ctx(this.desired.get(md.uid ?? '')?.source ?? 'file', pod), pod, status, { gracePeriodSeconds: grace });
   }
 
   /** A terminated pod no source wants any more is removed: containers, sandboxes, pod dir, logs. */
@@ -201,11 +201,14 @@ export class Kubelet {
       switch (u.op) {
         case 'ADD':
         case 'UPDATE': {
-          const wasTerminated = this.workers.state(uid) === 'TerminatedPod';
+          const wasTerminated = this.workers.state(uid) === 'TerminatedPod' && !this.workers.isBusy(uid);
           this.desired.set(uid, { pod, source: u.source });
           await this.admit(pod, u.source);
-          if (wasTerminated && u.op === 'UPDATE') {
-            // A finished pod whose manifest changed runs again from scratch.
+          if (wasTerminated) {
+            // A finished pod whose manifest changed, or a pod removed from its
+            // source and put back before its worker was forgotten, runs again
+            // from scratch. (One put back while still terminating is
+            // restarted by housekeeping once its worker is done.)
             await this.removePod(pod).catch((err) => log.warn(`cleaning up ${key(pod)}: ${errorMessage(err)}`));
             await this.admit(pod, u.source);
             this.workers.forget(uid);
@@ -280,9 +283,15 @@ export class Kubelet {
       }
       touched.push(key(pod));
     }
-    // Terminated workers of pods no longer wanted whose clean-up failed earlier.
+    // Terminated workers: of pods no longer wanted (whose clean-up failed, or
+    // that could not be forgotten while their worker ran), and of pods put
+    // back by their source while they were being killed (the kubelet's
+    // restartRequested: they start over). A pod that finished by itself and
+    // is still wanted keeps its worker and its status.
     for (const uid of this.workers.uids()) {
-      if (this.workers.state(uid) !== 'TerminatedPod' || this.desired.has(uid) || this.workers.isBusy(uid)) continue;
+      if (this.workers.state(uid) !== 'TerminatedPod' || this.workers.isBusy(uid)) continue;
+      const wanted = this.desired.get(uid);
+      if (wanted !== undefined && this.workers.finished(uid)) continue;
       const pod = this.workers.pod(uid);
       if (!pod) continue;
       try {
@@ -290,6 +299,12 @@ export class Kubelet {
         this.workers.forget(uid);
       } catch (err) {
         log.warn(`removing pod ${key(pod)}: ${errorMessage(err)}`);
+        continue;
+      }
+      if (wanted !== undefined) {
+        await this.admit(wanted.pod, wanted.source);
+        this.workers.updatePod({ pod: wanted.pod, type: 'create' });
+        touched.push(key(wanted.pod));
       }
     }
     // Records of pods nobody wants and the runtime does not have.
