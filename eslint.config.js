@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', '.toolchain/**', 'src/lib/cri/gen/**', 'coverage/**'] },
+  { ignores: ['dist/**', 'node_modules/**', '.toolchain/**', 'tmp/**', 'src/lib/cri/gen/**', 'coverage/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

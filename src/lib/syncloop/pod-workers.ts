@@ -55,6 +55,8 @@ interface Worker {
   finished: boolean;
   lastError: string | null;
   lastSyncAt: number;
+  /** forget() was called from the worker's own step: forget it once the step is over. */
+  forgetWhenDone?: boolean;
 }
 
 /** A counting semaphore: at most `limit` holders at once, FIFO. */
@@ -111,7 +113,12 @@ export class PodWorkers {
       this.workers.set(uid, w);
       this.opts.handlers.onState?.(req.pod, 'SyncPod');
     }
-    if (w.state === 'TerminatedPod') return;
+    if (w.state === 'TerminatedPod') {
+      // Put back while its clean-up runs: keep the worker, so that the owner
+      // sees a wanted, terminated pod and starts it over.
+      if (req.type === 'create') w.forgetWhenDone = false;
+      return;
+    }
     if (req.type === 'kill') {
       if (w.state === 'SyncPod') {
         w.state = 'TerminatingPod';
@@ -148,6 +155,7 @@ export class PodWorkers {
       }
     } finally {
       w.running = false;
+      if (w.forgetWhenDone === true) this.forget(w.uid);
       if (this.idle.size > 0 && this.allIdle()) for (const fn of [...this.idle]) fn();
     }
   }
@@ -206,13 +214,20 @@ export class PodWorkers {
     }
   }
 
-  /** Forget a terminated pod (after housekeeping removed it), so a re-add starts fresh. */
+  /**
+   * Forget a terminated pod (after its clean-up), so a re-add starts fresh.
+   * Called from the pod's own syncTerminatedPod, it takes effect when that
+   * step is over.
+   */
   forget(uid: string): void {
     const w = this.workers.get(uid);
-    if (w && w.state === 'TerminatedPod' && !w.running) {
-      this.workers.delete(uid);
-      this.opts.handlers.onState?.(w.pod, 'Forgotten');
+    if (!w || w.state !== 'TerminatedPod') return;
+    if (w.running || w.pending !== null) {
+      w.forgetWhenDone = true;
+      return;
     }
+    this.workers.delete(uid);
+    this.opts.handlers.onState?.(w.pod, 'Forgotten');
   }
 
   state(uid: string): WorkerState | undefined {
