@@ -5,11 +5,6 @@
 # busybox images: no registry needed), and runs every pod in examples/ once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
-source scripts/bootstrap.sh
-if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  npm ci --no-audit --no-fund
-fi
-npm run build >/dev/null
+source scripts/setup.sh
 node bin/run.js runtime start
 node bin/run.js runonce --manifest-dir examples/ "$@"

@@ -5,10 +5,5 @@
 # instances the tests start themselves).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
-source scripts/bootstrap.sh
-if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  npm ci --no-audit --no-fund
-fi
-npm run build >/dev/null
+source scripts/setup.sh
 npm test

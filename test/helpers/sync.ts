@@ -7,6 +7,7 @@
  * bounded polling helper.
  */
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { KLET_BIN, PROJECT_ROOT, assertBuilt, cleanEnv } from './cli.js';
@@ -63,6 +64,12 @@ export class SyncProcess {
     this.exited = new Promise((resolve) => {
       child.once('close', (code, signal) => {
         this.exit = { code, signal };
+        // Post-mortems: KLET_TEST_SYNC_LOG_DIR=DIR keeps every sync's stderr there.
+        const logDir = process.env.KLET_TEST_SYNC_LOG_DIR;
+        if (logDir) {
+          fs.mkdirSync(logDir, { recursive: true });
+          fs.writeFileSync(path.join(logDir, `sync-${child.pid}.log`), `${args.join(' ')}\n${JSON.stringify(this.exit)}\n${this.err}`);
+        }
         live.delete(this);
         for (const fn of [...this.waiters]) fn();
         resolve({ code, signal });

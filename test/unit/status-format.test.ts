@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { qosClass } from '../../src/lib/kuberuntime/resources.js';
 import type { CoreV1Event, V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
 import {
   describePod,
@@ -7,7 +8,6 @@ import {
   humanDuration,
   podSummary,
   podTableRows,
-  qosClass,
   tabwrite,
 } from '../../src/lib/status/format.js';
 

@@ -145,6 +145,9 @@ export class FileSource implements PodSource {
     const units = new Map<string, ManifestUnit>();
     const errors: ManifestError[] = [];
     for (const [file, part] of byFile(parsed)) {
+      // Listed, then deleted before it could be read: the file is gone, not
+      // broken (no error, and no last good version of its pods to keep).
+      if (isDir && part.objects.length === 0 && part.errors.length > 0 && (await vanished(file))) continue;
       const set = prepareManifests(part, { nodeName: this.nodeName, now });
       errors.push(...set.errors);
       units.set(file, keepLastGood(part.files[0] ?? file, set, this.units.get(file)));
@@ -153,6 +156,16 @@ export class FileSource implements PodSource {
     this.units = units;
     const merged = mergeUnits(units.values());
     return { snapshot: { pods: merged.pods, objects: merged.objects, errors: [...errors, ...merged.errors] } };
+  }
+}
+
+/** The directory entry itself no longer exists (a dangling symlink still does). */
+async function vanished(file: string): Promise<boolean> {
+  try {
+    await fs.lstat(file);
+    return false;
+  } catch (err) {
+    return (err as { code?: unknown }).code === 'ENOENT';
   }
 }
 

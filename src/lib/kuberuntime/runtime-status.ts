@@ -57,7 +57,8 @@ export function nsToMs(ns: bigint): number {
   return Number(ns / 1_000_000n);
 }
 
-function containerState(s: ContainerState): RuntimeContainerState {
+/** CRI's container state as a string union (shared with the PLEG's snapshots). */
+export function containerState(s: ContainerState): RuntimeContainerState {
   switch (s) {
     case ContainerState.CONTAINER_CREATED:
       return 'created';

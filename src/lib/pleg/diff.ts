@@ -5,6 +5,7 @@
  * computeEvents, getContainersFromPods).
  */
 import { ContainerState, PodSandboxState, type Container, type PodSandbox } from '../cri/gen/api.js';
+import { containerState } from '../kuberuntime/runtime-status.js';
 import {
   CONTAINER_HASH_ANNOTATION,
   CONTAINER_NAME_LABEL,
@@ -22,18 +23,7 @@ import type {
   SandboxSnapshot,
 } from './types.js';
 
-function snapshotState(s: ContainerState): ContainerSnapshotState {
-  switch (s) {
-    case ContainerState.CONTAINER_CREATED:
-      return 'created';
-    case ContainerState.CONTAINER_RUNNING:
-      return 'running';
-    case ContainerState.CONTAINER_EXITED:
-      return 'exited';
-    default:
-      return 'unknown';
-  }
-}
+const snapshotState: (s: ContainerState) => ContainerSnapshotState = containerState;
 
 /** A container's state as the state machine sees it: the kubelet does not use "created" and folds it into "unknown". */
 export function containerPlegState(state: ContainerSnapshotState): PlegContainerState {

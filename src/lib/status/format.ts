@@ -26,6 +26,7 @@ import type {
   V1Toleration,
   V1Volume,
 } from '@kubernetes/client-node';
+import { qosClass } from '../kuberuntime/resources.js';
 import { formatTable } from '../util/table.js';
 
 // ---------------------------------------------------------------------------
@@ -654,59 +655,6 @@ function describeEvents(w: PrefixWriter, events: CoreV1Event[], now: Date): void
   }
 }
 
-/**
- * The pod's QoS class when the status does not carry one (a pod that never
- * reached an API server): BestEffort without any CPU or memory request or
- * limit; Guaranteed when every container limits both and requests (where
- * given) equal the limits; Burstable otherwise.
- */
-export function qosClass(pod: V1Pod): 'Guaranteed' | 'Burstable' | 'BestEffort' {
-  const containers = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];
-  const compute = ['cpu', 'memory'];
-  let any = false;
-  let guaranteed = containers.length > 0;
-  for (const c of containers) {
-    const requests = c.resources?.requests ?? {};
-    const limits = c.resources?.limits ?? {};
-    for (const r of compute) {
-      const req = requests[r];
-      const lim = limits[r];
-      if ((req !== undefined && quantity(req) !== 0) || (lim !== undefined && quantity(lim) !== 0)) any = true;
-      if (lim === undefined) guaranteed = false;
-      else if (req !== undefined && quantity(req) !== quantity(lim)) guaranteed = false;
-    }
-  }
-  if (!any) return 'BestEffort';
-  return guaranteed ? 'Guaranteed' : 'Burstable';
-}
-
-const QUANTITY_SUFFIX: Record<string, number> = {
-  '': 1,
-  n: 1e-9,
-  u: 1e-6,
-  m: 1e-3,
-  k: 1e3,
-  M: 1e6,
-  G: 1e9,
-  T: 1e12,
-  P: 1e15,
-  E: 1e18,
-  Ki: 2 ** 10,
-  Mi: 2 ** 20,
-  Gi: 2 ** 30,
-  Ti: 2 ** 40,
-  Pi: 2 ** 50,
-  Ei: 2 ** 60,
-};
-
-/** A resource quantity ("500m", "1Gi", "1e3") as a number, for comparing; NaN if unparseable. */
-function quantity(text: string): number {
-  const m = /^([+-]?[0-9.]+)(?:([eE][+-]?\d+)|(n|u|m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?)$/.exec(String(text).trim());
-  if (m === null) return NaN;
-  const base = Number(m[1]);
-  if (m[2] !== undefined) return Number(`${m[1]}${m[2]}`);
-  return base * (QUANTITY_SUFFIX[m[3] ?? ''] ?? NaN);
-}
 
 // ---------------------------------------------------------------------------
 // Layout
