@@ -19,7 +19,7 @@ import {
   writePodRecord,
   type PodRecord,
 } from './poddir.js';
-import { getRuntimePodStatus, listRuntimePods, type RuntimePodStatus } from './runtime-status.js';
+import { getRuntimePodStatus, getRuntimePodStatuses, listRuntimePods, type RuntimePodStatus } from './runtime-status.js';
 import { killPod, syncPod, type SyncContext } from './sync-pod.js';
 
 export type WaitGoal = 'running' | 'ready' | 'completed' | 'none';
@@ -176,7 +176,12 @@ export function goalFor(pod: V1Pod, waitReady: boolean): WaitGoal {
 /** Every pod klet knows (records under the root dir), with status. Pods only the runtime knows are included bare. */
 export async function listPodsWithStatus(ctx: SyncContext): Promise<V1Pod[]> {
   const recs = await listPodRecords(ctx.rootDir);
-  const pods = await Promise.all(recs.map((r) => podWithStatus(ctx, r)));
+  const runtime = await getRuntimePodStatuses(
+    ctx.cri,
+    recs.map((r) => ({ uid: r.pod.metadata?.uid ?? '', name: r.pod.metadata?.name ?? '', namespace: r.pod.metadata?.namespace ?? 'default' })),
+    { signal: ctx.signal },
+  );
+  const pods = await Promise.all(recs.map((r) => podWithStatus(ctx, r, runtime.get(r.pod.metadata?.uid ?? ''))));
   const known = new Set(recs.map((r) => r.pod.metadata?.uid));
   for (const rp of await listRuntimePods(ctx.cri, { signal: ctx.signal })) {
     if (known.has(rp.uid)) continue;

@@ -4,7 +4,7 @@
  * through the kubelet's labels and annotations.
  */
 import type { CriClient } from '../cri/client.js';
-import { ContainerState, PodSandboxState, type ContainerStatus, type PodSandboxStatus } from '../cri/gen/api.js';
+import { ContainerState, PodSandboxState, type Container, type ContainerStatus, type PodSandbox, type PodSandboxStatus } from '../cri/gen/api.js';
 import { CriNotFoundError } from '../cri/errors.js';
 import { POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL, type ContainerType, readContainerLabels } from './labels.js';
 
@@ -107,11 +107,94 @@ export function toRuntimeSandboxStatus(s: PodSandboxStatus): RuntimeSandboxStatu
 
 const byCreatedDesc = <T extends { createdAt: number }>(a: T, b: T) => b.createdAt - a.createdAt;
 
+/** A container as the CRI list shows it, without the status-only fields (exit code, start and finish times). */
+function fromListEntry(c: Container): RuntimeContainerStatus {
+  const info = readContainerLabels(c.labels, c.annotations);
+  return {
+    id: c.id,
+    name: c.metadata?.name ?? info.containerName,
+    sandboxId: c.podSandboxId,
+    state: containerState(c.state),
+    createdAt: nsToMs(c.createdAt),
+    startedAt: 0,
+    finishedAt: 0,
+    exitCode: 0,
+    reason: '',
+    message: '',
+    image: c.image?.userSpecifiedImage || c.image?.image || '',
+    imageRef: c.imageRef,
+    hash: info.hash,
+    restartCount: info.restartCount,
+    type: info.type,
+    logPath: '',
+  };
+}
+
+function sandboxFromListEntry(sb: PodSandbox): RuntimeSandboxStatus {
+  return {
+    id: sb.id,
+    ready: sb.state === PodSandboxState.SANDBOX_READY,
+    attempt: sb.metadata?.attempt ?? 0,
+    createdAt: nsToMs(sb.createdAt),
+    ip: '',
+    additionalIps: [],
+    hostNetwork: false,
+  };
+}
+
+async function orNull<T>(p: Promise<T>): Promise<T | null> {
+  try {
+    return await p;
+  } catch (err) {
+    if (err instanceof CriNotFoundError) return null; // removed meanwhile
+    throw err;
+  }
+}
+
 /**
- * Everything the runtime has for one pod UID. Costs one ListPodSandbox, one
- * ListContainers, one PodSandboxStatus per sandbox and one ContainerStatus
- * per container (CRI lists carry no exit codes or timestamps).
+ * Build a pod's runtime status from its CRI list entries. Status RPCs go
+ * only where the lists lack what the kubelet's logic needs: the newest
+ * sandbox (its IP and namespaces) and the two newest instances of each
+ * container name (state and last state: exit codes, times). Older
+ * instances keep their list entry, enough to stop and remove them.
  */
+export async function assembleRuntimePodStatus(
+  cri: CriClient,
+  pod: { uid: string; name: string; namespace: string },
+  sandboxList: PodSandbox[],
+  containerList: Container[],
+  opts: { signal?: AbortSignal } = {},
+): Promise<RuntimePodStatus> {
+  const sbs = [...sandboxList].sort((a, b) => (b.createdAt > a.createdAt ? 1 : b.createdAt < a.createdAt ? -1 : 0));
+  const sandboxes = await Promise.all(
+    sbs.map(async (sb, i) => {
+      if (i > 0) return sandboxFromListEntry(sb);
+      const res = await orNull(cri.podSandboxStatus({ podSandboxId: sb.id }, opts));
+      return res?.status ? toRuntimeSandboxStatus(res.status) : null;
+    }),
+  );
+  const ctrs = [...containerList].sort((a, b) => (b.createdAt > a.createdAt ? 1 : b.createdAt < a.createdAt ? -1 : 0));
+  const seen = new Map<string, number>();
+  const containers = await Promise.all(
+    ctrs.map(async (c) => {
+      const name = c.metadata?.name ?? '';
+      const n = seen.get(name) ?? 0;
+      seen.set(name, n + 1);
+      if (n >= 2) return fromListEntry(c);
+      const res = await orNull(cri.containerStatus({ containerId: c.id }, opts));
+      return res?.status ? toRuntimeContainerStatus(res.status, c.podSandboxId) : null;
+    }),
+  );
+  return {
+    uid: pod.uid,
+    name: pod.name,
+    namespace: pod.namespace,
+    sandboxes: sandboxes.filter((s): s is RuntimeSandboxStatus => s !== null).sort(byCreatedDesc),
+    containers: containers.filter((c): c is RuntimeContainerStatus => c !== null).sort(byCreatedDesc),
+  };
+}
+
+/** Everything the runtime has for one pod UID (one filtered list of each kind, then assembleRuntimePodStatus). */
 export async function getRuntimePodStatus(
   cri: CriClient,
   pod: { uid: string; name: string; namespace: string },
@@ -122,35 +205,36 @@ export async function getRuntimePodStatus(
     cri.listPodSandbox({ filter: { labelSelector: selector } }, opts),
     cri.listContainers({ filter: { labelSelector: selector } }, opts),
   ]);
-  const sandboxes = await Promise.all(
-    sbs.items.map(async (sb) => {
-      try {
-        const { status } = await cri.podSandboxStatus({ podSandboxId: sb.id }, opts);
-        return status ? toRuntimeSandboxStatus(status) : null;
-      } catch (err) {
-        if (err instanceof CriNotFoundError) return null; // removed meanwhile
-        throw err;
-      }
-    }),
-  );
-  const containers = await Promise.all(
-    ctrs.containers.map(async (c) => {
-      try {
-        const { status } = await cri.containerStatus({ containerId: c.id }, opts);
-        return status ? toRuntimeContainerStatus(status, c.podSandboxId) : null;
-      } catch (err) {
-        if (err instanceof CriNotFoundError) return null;
-        throw err;
-      }
-    }),
-  );
-  return {
-    uid: pod.uid,
-    name: pod.name,
-    namespace: pod.namespace,
-    sandboxes: sandboxes.filter((s): s is RuntimeSandboxStatus => s !== null).sort(byCreatedDesc),
-    containers: containers.filter((c): c is RuntimeContainerStatus => c !== null).sort(byCreatedDesc),
+  return assembleRuntimePodStatus(cri, pod, sbs.items, ctrs.containers, opts);
+}
+
+/** Runtime status of many pods from ONE unfiltered list of each kind (status, /pods). */
+export async function getRuntimePodStatuses(
+  cri: CriClient,
+  pods: { uid: string; name: string; namespace: string }[],
+  opts: { signal?: AbortSignal } = {},
+): Promise<Map<string, RuntimePodStatus>> {
+  const [sbs, ctrs] = await Promise.all([cri.listPodSandbox({}, opts), cri.listContainers({}, opts)]);
+  const byUid = <T extends { labels: Record<string, string> }>(items: T[]) => {
+    const m = new Map<string, T[]>();
+    for (const it of items) {
+      const uid = it.labels[POD_UID_LABEL];
+      if (uid === undefined) continue;
+      const list = m.get(uid) ?? [];
+      list.push(it);
+      m.set(uid, list);
+    }
+    return m;
   };
+  const sbByUid = byUid(sbs.items);
+  const cByUid = byUid(ctrs.containers);
+  const out = new Map<string, RuntimePodStatus>();
+  await Promise.all(
+    pods.map(async (p) => {
+      out.set(p.uid, await assembleRuntimePodStatus(cri, p, sbByUid.get(p.uid) ?? [], cByUid.get(p.uid) ?? [], opts));
+    }),
+  );
+  return out;
 }
 
 /** Pods the runtime knows about (from sandbox labels): uid → name/namespace. */

@@ -11,7 +11,7 @@ import type { CriClient } from '../cri/client.js';
 import type { DeepPartial, PodSandboxConfig } from '../cri/gen/api.js';
 import { errorMessage } from '../errors.js';
 import { log } from '../log.js';
-import { computePodActions, isRestartableInit, type PodActions } from './actions.js';
+import { computePodActions, isNoop, isRestartableInit, type PodActions } from './actions.js';
 import { generateContainerConfig, generatePodSandboxConfig, hostResolvConf, type ResolvConf } from './config.js';
 import { ContainerConfigError, type LocalObjects } from './env.js';
 import { ensureImageExists, ImageError } from './image.js';
@@ -330,6 +330,8 @@ export async function syncPod(ctx: SyncContext, pod: V1Pod, opts: { startTime?: 
     }
   }
   const actions = computePodActions(pod, status);
+  // Nothing to change (the common resync of a healthy pod): touch no file.
+  if (isNoop(actions)) return { actions, status, failures, requeueAfterMs: deadlineInMs };
 
   if (actions.killPod) {
     await killPod(ctx, pod, status);
