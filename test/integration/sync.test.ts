@@ -410,9 +410,13 @@ describe('klet sync: manifest directory', () => {
     expect(fs.readFileSync(path.join(hooks, 'prestop'), 'utf8')).toBe('prestop ran\n');
 
     await eventually(() => expectPodGone('term', pod.uid), 5000);
+    // Past the next housekeeping pass too: the pod is removed once, and its worker forgotten.
+    await sleep(2500);
     const events = await eventsWhere(s, (e) => e.uid === pod.uid);
     expect(events.filter((e) => e.kind === 'PodLifecycle').map((e) => e.state)).toEqual(['SyncPod', 'TerminatingPod', 'TerminatedPod', 'Removed']);
     expect(events.filter((e) => e.kind === 'Event' && e.reason === 'Killing').length).toBe(2);
+    const h = await apiHealth(s.socketPath);
+    expect(typeof h.body === 'object' && h.body.checks?.syncloop?.message).toBe('pod workers {"SyncPod":0,"TerminatingPod":0,"TerminatedPod":0}');
     await stopOk(s);
   }, 60_000);
 
@@ -476,6 +480,7 @@ describe('klet sync: manifest directory', () => {
     // Delay from an instance's exit to the creation of the next one.
     const gaps = [1, 2, 3, 4].map((n) => seq[n]!.createdAt - seq[n - 1]!.finishedAt);
     const explainGaps = `gaps ${JSON.stringify(gaps)} ms\n${s.tail()}`;
+    if (process.env.KLET_TEST_VERBOSE) console.info(`crash-loop gaps (ms): ${JSON.stringify(gaps)}`);
     const expected = [0, 1000, 2000, 4000];
     const SLACK = 1500;
     gaps.forEach((g, i) => {
@@ -606,6 +611,9 @@ describe('klet sync: bad input is reported, nothing running is killed, the loop 
     writeAtomic(dir, 'after.yaml', podManifest('after'));
     await eventually(() => runningPod('after'), 10_000);
     expect((await runningPod('keep')).containers).toEqual(keep.containers);
+    // Reported once, not on every re-read (--file-check-frequency 2s).
+    await sleep(2500);
+    expect(s.stderr.slice(mark).split('\n').filter((l) => l.includes('bad.yaml')), s.tail()).toHaveLength(1);
 
     fs.unlinkSync(path.join(dir, 'bad.yaml'));
     await s.waitForStderr(/all manifests read cleanly again/, 10_000, mark);

@@ -283,15 +283,15 @@ export class Kubelet {
       }
       touched.push(key(pod));
     }
-    // Terminated workers: of pods no longer wanted (whose clean-up failed, or
-    // that could not be forgotten while their worker ran), and of pods put
-    // back by their source while they were being killed (the kubelet's
-    // restartRequested: they start over). A pod that finished by itself and
-    // is still wanted keeps its worker and its status.
+    // Terminated workers: of pods no longer wanted (whose clean-up failed),
+    // and of pods put back or changed by their source while they were being
+    // terminated (the kubelet's restartRequested: they start over). A pod
+    // that finished by itself and is still wanted as it was keeps its worker
+    // and its status.
     for (const uid of this.workers.uids()) {
       if (this.workers.state(uid) !== 'TerminatedPod' || this.workers.isBusy(uid)) continue;
       const wanted = this.desired.get(uid);
-      if (wanted !== undefined && this.workers.finished(uid)) continue;
+      if (wanted !== undefined && this.workers.finished(uid) && !this.workers.restartRequested(uid)) continue;
       const pod = this.workers.pod(uid);
       if (!pod) continue;
       try {

@@ -57,6 +57,11 @@ interface Worker {
   lastSyncAt: number;
   /** forget() was called from the worker's own step: forget it once the step is over. */
   forgetWhenDone?: boolean;
+  /**
+   * The pod was added or changed again while it was being terminated (the
+   * kubelet's restartRequested): once terminated, its owner starts it over.
+   */
+  restartRequested?: boolean;
 }
 
 /** A counting semaphore: at most `limit` holders at once, FIFO. */
@@ -114,12 +119,19 @@ export class PodWorkers {
       this.opts.handlers.onState?.(req.pod, 'SyncPod');
     }
     if (w.state === 'TerminatedPod') {
-      // Put back while its clean-up runs: keep the worker, so that the owner
-      // sees a wanted, terminated pod and starts it over.
-      if (req.type === 'create') w.forgetWhenDone = false;
+      // Put back (or changed) while its clean-up runs: keep the worker, so
+      // that the owner sees the request and starts the pod over.
+      if (req.type === 'create' || req.type === 'update') {
+        w.restartRequested = true;
+        if (req.pod.spec) w.pod = req.pod;
+      }
       return;
     }
+    if (req.type === 'create' || req.type === 'update') {
+      if (w.state === 'TerminatingPod') w.restartRequested = true;
+    }
     if (req.type === 'kill') {
+      w.restartRequested = false;
       if (w.state === 'SyncPod') {
         w.state = 'TerminatingPod';
         w.killReason = req.reason;
@@ -155,7 +167,7 @@ export class PodWorkers {
       }
     } finally {
       w.running = false;
-      if (w.forgetWhenDone === true) this.forget(w.uid);
+      if (w.forgetWhenDone === true && w.restartRequested !== true) this.forget(w.uid);
       if (this.idle.size > 0 && this.allIdle()) for (const fn of [...this.idle]) fn();
     }
   }
@@ -232,6 +244,11 @@ export class PodWorkers {
 
   state(uid: string): WorkerState | undefined {
     return this.workers.get(uid)?.state;
+  }
+
+  /** Was the pod added or changed again while it was being terminated? */
+  restartRequested(uid: string): boolean {
+    return this.workers.get(uid)?.restartRequested ?? false;
   }
 
   /** Did the pod finish by itself (terminal phase) rather than being removed? */

@@ -80,8 +80,8 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
     const text = [...config.errors().entries()].flatMap(([source, errs]) => errs.map((e) => `${source}: ${e.toString()}`)).join('\n');
     if (text !== lastSourceErrors) {
       lastSourceErrors = text;
+      // PodConfig logs each problem once already: here they only become events.
       for (const line of text.split('\n').filter(Boolean)) {
-        log.warn(line);
         bus.emit({ kind: 'SourceError', source: line.split(':')[0] ?? '', message: line });
       }
     }
