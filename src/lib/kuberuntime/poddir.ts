@@ -81,6 +81,15 @@ export async function readPodRecord(rootDir: string, uid: string): Promise<PodRe
   }
 }
 
+/** UIDs of the pod dirs under the root dir (one readdir, no file read). */
+export async function listPodRecordUids(rootDir: string): Promise<Set<string>> {
+  try {
+    return new Set(await fsp.readdir(podsDir(rootDir)));
+  } catch {
+    return new Set();
+  }
+}
+
 /** Every pod klet has a record of under the root dir. */
 export async function listPodRecords(rootDir: string): Promise<PodRecord[]> {
   let uids: string[];

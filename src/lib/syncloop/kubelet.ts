@@ -17,6 +17,7 @@ import type { SyncLoopTrigger } from '../events/types.js';
 import { restartPolicy } from '../kuberuntime/actions.js';
 import type { LocalObjects } from '../kuberuntime/env.js';
 import {
+  listPodRecordUids,
   listPodRecords,
   podLogDir,
   readPodRecord,
@@ -270,11 +271,13 @@ export class Kubelet {
     this.opts.metrics?.setRunningContainers(counts);
     if (!this.opts.config.sourcesReady()) return touched;
 
-    const records = new Map((await listPodRecords(this.opts.rootDir)).map((r) => [r.pod.metadata?.uid ?? '', r]));
+    // Only the pod dir names are read every pass; a record itself only for a pod being removed.
+    const recordUids = await listPodRecordUids(this.opts.rootDir);
     for (const [uid, rec] of running) {
       if (this.desired.has(uid) || this.workers.state(uid) !== undefined) continue;
       const active = rec.sandboxes.some((s) => s.state === 'ready') || rec.containers.some((c) => c.state === 'running');
-      const pod: V1Pod = records.get(uid)?.pod ?? { metadata: { uid, name: rec.name, namespace: rec.namespace } };
+      const recorded = recordUids.has(uid) ? await readPodRecord(this.opts.rootDir, uid) : null;
+      const pod: V1Pod = recorded?.pod ?? { metadata: { uid, name: rec.name, namespace: rec.namespace } };
       if (active) {
         // Killed through a worker: graceful, with the recorded spec's grace period when known.
         this.workers.updatePod({ pod, type: 'kill', reason: 'no pod source wants it' });
@@ -308,10 +311,11 @@ export class Kubelet {
       }
     }
     // Records of pods nobody wants and the runtime does not have.
-    for (const [uid, rec] of records) {
+    for (const uid of recordUids) {
       if (this.desired.has(uid) || running.has(uid) || this.workers.state(uid) !== undefined) continue;
+      const rec = await readPodRecord(this.opts.rootDir, uid);
       await removePodDir(this.opts.rootDir, uid).catch((err) => log.warn(`removing pod dir ${uid}: ${errorMessage(err)}`));
-      await fsp.rm(podLogDir(rec.pod, this.opts.logRoot), { recursive: true, force: true }).catch(() => undefined);
+      if (rec) await fsp.rm(podLogDir(rec.pod, this.opts.logRoot), { recursive: true, force: true }).catch(() => undefined);
     }
     return touched;
   }
@@ -366,7 +370,10 @@ export class Kubelet {
           continue;
         }
         const now = Date.now();
-        if (now >= nextSync) {
+        // Pods whose retry (back-off expiry) is due are synced at once, not at the next tick.
+        let earliestDue = Infinity;
+        for (const at of this.due.values()) if (at < earliestDue) earliestDue = at;
+        if (now >= nextSync || now >= earliestDue) {
           const t0 = performance.now();
           nextSync = now + syncTick;
           const pods = this.handleSyncTick();
@@ -387,7 +394,7 @@ export class Kubelet {
         const wait = new AbortController();
         const stop = () => wait.abort();
         this.abort.signal.addEventListener('abort', stop, { once: true });
-        const until = Math.max(0, Math.min(nextSync, this.lastHousekeeping + hkTick) - Date.now());
+        const until = Math.max(0, Math.min(nextSync, earliestDue, this.lastHousekeeping + hkTick) - Date.now());
         await Promise.race([
           config.updates.ready(wait.signal),
           pleg.events.ready(wait.signal),
