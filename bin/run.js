@@ -80,5 +80,16 @@ function moveLeadingGlobalFlags(args) {
   return dashdash === -1 ? [...rest, ...lead] : [...rest.slice(0, dashdash), ...lead, ...rest.slice(dashdash)];
 }
 
+// `klet sync` is long-running: glibc gives every thread that allocates its own
+// malloc arena (libuv's fs workers, V8's GC helpers), which holds tens of MB
+// of resident memory an agent does not need. Re-exec once, in place (same
+// pid: process.execve, no extra process), with two arenas.
+if (moveLeadingGlobalFlags(argv)[0] === 'sync' && process.env.MALLOC_ARENA_MAX === undefined && typeof process.execve === 'function') {
+  process.execve(process.execPath, [process.execPath, ...process.execArgv, ...process.argv.slice(1)], {
+    ...process.env,
+    MALLOC_ARENA_MAX: '2',
+  });
+}
+
 const { execute } = await import('@oclif/core/execute');
 await execute({ dir: import.meta.url, args: moveLeadingGlobalFlags(argv) });

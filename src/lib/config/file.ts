@@ -77,6 +77,8 @@ export class FileSource implements PodSource {
   private readonly useWatch: boolean;
   /** What each file (absolute path) contributed at the last read. */
   private units = new Map<string, ManifestUnit>();
+  /** What the path looked like at the last successful read, and that read's result. */
+  private last: { fingerprint: string; result: SourceRead } | null = null;
 
   constructor(opts: FileSourceOptions) {
     this.name = opts.name ?? 'file';
@@ -136,6 +138,32 @@ export class FileSource implements PodSource {
     } catch (err) {
       return { failed: [new ManifestError({ file: this.path, message: reason(err) })] };
     }
+    // The periodic re-read (and every fs event) costs a readdir and a stat per
+    // file while nothing changed; files are parsed again only when some name,
+    // inode, size, mtime or ctime differs.
+    const fingerprint = await this.fingerprint(isDir);
+    if (fingerprint !== null && this.last?.fingerprint === fingerprint) return this.last.result;
+    const result = await this.parse(isDir);
+    this.last = fingerprint !== null && 'snapshot' in result ? { fingerprint, result } : null;
+    return result;
+  }
+
+  private async fingerprint(isDir: boolean): Promise<string | null> {
+    try {
+      const names = isDir ? (await fs.readdir(this.path)).filter((n) => !n.startsWith('.')).sort() : [''];
+      const parts = await Promise.all(
+        names.map(async (n) => {
+          const st = await fs.stat(n === '' ? this.path : path.join(this.path, n), { bigint: true });
+          return `${n}\0${st.ino}\0${st.size}\0${st.mtimeNs}\0${st.ctimeNs}`;
+        }),
+      );
+      return parts.join('\n');
+    } catch {
+      return null; // something changed under us: read for real
+    }
+  }
+
+  private async parse(isDir: boolean): Promise<SourceRead> {
     const parsed = isDir ? await readManifestDir(this.path) : await readManifestFile(this.path);
     // An error about the directory itself, not one of its files: listing it failed.
     const whole = isDir ? parsed.errors.filter((e) => path.resolve(e.file) === this.path) : [];

@@ -172,7 +172,9 @@ export class KletMetrics {
     // Zero series from the start, so a scrape shows the gauge before the first relist.
     this.setRunningContainers({});
     this.runningPods.set(0);
-    if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+    // The event-loop lag monitor samples at 1 s, not prom-client's 10 ms: a
+    // node agent must not wake 100 times a second to measure itself.
+    if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 1000 });
   }
 
   /** The Content-Type of `text()`. */
