@@ -88,6 +88,8 @@ function toPodEvent(e: SyncEvent): { type: 'Normal' | 'Warning'; reason: string;
 export class Kubelet {
   private readonly desired = new Map<string, DesiredPod>();
   private readonly due = new Map<string, number>();
+  /** When klet removed a pod (its last remains), so a PLEG snapshot taken before that is not read as an orphan. */
+  private readonly removedAt = new Map<string, number>();
   private readonly workers: PodWorkers;
   private readonly abort = new AbortController();
   private readonly started = Date.now();
@@ -179,6 +181,7 @@ export class Kubelet {
     }
     await removePodDir(this.opts.rootDir, uid);
     await fsp.rm(podLogDir(pod, this.opts.logRoot), { recursive: true, force: true });
+    this.removedAt.set(uid, Date.now());
     this.opts.bus.emit({ kind: 'PodLifecycle', pod: key(pod), uid, state: 'Removed' });
   }
 
@@ -273,8 +276,12 @@ export class Kubelet {
 
     // Only the pod dir names are read every pass; a record itself only for a pod being removed.
     const recordUids = await listPodRecordUids(this.opts.rootDir);
+    const relistAt = this.opts.pleg.lastRelist.at;
+    for (const [uid, at] of this.removedAt) if (at < relistAt - 60_000) this.removedAt.delete(uid);
     for (const [uid, rec] of running) {
       if (this.desired.has(uid) || this.workers.state(uid) !== undefined) continue;
+      // Removed by klet after the PLEG's last relist started: that snapshot is stale for it.
+      if ((this.removedAt.get(uid) ?? -Infinity) >= relistAt) continue;
       const active = rec.sandboxes.some((s) => s.state === 'ready') || rec.containers.some((c) => c.state === 'running');
       const recorded = recordUids.has(uid) ? await readPodRecord(this.opts.rootDir, uid) : null;
       const pod: V1Pod = recorded?.pod ?? { metadata: { uid, name: rec.name, namespace: rec.namespace } };
