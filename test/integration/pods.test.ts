@@ -397,6 +397,39 @@ spec:
     expectOk(await klet(['delete', `fail-${NODE}`]));
     await expectPodGone(ids(pod));
   });
+  it('hostNetwork: the sandbox starts with an empty hostname (the node\'s UTS namespace) and serves on the node\'s loopback', async () => {
+    const port = 23000 + Math.floor(Math.random() * 2000);
+    const file = manifest(
+      'hostnet.yaml',
+      `apiVersion: v1
+kind: Pod
+metadata:
+  name: hostnet
+  namespace: kube-system
+spec:
+  hostNetwork: true
+  terminationGracePeriodSeconds: 1
+  priorityClassName: system-node-critical
+  securityContext:
+    seccompProfile: { type: RuntimeDefault }
+  containers:
+    - name: web
+      image: ${rt.images.busybox}
+      command: ["sh", "-c", "mkdir -p /www && echo hello-from-host-network > /www/index.html && exec httpd -f -p 127.0.0.1:${port} -h /www"]
+`,
+    );
+    const pod = await runPod(file);
+    expect(pod.status?.phase).toBe('Running');
+    const [sb] = await sandboxesOf(ids(pod).uid);
+    expect((await sandboxConfigSeenByRuntime(sb!.id)).hostname ?? '').toBe('');
+    const [c] = await containersOf(ids(pod).uid);
+    const hn = await cri.execSync({ containerId: c!.id, cmd: ['hostname'], timeout: 10n });
+    expect(Buffer.from(hn.stdout).toString().trim()).toBe(os.hostname());
+    const body = await eventually(async () => (await fetch(`http://127.0.0.1:${port}/`)).text());
+    expect(body).toBe('hello-from-host-network\n');
+    expectOk(await klet(['delete', `kube-system/hostnet-${NODE}`]));
+    await expectPodGone(ids(pod));
+  });
 });
 
 describe('runonce', () => {

@@ -4,7 +4,6 @@
  * (kuberuntime_sandbox.go, kuberuntime_container.go).
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import type { V1Container, V1Pod, V1SeccompProfile } from '@kubernetes/client-node';
 import {
   MountPropagation,
@@ -120,8 +119,13 @@ function allContainers(pod: V1Pod): V1Container[] {
   return [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];
 }
 
+/**
+ * The sandbox's hostname. Empty for a host-network pod, as the kubelet leaves
+ * it (kuberuntime_sandbox.go): it shares the node's UTS namespace, and runc
+ * refuses to set a hostname without a private one.
+ */
 export function podHostname(pod: V1Pod, nodeName: string): string {
-  if (pod.spec?.hostNetwork) return os.hostname();
+  if (pod.spec?.hostNetwork) return '';
   const name = pod.spec?.hostname || pod.metadata?.name || nodeName;
   // A hostname is at most 63 characters; the kubelet truncates and trims trailing '-' and '.'.
   return name.slice(0, 63).replace(/[-.]+$/, '');
