@@ -17,6 +17,7 @@ import type { V1Pod, V1PodList } from '@kubernetes/client-node';
 import { ObjectSerializer } from '@kubernetes/client-node/dist/gen/models/ObjectSerializer.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CriClient, PodSandboxState } from '../../src/lib/cri/index.js';
+import { KLET_INSTANCE_LABEL, kletInstance } from '../../src/lib/kuberuntime/labels.js';
 import { PROJECT_ROOT, explain, nonEmptyLines, runKlet, type CliResult } from '../helpers/cli.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
@@ -261,6 +262,8 @@ spec:
       'io.kubernetes.pod.name': name,
       'io.kubernetes.pod.namespace': 'pt',
       'io.kubernetes.pod.uid': uid,
+      // klet's owner label: this root dir and node name.
+      [KLET_INSTANCE_LABEL]: kletInstance(rt.rootDir, NODE),
     });
     // The same sandbox is found by the pod's own labels and by name.
     expect((await cri.listPodSandbox({ filter: { labelSelector: { app: 'full', tier: 'test' } } })).items.map((s) => s.id)).toEqual([sb.id]);
@@ -287,6 +290,7 @@ spec:
         'io.kubernetes.pod.name': name,
         'io.kubernetes.pod.namespace': 'pt',
         'io.kubernetes.pod.uid': uid,
+        [KLET_INSTANCE_LABEL]: kletInstance(rt.rootDir, NODE),
       });
       expect(c.annotations['io.kubernetes.container.hash'], cname).toMatch(/^[0-9a-f]+$/);
       expect(c.annotations['io.kubernetes.container.restartCount']).toBe('0');

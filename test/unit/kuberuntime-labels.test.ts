@@ -13,8 +13,11 @@ import {
   POD_NAMESPACE_LABEL,
   POD_TERMINATION_GRACE_PERIOD_ANNOTATION,
   POD_UID_LABEL,
+  KLET_INSTANCE_LABEL,
   containerAnnotations,
   containerLabels,
+  instanceSelector,
+  kletInstance,
   podSandboxAnnotations,
   podSandboxLabels,
   readContainerLabels,
@@ -161,5 +164,22 @@ describe('container labels and annotations', () => {
       terminationMessagePolicy: '',
       podTerminationGracePeriod: null,
     });
+  });
+});
+
+describe('klet instance label', () => {
+  it('names the root dir and node name: stable, and different for either', () => {
+    const a = kletInstance('/var/lib/klet', 'node-1');
+    expect(a).toMatch(/^[0-9a-f]{20}$/);
+    expect(kletInstance('/var/lib/klet/', 'node-1')).toBe(a);
+    expect(kletInstance('/var/lib/klet2', 'node-1')).not.toBe(a);
+    expect(kletInstance('/var/lib/klet', 'node-2')).not.toBe(a);
+    expect(instanceSelector({ rootDir: '/var/lib/klet', nodeName: 'node-1' })).toEqual({ [KLET_INSTANCE_LABEL]: a });
+  });
+
+  it('is on sandboxes and containers when given, over a pod label of the same key', () => {
+    const spoof: V1Pod = { ...pod, metadata: { ...pod.metadata, labels: { [KLET_INSTANCE_LABEL]: 'someone-else' } } };
+    expect(podSandboxLabels(spoof, 'abc')[KLET_INSTANCE_LABEL]).toBe('abc');
+    expect(containerLabels(pod, { name: 'c' }, 'abc')[KLET_INSTANCE_LABEL]).toBe('abc');
   });
 });

@@ -145,6 +145,14 @@ describe('GenericPLEG.relist', () => {
     expect(rt.podSandboxStatus).not.toHaveBeenCalled();
   });
 
+  it('with a label selector (klet\'s owner label), both lists are filtered by it', async () => {
+    const rt = new FakeRuntime();
+    const pleg = newPleg({ cri: rt, labelSelector: { 'io.klet.instance': 'abc' } });
+    await pleg.relist();
+    expect(rt.listPodSandbox.mock.calls[0]?.[0]).toEqual({ filter: { labelSelector: { 'io.klet.instance': 'abc' } } });
+    expect(rt.listContainers.mock.calls[0]?.[0]).toEqual({ filter: { labelSelector: { 'io.klet.instance': 'abc' } } });
+  });
+
   it('follows a pod through its life, one relist at a time', async () => {
     const rt = new FakeRuntime();
     const clock = manualClock();

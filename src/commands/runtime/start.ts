@@ -3,7 +3,7 @@ import { BaseCommand, outputFlags } from '../../base-command.js';
 
 export default class RuntimeStart extends BaseCommand<typeof RuntimeStart> {
   static override summary = 'Start the klet-managed containerd on the runtime endpoint.';
-  static override description = `Starts containerd (from PATH) detached, with its own root, state and socket under <root-dir>/containerd, a CNI bridge network (bridge + host-local + portmap from containernetworking-plugins), restrict_oom_score_adj = true, and a sandbox image klet builds locally. The sandbox image and a busybox image are built and imported, so pods run without any registry. Reuses a managed runtime that is already running.`;
+  static override description = `Starts containerd (from PATH) detached, with its own root, state and socket under <root-dir>/containerd, a CNI bridge network (bridge + host-local + portmap from containernetworking-plugins), restrict_oom_score_adj = true, and a sandbox image klet builds locally. The sandbox image and a busybox image are built and imported, so pods run without any registry. Reuses a managed runtime that is already running. Starts on one endpoint are serialised by a lock, so two never both start a containerd; an endpoint already served by another root dir's klet-managed containerd is an error naming that root dir and a private socket to use instead.`;
   static override examples = [
     '<%= config.bin %> <%= command.id %>',
     '<%= config.bin %> <%= command.id %> --container-runtime-endpoint unix:///run/klet/containerd.sock --root-dir /tmp/klet',

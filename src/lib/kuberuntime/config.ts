@@ -133,7 +133,7 @@ export function podHostname(pod: V1Pod, nodeName: string): string {
 
 export function generatePodSandboxConfig(
   pod: V1Pod,
-  opts: { attempt: number; nodeName: string; logDirectory: string; resolvConf: ResolvConf },
+  opts: { attempt: number; nodeName: string; logDirectory: string; resolvConf: ResolvConf; instance?: string },
 ): DeepPartial<PodSandboxConfig> {
   const md = pod.metadata ?? {};
   const psc = pod.spec?.securityContext;
@@ -151,7 +151,7 @@ export function generatePodSandboxConfig(
     logDirectory: opts.logDirectory,
     dnsConfig: dns,
     portMappings,
-    labels: podSandboxLabels(pod),
+    labels: podSandboxLabels(pod, opts.instance),
     annotations: podSandboxAnnotations(pod),
     linux: {
       cgroupParent: '',
@@ -181,6 +181,8 @@ export interface ContainerConfigContext {
   /** Host path of this instance's termination-message file, or null. */
   terminationMessagePath: string | null;
   memoryCapacity: number;
+  /** klet's owner label value (KLET_INSTANCE_LABEL). */
+  instance?: string;
 }
 
 function propagation(p: string | undefined): MountPropagation {
@@ -254,7 +256,7 @@ export function generateContainerConfig(pod: V1Pod, c: V1Container, ctx: Contain
     workingDir: c.workingDir ?? '',
     envs,
     mounts: makeMounts(c, ctx),
-    labels: containerLabels(pod, c),
+    labels: containerLabels(pod, c, ctx.instance),
     annotations: containerAnnotations(pod, c, { hash: containerHash(c), restartCount: ctx.restartCount, type: ctx.type }),
     logPath: `${c.name}/${ctx.restartCount}.log`,
     stdin: c.stdin === true,

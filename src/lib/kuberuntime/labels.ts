@@ -3,6 +3,8 @@
  * crictl, the kubelet and people read these to map CRI objects back to pods;
  * klet writes and reads exactly the same keys.
  */
+import { createHash } from 'node:crypto';
+import path from 'node:path';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 
 export const POD_NAME_LABEL = 'io.kubernetes.pod.name';
@@ -23,13 +25,32 @@ export const CONTAINER_TYPE_ANNOTATION = 'io.kubernetes.container.type';
 
 export type ContainerType = 'init' | 'regular';
 
-/** Sandbox labels: the pod's labels plus name, namespace and UID. */
-export function podSandboxLabels(pod: V1Pod): Record<string, string> {
+/**
+ * klet's own label on every sandbox and container it creates: which klet
+ * instance (root dir + node name) owns it. Every list klet acts on is
+ * filtered by it, so klet never stops, removes, adopts or garbage-collects
+ * what another klet root dir or the real kubelet runs on the same runtime.
+ */
+export const KLET_INSTANCE_LABEL = 'io.klet.instance';
+
+/** The value of KLET_INSTANCE_LABEL for a root dir and node name: a short hash (a valid label value). */
+export function kletInstance(rootDir: string, nodeName: string): string {
+  return createHash('sha256').update(`${path.resolve(rootDir)}\n${nodeName}`).digest('hex').slice(0, 20);
+}
+
+/** The CRI label selector matching exactly what this klet instance created. */
+export function instanceSelector(owner: { rootDir: string; nodeName: string }): Record<string, string> {
+  return { [KLET_INSTANCE_LABEL]: kletInstance(owner.rootDir, owner.nodeName) };
+}
+
+/** Sandbox labels: the pod's labels plus name, namespace and UID (and klet's owner label, when given). */
+export function podSandboxLabels(pod: V1Pod, instance?: string): Record<string, string> {
   return {
     ...(pod.metadata?.labels ?? {}),
     [POD_NAME_LABEL]: pod.metadata?.name ?? '',
     [POD_NAMESPACE_LABEL]: pod.metadata?.namespace ?? 'default',
     [POD_UID_LABEL]: pod.metadata?.uid ?? '',
+    ...(instance !== undefined ? { [KLET_INSTANCE_LABEL]: instance } : {}),
   };
 }
 
@@ -38,12 +59,13 @@ export function podSandboxAnnotations(pod: V1Pod): Record<string, string> {
   return { ...(pod.metadata?.annotations ?? {}) };
 }
 
-export function containerLabels(pod: V1Pod, container: V1Container): Record<string, string> {
+export function containerLabels(pod: V1Pod, container: V1Container, instance?: string): Record<string, string> {
   return {
     [POD_NAME_LABEL]: pod.metadata?.name ?? '',
     [POD_NAMESPACE_LABEL]: pod.metadata?.namespace ?? 'default',
     [POD_UID_LABEL]: pod.metadata?.uid ?? '',
     [CONTAINER_NAME_LABEL]: container.name,
+    ...(instance !== undefined ? { [KLET_INSTANCE_LABEL]: instance } : {}),
   };
 }
 

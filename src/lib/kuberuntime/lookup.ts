@@ -1,9 +1,10 @@
 /**
  * Finding the pods a user names on the command line: klet's records under
- * the root dir, plus pods only the runtime knows (from CRI labels).
+ * the root dir, plus this klet's pods only the runtime knows (from CRI labels).
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import { resolvePodRef } from '../pod/ref.js';
+import { instanceSelector } from './labels.js';
 import { listPodRecords } from './poddir.js';
 import { listRuntimePods } from './runtime-status.js';
 import type { SyncContext } from './sync-pod.js';
@@ -23,7 +24,7 @@ export async function knownPods(ctx: SyncContext): Promise<KnownPod[]> {
     const md = r.pod.metadata ?? {};
     out.set(md.uid ?? '', { namespace: md.namespace ?? 'default', name: md.name ?? '', uid: md.uid ?? '', spec: r.pod });
   }
-  for (const p of await listRuntimePods(ctx.cri, { signal: ctx.signal })) {
+  for (const p of await listRuntimePods(ctx.cri, { signal: ctx.signal, owner: instanceSelector(ctx) })) {
     if (!out.has(p.uid)) out.set(p.uid, { namespace: p.namespace, name: p.name, uid: p.uid });
   }
   return [...out.values()];

@@ -21,6 +21,7 @@ import {
 } from './poddir.js';
 import { getRuntimePodStatus, getRuntimePodStatuses, listRuntimePods, type RuntimePodStatus } from './runtime-status.js';
 import { killPod, syncPod, type SyncContext } from './sync-pod.js';
+import { KLET_INSTANCE_LABEL, POD_UID_LABEL, instanceSelector, kletInstance } from './labels.js';
 
 export type WaitGoal = 'running' | 'ready' | 'completed' | 'none';
 
@@ -50,7 +51,11 @@ export async function podWithStatus(ctx: SyncContext, rec: PodRecord, runtime?: 
   const md = rec.pod.metadata ?? {};
   const rt =
     runtime ??
-    (await getRuntimePodStatus(ctx.cri, { uid: md.uid ?? '', name: md.name ?? '', namespace: md.namespace ?? 'default' }, { signal: ctx.signal }));
+    (await getRuntimePodStatus(
+      ctx.cri,
+      { uid: md.uid ?? '', name: md.name ?? '', namespace: md.namespace ?? 'default' },
+      { signal: ctx.signal, owner: instanceSelector(ctx) },
+    ));
   const status = generatePodStatus({
     pod: rec.pod,
     runtime: rt,
@@ -179,14 +184,14 @@ export async function listPodsWithStatus(ctx: SyncContext): Promise<V1Pod[]> {
   const runtime = await getRuntimePodStatuses(
     ctx.cri,
     recs.map((r) => ({ uid: r.pod.metadata?.uid ?? '', name: r.pod.metadata?.name ?? '', namespace: r.pod.metadata?.namespace ?? 'default' })),
-    { signal: ctx.signal },
+    { signal: ctx.signal, owner: instanceSelector(ctx) },
   );
   const pods = await Promise.all(recs.map((r) => podWithStatus(ctx, r, runtime.get(r.pod.metadata?.uid ?? ''))));
   const known = new Set(recs.map((r) => r.pod.metadata?.uid));
-  for (const rp of await listRuntimePods(ctx.cri, { signal: ctx.signal })) {
+  for (const rp of await listRuntimePods(ctx.cri, { signal: ctx.signal, owner: instanceSelector(ctx) })) {
     if (known.has(rp.uid)) continue;
-    // A pod CRI runs with kubelet labels but klet has no record of (another
-    // kubelet's, or a record lost): show it without a spec.
+    // A pod this klet created but has no record of (the record was lost):
+    // show it without a spec. Other klets' and the kubelet's pods are not listed.
     pods.push({
       apiVersion: 'v1',
       kind: 'Pod',
@@ -210,7 +215,7 @@ export async function deletePod(
   opts: { gracePeriodSeconds?: number } = {},
 ): Promise<void> {
   const podObj: V1Pod = pod.spec ?? { metadata: { uid: pod.uid, name: pod.name, namespace: pod.namespace } };
-  const status = await getRuntimePodStatus(ctx.cri, pod, { signal: ctx.signal });
+  const status = await getRuntimePodStatus(ctx.cri, pod, { signal: ctx.signal, owner: instanceSelector(ctx) });
   const grace = opts.gracePeriodSeconds ?? podObj.spec?.terminationGracePeriodSeconds ?? 30;
   await killPod(ctx, podObj, status, { gracePeriodSeconds: grace });
   for (const c of status.containers) await ctx.cri.removeContainer({ containerId: c.id }, { signal: ctx.signal });
@@ -219,7 +224,24 @@ export async function deletePod(
     await ctx.cri.removePodSandbox({ podSandboxId: sb.id }, { signal: ctx.signal });
   }
   await removePodDir(ctx.rootDir, pod.uid);
-  const logDir = podLogDir({ metadata: { uid: pod.uid, name: pod.name, namespace: pod.namespace } }, ctx.logRoot);
+  await removePodLogDir(ctx, { metadata: { uid: pod.uid, name: pod.name, namespace: pod.namespace } });
+}
+
+/**
+ * Remove a pod's log dir, unless a sandbox of that pod UID that is not this
+ * klet's still runs: the pod log root is shared by every klet root dir and
+ * the kubelet, and a static pod of the same manifest and node name has the
+ * same UID (so the same log dir) in each. Another owner's logs are never deleted.
+ */
+export async function removePodLogDir(
+  ctx: { cri: CriClient; rootDir: string; nodeName: string; logRoot?: string; signal?: AbortSignal },
+  pod: V1Pod,
+): Promise<void> {
+  const uid = pod.metadata?.uid ?? '';
+  const logDir = podLogDir(pod, ctx.logRoot);
+  const mine = kletInstance(ctx.rootDir, ctx.nodeName);
+  const { items } = await ctx.cri.listPodSandbox({ filter: { labelSelector: { [POD_UID_LABEL]: uid } } }, { signal: ctx.signal });
+  if (items.some((sb) => sb.labels[KLET_INSTANCE_LABEL] !== mine)) return;
   await fsp.rm(logDir, { recursive: true, force: true }).catch((err) => {
     throw new Error(`cannot remove ${logDir}: ${errorMessage(err)}`);
   });

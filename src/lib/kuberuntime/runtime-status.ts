@@ -194,27 +194,40 @@ export async function assembleRuntimePodStatus(
   };
 }
 
+/**
+ * Which runtime objects are this klet's: a CRI label selector (instanceSelector
+ * in labels.ts) ANDed into every list, so nothing of another klet root dir
+ * or of the kubelet is ever seen, let alone stopped or removed.
+ */
+export interface OwnerFilter {
+  signal?: AbortSignal;
+  owner: Record<string, string>;
+}
+
 /** Everything the runtime has for one pod UID (one filtered list of each kind, then assembleRuntimePodStatus). */
 export async function getRuntimePodStatus(
   cri: CriClient,
   pod: { uid: string; name: string; namespace: string },
-  opts: { signal?: AbortSignal } = {},
+  opts: OwnerFilter,
 ): Promise<RuntimePodStatus> {
-  const selector = { [POD_UID_LABEL]: pod.uid };
+  const selector = { ...opts.owner, [POD_UID_LABEL]: pod.uid };
+  const call = { signal: opts.signal };
   const [sbs, ctrs] = await Promise.all([
-    cri.listPodSandbox({ filter: { labelSelector: selector } }, opts),
-    cri.listContainers({ filter: { labelSelector: selector } }, opts),
+    cri.listPodSandbox({ filter: { labelSelector: selector } }, call),
+    cri.listContainers({ filter: { labelSelector: selector } }, call),
   ]);
-  return assembleRuntimePodStatus(cri, pod, sbs.items, ctrs.containers, opts);
+  return assembleRuntimePodStatus(cri, pod, sbs.items, ctrs.containers, call);
 }
 
-/** Runtime status of many pods from ONE unfiltered list of each kind (status, /pods). */
+/** Runtime status of many pods from ONE list of each kind (status, /pods). */
 export async function getRuntimePodStatuses(
   cri: CriClient,
   pods: { uid: string; name: string; namespace: string }[],
-  opts: { signal?: AbortSignal } = {},
+  opts: OwnerFilter,
 ): Promise<Map<string, RuntimePodStatus>> {
-  const [sbs, ctrs] = await Promise.all([cri.listPodSandbox({}, opts), cri.listContainers({}, opts)]);
+  const filter = { labelSelector: opts.owner };
+  const call = { signal: opts.signal };
+  const [sbs, ctrs] = await Promise.all([cri.listPodSandbox({ filter }, call), cri.listContainers({ filter }, call)]);
   const byUid = <T extends { labels: Record<string, string> }>(items: T[]) => {
     const m = new Map<string, T[]>();
     for (const it of items) {
@@ -231,18 +244,18 @@ export async function getRuntimePodStatuses(
   const out = new Map<string, RuntimePodStatus>();
   await Promise.all(
     pods.map(async (p) => {
-      out.set(p.uid, await assembleRuntimePodStatus(cri, p, sbByUid.get(p.uid) ?? [], cByUid.get(p.uid) ?? [], opts));
+      out.set(p.uid, await assembleRuntimePodStatus(cri, p, sbByUid.get(p.uid) ?? [], cByUid.get(p.uid) ?? [], call));
     }),
   );
   return out;
 }
 
-/** Pods the runtime knows about (from sandbox labels): uid → name/namespace. */
+/** This klet's pods the runtime runs (from sandbox labels): uid → name/namespace. */
 export async function listRuntimePods(
   cri: CriClient,
-  opts: { signal?: AbortSignal } = {},
+  opts: OwnerFilter,
 ): Promise<{ uid: string; name: string; namespace: string }[]> {
-  const { items } = await cri.listPodSandbox({}, opts);
+  const { items } = await cri.listPodSandbox({ filter: { labelSelector: opts.owner } }, { signal: opts.signal });
   const seen = new Map<string, { uid: string; name: string; namespace: string }>();
   for (const sb of items) {
     const uid = sb.labels[POD_UID_LABEL] ?? sb.metadata?.uid;

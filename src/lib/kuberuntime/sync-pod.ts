@@ -29,6 +29,7 @@ import { findContainerStatus, getRuntimePodStatus, type RuntimePodStatus } from 
 import { hostIPs } from '../node/addresses.js';
 import { formatDuration } from '../util/duration.js';
 import { runHandler } from './hooks.js';
+import { instanceSelector, kletInstance } from './labels.js';
 
 /** Crash-loop back-off: the kubelet's defaults. */
 export const DEFAULT_BACKOFF = { initialMs: 10_000, maxMs: 300_000, resetAfterMs: 600_000 };
@@ -264,6 +265,7 @@ async function startContainer(
       etcHostsPath: sc.etcHosts,
       terminationMessagePath: tmFile,
       memoryCapacity: os.totalmem(),
+      instance: kletInstance(ctx.rootDir, ctx.nodeName),
     });
     const created = await ctx.cri.createContainer(
       { podSandboxId: sc.sandboxId, config, sandboxConfig: sc.sandboxConfig },
@@ -310,7 +312,11 @@ async function startContainer(
 export async function syncPod(ctx: SyncContext, pod: V1Pod, opts: { startTime?: number } = {}): Promise<SyncPodResult> {
   const md = pod.metadata ?? {};
   const uid = md.uid ?? '';
-  const status = await getRuntimePodStatus(ctx.cri, { uid, name: md.name ?? '', namespace: md.namespace ?? 'default' }, { signal: ctx.signal });
+  const status = await getRuntimePodStatus(
+    ctx.cri,
+    { uid, name: md.name ?? '', namespace: md.namespace ?? 'default' },
+    { signal: ctx.signal, owner: instanceSelector(ctx) },
+  );
   const failures: SyncPodResult['failures'] = [];
   const state = await readSyncState(ctx.rootDir, uid);
 
@@ -349,6 +355,7 @@ export async function syncPod(ctx: SyncContext, pod: V1Pod, opts: { startTime?: 
     nodeName: ctx.nodeName,
     logDirectory,
     resolvConf: resolvConf(ctx),
+    instance: kletInstance(ctx.rootDir, ctx.nodeName),
   });
   if (actions.createSandbox) {
     await fsp.mkdir(logDirectory, { recursive: true, mode: 0o755 });

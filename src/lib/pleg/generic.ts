@@ -73,6 +73,11 @@ export interface GenericPLEGOptions {
   channelCapacity?: number;
   /** Deliver ContainerChanged on `events` too (the kubelet does not). Default false. */
   emitContainerChanged?: boolean;
+  /**
+   * Only sandboxes and containers carrying these labels are relisted (klet's
+   * owner label): what another klet or the kubelet runs is never seen.
+   */
+  labelSelector?: Record<string, string>;
 }
 
 const EMPTY_RECORDS: ReadonlyMap<string, PodRecordSnapshot> = new Map();
@@ -87,6 +92,8 @@ export class GenericPLEG {
   private readonly cri: PlegRuntime;
   private readonly now: () => number;
   private readonly emitContainerChanged: boolean;
+  /** The list request: unfiltered, or filtered by the owner's labels. */
+  private readonly listRequest: { filter?: { labelSelector: Record<string, string> } };
   /** The last successful relist's records; replaced, never mutated, so callers may keep it. */
   private records: ReadonlyMap<string, PodRecordSnapshot> = EMPTY_RECORDS;
   private last: LastRelist = { at: 0, durationMs: 0, error: null };
@@ -106,6 +113,8 @@ export class GenericPLEG {
     this.channelCapacity = opts.channelCapacity ?? DEFAULT_CHANNEL_CAPACITY;
     this.now = opts.now ?? Date.now;
     this.emitContainerChanged = opts.emitContainerChanged ?? false;
+    const sel = opts.labelSelector ?? {};
+    this.listRequest = Object.keys(sel).length > 0 ? { filter: { labelSelector: { ...sel } } } : {};
   }
 
   /** Starts relisting: one relist now, then one every period after the previous ends. No-op when running. */
@@ -223,8 +232,8 @@ export class GenericPLEG {
     try {
       const opts = { signal: calls.signal };
       const [sandboxes, containers] = await Promise.all([
-        this.cri.listPodSandbox({}, opts).catch(fail),
-        this.cri.listContainers({}, opts).catch(fail),
+        this.cri.listPodSandbox(this.listRequest, opts).catch(fail),
+        this.cri.listContainers(this.listRequest, opts).catch(fail),
       ]);
       next = buildPodRecords(sandboxes.items, containers.containers);
     } catch (err) {

@@ -159,9 +159,24 @@ export interface StartResult {
  */
 export async function startManagedRuntime(
   target: RuntimeTarget,
-  opts: { timeoutMs?: number; containerdPath?: string } = {},
+  opts: { timeoutMs?: number; containerdPath?: string; signal?: AbortSignal } = {},
 ): Promise<StartResult> {
   const layout = layoutFor(target);
+  // One start per socket at a time, whatever the root dir: two starts racing
+  // on one endpoint would both spawn a containerd on it.
+  const release = await lockEndpoint(layout.socketPath, { timeoutMs: opts.timeoutMs ?? 60_000, signal: opts.signal });
+  try {
+    return await startLocked(target, layout, opts);
+  } finally {
+    await release();
+  }
+}
+
+async function startLocked(
+  target: RuntimeTarget,
+  layout: ManagedRuntimeLayout,
+  opts: { timeoutMs?: number; containerdPath?: string },
+): Promise<StartResult> {
   const endpoint = `unix://${layout.socketPath}`;
   const running = await managedPid(layout);
   if (running !== null) {
@@ -175,6 +190,13 @@ export async function startManagedRuntime(
     const client = CriClient.connect(endpoint, { timeoutMs: 2000 });
     try {
       await client.version({});
+      const owner = await managingRootDir(layout.socketPath);
+      if (owner !== null) {
+        throw new RuntimeStartError(
+          `the klet-managed containerd of root dir ${owner} already serves ${endpoint}; root dir ${path.resolve(target.rootDir)} can use it as it is (each root dir owns only its own pods), or get a private runtime on its own socket, e.g. unix://${path.join(path.resolve(target.rootDir), 'containerd.sock')}`,
+          { suggestions: [`use it as it is, or start a private one: klet runtime start --root-dir ${path.resolve(target.rootDir)} --container-runtime-endpoint unix://${path.join(path.resolve(target.rootDir), 'containerd.sock')}`] },
+        );
+      }
       throw new RuntimeStartError(`a container runtime not managed by klet is already serving ${endpoint}`, {
         suggestions: ['use it as it is, or stop it first'],
       });
@@ -239,6 +261,77 @@ export async function startManagedRuntime(
   }
 }
 
+/**
+ * An exclusive lock on starting a runtime on one socket: a file created with
+ * O_EXCL next to nothing of anyone else's (under /run/klet/locks, named by a
+ * hash of the socket path), holding the holder's pid. A lock whose holder is
+ * gone is taken over; a live holder is waited for.
+ */
+export async function lockEndpoint(
+  socketPath: string,
+  opts: { timeoutMs: number; signal?: AbortSignal; lockDir?: string },
+): Promise<() => Promise<void>> {
+  const dir = opts.lockDir ?? LOCK_DIR;
+  const file = path.join(dir, `${createHash('sha256').update(path.resolve(socketPath)).digest('hex').slice(0, 24)}.lock`);
+  await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
+  const deadline = Date.now() + opts.timeoutMs;
+  for (;;) {
+    opts.signal?.throwIfAborted();
+    try {
+      const fh = await fsp.open(file, 'wx', 0o600);
+      try {
+        await fh.writeFile(`${process.pid}\n${socketPath}\n`);
+      } finally {
+        await fh.close();
+      }
+      return async () => {
+        await fsp.rm(file, { force: true });
+      };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
+        throw new RuntimeStartError(`cannot create the start lock ${file}: ${errorMessage(err)}`);
+      }
+    }
+    const holder = Number.parseInt((await fsp.readFile(file, 'utf8').catch(() => '')).split('\n')[0] ?? '', 10);
+    if (!Number.isInteger(holder) || holder <= 0 || !pidAlive(holder)) {
+      // A holder that died (or a half-written file of one): take it over.
+      await fsp.rm(file, { force: true });
+      continue;
+    }
+    if (Date.now() > deadline) {
+      throw new TimeoutError(`another klet (pid ${holder}) is still starting a runtime on unix://${socketPath} (lock ${file})`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const LOCK_DIR = '/run/klet/locks';
+
+/**
+ * The root dir whose klet-managed containerd serves this socket, or null:
+ * found from the running containerd processes' `--config` files (klet's
+ * layout: <root-dir>/containerd/containerd.toml naming the socket).
+ */
+export async function managingRootDir(socketPath: string): Promise<string | null> {
+  const want = path.resolve(socketPath);
+  for (const entry of await fsp.readdir('/proc').catch(() => [] as string[])) {
+    if (!/^\d+$/.test(entry)) continue;
+    let args: string[];
+    try {
+      args = (await fsp.readFile(`/proc/${entry}/cmdline`, 'utf8')).split('\0');
+    } catch {
+      continue;
+    }
+    if (path.basename(args[0] ?? '') !== 'containerd') continue;
+    const i = args.indexOf('--config');
+    const config = i >= 0 ? args[i + 1] : undefined;
+    if (!config || path.basename(config) !== 'containerd.toml' || path.basename(path.dirname(config)) !== 'containerd') continue;
+    const text = await fsp.readFile(config, 'utf8').catch(() => '');
+    if (text.includes(`address = ${JSON.stringify(want)}`)) return path.dirname(path.dirname(config));
+  }
+  return null;
+}
+
 async function killAndWait(pid: number, graceMs: number): Promise<void> {
   try {
     process.kill(pid, 'SIGTERM');
@@ -282,15 +375,27 @@ export interface StopResult {
 }
 
 /**
- * Stop every pod sandbox through CRI (so containers, netns and rootfs mounts
- * are torn down properly), then containerd, then any shim that outlived it,
- * and unmount whatever is left below the runtime's directory.
+ * Stop the containerd this root dir started (the process in its own
+ * pidfile) after stopping every pod sandbox on it through CRI (so
+ * containers, netns and rootfs mounts are torn down properly), then any shim
+ * of that containerd that outlived it; unmount whatever is left below the
+ * runtime's directory and delete the CNI bridge it made. Files removed are
+ * only its own (pidfile, and the socket its containerd created). With no
+ * runtime of this root dir (no pidfile), nothing at all is touched: the
+ * endpoint may be another root dir's or the kubelet's.
  */
 export async function stopManagedRuntime(target: RuntimeTarget, opts: { timeoutMs?: number } = {}): Promise<StopResult> {
   const layout = layoutFor(target);
   const endpoint = `unix://${layout.socketPath}`;
   const pid = await managedPid(layout);
   let podsStopped = 0;
+  const hadPidFile = fs.existsSync(layout.pidFile);
+  if (pid === null && !hadPidFile) return { endpoint, wasRunning: false, podsStopped };
+  if (pid === null && (await socketServes(endpoint))) {
+    // Our containerd died and something else serves the socket now: only our stale pidfile is ours.
+    await fsp.rm(layout.pidFile, { force: true });
+    return { endpoint, wasRunning: false, podsStopped };
+  }
   if (pid !== null) {
     const client = CriClient.connect(endpoint, { timeoutMs: opts.timeoutMs ?? 60_000 });
     try {
@@ -307,12 +412,47 @@ export async function stopManagedRuntime(target: RuntimeTarget, opts: { timeoutM
     }
     await killAndWait(pid, 10_000);
   }
+  // Shims of our containerd (alive, or crashed with its pidfile left): they serve only our socket.
   for (const shim of await shimPids(layout.socketPath)) await killAndWait(shim, 2000);
   await unmountAll(layout.dir);
+  await deleteBridge(layout.network.bridge);
   await fsp.rm(layout.pidFile, { force: true });
   await fsp.rm(layout.socketPath, { force: true });
   await fsp.rm(layout.socketPath + '.ttrpc', { force: true });
   return { endpoint, wasRunning: pid !== null, podsStopped };
+}
+
+async function socketServes(endpoint: string): Promise<boolean> {
+  const client = CriClient.connect(endpoint, { timeoutMs: 2000 });
+  try {
+    await client.version({});
+    return true;
+  } catch {
+    return false;
+  } finally {
+    client.close();
+  }
+}
+
+/** Delete the CNI bridge of a managed runtime, if it exists (the bridge plugin creates it with the first pod). */
+async function deleteBridge(bridge: string): Promise<void> {
+  if (!fs.existsSync(`/sys/class/net/${bridge}`)) return;
+  const ip = await findExecutable('ip');
+  if (ip === null) {
+    log.warn(`cannot delete the CNI bridge ${bridge}: no ip command on PATH`);
+    return;
+  }
+  await new Promise<void>((resolve) => {
+    const child = spawn(ip, ['link', 'del', bridge], { stdio: 'ignore' });
+    child.once('error', (err) => {
+      log.warn(`cannot delete the CNI bridge ${bridge}: ${err.message}`);
+      resolve();
+    });
+    child.once('exit', (code) => {
+      if (code !== 0) log.warn(`cannot delete the CNI bridge ${bridge}: ip link del exited ${code}`);
+      resolve();
+    });
+  });
 }
 
 export interface RuntimeStatusReport {

@@ -584,3 +584,48 @@ export async function builtinImageSpec(kind: BuiltinImageKind, busybox?: string)
 export async function buildBuiltinImage(kind: BuiltinImageKind, outFile: string): Promise<BuiltOciImage> {
   return buildOciImage({ ...(await builtinImageSpec(kind)), outFile });
 }
+
+/**
+ * The shared libraries a dynamically linked host binary needs, from `ldd`:
+ * absolute paths (the loader included), in the order ldd lists them. A
+ * static binary needs none.
+ */
+export async function sharedLibraries(binary: string): Promise<string[]> {
+  if ((await elfHasInterpreter(binary)) !== true) return [];
+  let stdout: string;
+  try {
+    ({ stdout } = await execFileAsync('ldd', [binary], { encoding: 'utf8', maxBuffer: 1 << 20 }));
+  } catch (err) {
+    throw new KletError(`cannot list the shared libraries of ${binary} with ldd: ${errorMessage(err)}`, { cause: err });
+  }
+  const libs: string[] = [];
+  for (const line of stdout.split('\n')) {
+    const m = /=>\s*(\/\S+)/.exec(line) ?? /^\s*(\/\S+)\s+\(/.exec(line);
+    if (m?.[1] && !libs.includes(m[1])) libs.push(m[1]);
+  }
+  return libs;
+}
+
+/**
+ * An image that runs one binary of this host (e.g. Debian's etcd from the
+ * etcd-server package): the binary at `/usr/local/bin/<name>`, the shared
+ * libraries it links at their host paths, /etc/passwd and /tmp. Nothing is
+ * pulled: the machine's packages are the image's source.
+ */
+export async function hostBinaryImageSpec(opts: { name: string; binary: string; entrypoint?: string[] }): Promise<ImageSpec> {
+  const st = await stat(opts.binary).catch(() => null);
+  if (st === null || !st.isFile()) throw new InputError(`${opts.binary}: no such file`);
+  const base = path.basename(opts.binary);
+  const libs = await sharedLibraries(opts.binary);
+  return {
+    name: opts.name,
+    files: [
+      { path: `usr/local/bin/${base}`, mode: 0o755, content: { fromFile: opts.binary } },
+      ...libs.map((lib): LayerFile => ({ path: lib.replace(/^\//, ''), mode: 0o755, content: { fromFile: lib } })),
+      { path: 'etc/passwd', mode: 0o644, content: Buffer.from(PASSWD) },
+      { path: 'etc/group', mode: 0o644, content: Buffer.from(GROUP) },
+      { path: 'tmp', dir: true, mode: 0o1777 },
+    ],
+    config: { env: [DEFAULT_PATH_ENV], entrypoint: opts.entrypoint ?? [`/usr/local/bin/${base}`], workingDir: '/' },
+  };
+}

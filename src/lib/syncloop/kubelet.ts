@@ -6,7 +6,6 @@
  * restart of klet, even after SIGKILL, adopts the running pods), and it
  * kills pods no source wants only once every source has answered.
  */
-import fsp from 'node:fs/promises';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { CriClient } from '../cri/client.js';
 import type { PodConfig, PodUpdate } from '../config/config.js';
@@ -19,13 +18,14 @@ import type { LocalObjects } from '../kuberuntime/env.js';
 import {
   listPodRecordUids,
   listPodRecords,
-  podLogDir,
   readPodRecord,
   removePodDir,
   writePodRecord,
   type PodRecord,
 } from '../kuberuntime/poddir.js';
+import { instanceSelector } from '../kuberuntime/labels.js';
 import { getRuntimePodStatus } from '../kuberuntime/runtime-status.js';
+import { removePodLogDir } from '../kuberuntime/pods.js';
 import { killPod, syncPod, type SyncContext, type SyncEvent } from '../kuberuntime/sync-pod.js';
 import { log } from '../log.js';
 import type { KletMetrics } from '../metrics/metrics.js';
@@ -158,7 +158,11 @@ export class Kubelet {
 
   private async handleTerminating(pod: V1Pod, grace: number | undefined): Promise<void> {
     const md = pod.metadata ?? {};
-    const status = await getRuntimePodStatus(this.opts.cri, { uid: md.uid ?? '', name: md.name ?? '', namespace: md.namespace ?? 'default' });
+    const status = await getRuntimePodStatus(
+      this.opts.cri,
+      { uid: md.uid ?? '', name: md.name ?? '', namespace: md.namespace ?? 'default' },
+      { owner: instanceSelector(this.opts) },
+    );
     await killPod(this.ctx(this.desired.get(md.uid ?? '')?.source ?? 'file', pod), pod, status, { gracePeriodSeconds: grace });
   }
 
@@ -173,14 +177,14 @@ export class Kubelet {
   private async removePod(pod: V1Pod): Promise<void> {
     const md = pod.metadata ?? {};
     const uid = md.uid ?? '';
-    const status = await getRuntimePodStatus(this.opts.cri, { uid, name: md.name ?? '', namespace: md.namespace ?? 'default' });
+    const status = await getRuntimePodStatus(this.opts.cri, { uid, name: md.name ?? '', namespace: md.namespace ?? 'default' }, { owner: instanceSelector(this.opts) });
     for (const c of status.containers) await this.opts.cri.removeContainer({ containerId: c.id });
     for (const sb of status.sandboxes) {
       await this.opts.cri.stopPodSandbox({ podSandboxId: sb.id });
       await this.opts.cri.removePodSandbox({ podSandboxId: sb.id });
     }
     await removePodDir(this.opts.rootDir, uid);
-    await fsp.rm(podLogDir(pod, this.opts.logRoot), { recursive: true, force: true });
+    await removePodLogDir(this.opts, pod);
     this.removedAt.set(uid, Date.now());
     this.opts.bus.emit({ kind: 'PodLifecycle', pod: key(pod), uid, state: 'Removed' });
   }
@@ -322,7 +326,7 @@ export class Kubelet {
       if (this.desired.has(uid) || running.has(uid) || this.workers.state(uid) !== undefined) continue;
       const rec = await readPodRecord(this.opts.rootDir, uid);
       await removePodDir(this.opts.rootDir, uid).catch((err) => log.warn(`removing pod dir ${uid}: ${errorMessage(err)}`));
-      if (rec) await fsp.rm(podLogDir(rec.pod, this.opts.logRoot), { recursive: true, force: true }).catch(() => undefined);
+      if (rec) await removePodLogDir(this.opts, rec.pod).catch((err) => log.warn(`removing log dir of ${key(rec.pod)}: ${errorMessage(err)}`));
     }
     return touched;
   }

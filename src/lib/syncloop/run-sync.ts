@@ -10,6 +10,7 @@ import { canonicalJson } from '../kuberuntime/hash.js';
 import { createPodConfig } from '../config/index.js';
 import { errorMessage } from '../errors.js';
 import { EventBus } from '../events/bus.js';
+import { instanceSelector } from '../kuberuntime/labels.js';
 import { listPodsWithStatus } from '../kuberuntime/pods.js';
 import { log } from '../log.js';
 import { instrumentCri } from '../metrics/instrument-cri.js';
@@ -62,7 +63,8 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
     httpCheckFrequencyMs: opts.httpCheckFrequencyMs,
     keepIdentity: sameSandboxSpec,
   });
-  const pleg = new GenericPLEG({ cri, relistPeriodMs: opts.plegRelistPeriodMs });
+  // The PLEG sees only this klet's pods: housekeeping and adoption act on nothing else.
+  const pleg = new GenericPLEG({ cri, relistPeriodMs: opts.plegRelistPeriodMs, labelSelector: instanceSelector(opts) });
   const kubelet = new Kubelet({
     cri,
     rootDir: opts.rootDir,
