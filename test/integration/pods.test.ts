@@ -436,6 +436,28 @@ spec:
   });
 });
 
+describe('seccomp', () => {
+  it('a Localhost profile is found under <root-dir>/seccomp and applied', async () => {
+    const dir = path.join(rt.rootDir, 'seccomp', 'profiles');
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(
+      path.join(dir, 'no-mkdir.json'),
+      JSON.stringify({ defaultAction: 'SCMP_ACT_ALLOW', syscalls: [{ names: ['mkdir', 'mkdirat'], action: 'SCMP_ACT_ERRNO' }] }),
+    );
+    const file = manifest(
+      'seccomp.yaml',
+      simplePod('seccomp', 'mkdir /tmp/x || exit 7', { restartPolicy: 'Never' }).replace(
+        'spec:\n',
+        'spec:\n  securityContext:\n    seccompProfile: { type: Localhost, localhostProfile: profiles/no-mkdir.json }\n',
+      ),
+    );
+    const { r, json: pod } = await kletJson<V1Pod>(['run-pod', file, '--rm', '--timeout', '60s']);
+    expect(r.code, explain(r)).toBe(7);
+    expect(pod.status?.containerStatuses?.[0]?.state?.terminated?.exitCode).toBe(7);
+    fs.rmSync(path.join(rt.rootDir, 'seccomp'), { recursive: true, force: true });
+  });
+});
+
 describe('runonce', () => {
   it('starts the valid pods of a directory, reports the invalid one by file and field, exits 1; --cleanup removes everything', async () => {
     const dir = path.join(manifests, 'runonce');

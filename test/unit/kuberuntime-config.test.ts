@@ -13,6 +13,7 @@ import {
   generatePodSandboxConfig,
   parseResolvConf,
   podHostname,
+  seccompProfileRoot,
   type ContainerConfigContext,
   type ResolvConf,
 } from '../../src/lib/kuberuntime/config.js';
@@ -34,7 +35,7 @@ function mkPod(spec: Partial<V1PodSpec> = {}, meta: Partial<V1ObjectMeta> = {}):
   };
 }
 function sandboxConfig(pod: V1Pod, attempt = 0) {
-  return generatePodSandboxConfig(pod, { attempt, nodeName: 'node-1', logDirectory: '/var/log/pods/shop_web_uid-1', resolvConf: host });
+  return generatePodSandboxConfig(pod, { attempt, nodeName: 'node-1', logDirectory: '/var/log/pods/shop_web_uid-1', resolvConf: host, seccompProfileRoot: '/var/lib/klet/seccomp' });
 }
 
 describe('parseResolvConf', () => {
@@ -103,6 +104,15 @@ describe('podHostname', () => {
 });
 
 describe('generatePodSandboxConfig', () => {
+  it('resolves a Localhost seccomp profile under <root-dir>/seccomp', () => {
+    const pod = mkPod({ securityContext: { seccompProfile: { type: 'Localhost', localhostProfile: 'my.json' } } });
+    expect(sandboxConfig(pod).linux?.securityContext?.seccomp).toEqual({
+      profileType: SecurityProfile_ProfileType.Localhost,
+      localhostRef: '/var/lib/klet/seccomp/my.json',
+    });
+    expect(seccompProfileRoot('/tmp/k/')).toBe('/tmp/k/seccomp');
+  });
+
   it('fills metadata, hostname, log directory, labels and annotations', () => {
     const cfg = sandboxConfig(mkPod(), 3);
     expect(cfg.metadata).toEqual({ name: 'web', namespace: 'shop', uid: 'uid-1', attempt: 3 });
@@ -203,6 +213,7 @@ describe('generateContainerConfig', () => {
       etcHostsPath: path.join(dir, 'etc-hosts'),
       terminationMessagePath: path.join(dir, 'containers', 'app', 'abcd'),
       memoryCapacity: 4 * 1024 ** 3,
+      seccompProfileRoot: '/var/lib/klet/seccomp',
       ...extra,
     };
   }
@@ -316,7 +327,8 @@ describe('generateContainerConfig', () => {
     }).linux?.securityContext;
     expect(sc?.capabilities).toEqual({ addCapabilities: ['NET_ADMIN'], dropCapabilities: ['ALL'] });
     expect(sc?.readonlyRootfs).toBe(true);
-    expect(sc?.seccomp).toEqual({ profileType: SecurityProfile_ProfileType.Localhost, localhostRef: 'profiles/audit.json' });
+    // Resolved under <root-dir>/seccomp, as the kubelet does.
+    expect(sc?.seccomp).toEqual({ profileType: SecurityProfile_ProfileType.Localhost, localhostRef: '/var/lib/klet/seccomp/profiles/audit.json' });
     expect(gen({ name: 'app' }).linux?.securityContext?.seccomp?.profileType).toBe(SecurityProfile_ProfileType.Unconfined);
     const fromPod = gen({ name: 'app' }, { securityContext: { seccompProfile: { type: 'RuntimeDefault' } } });
     expect(fromPod.linux?.securityContext?.seccomp?.profileType).toBe(SecurityProfile_ProfileType.RuntimeDefault);

@@ -106,13 +106,23 @@ function namespaceOptions(pod: V1Pod): { network: NamespaceMode; pid: NamespaceM
   };
 }
 
-function seccomp(p: V1SeccompProfile | undefined): SecurityProfile | undefined {
+/**
+ * The CRI seccomp profile. A Localhost profile is resolved under
+ * `<root-dir>/seccomp/` (the kubelet's seccomp profile root), as the kubelet
+ * does: the runtime is given an absolute path, never a relative one.
+ */
+function seccomp(p: V1SeccompProfile | undefined, profileRoot: string): SecurityProfile | undefined {
   if (!p) return { profileType: SecurityProfile_ProfileType.Unconfined, localhostRef: '' };
   if (p.type === 'RuntimeDefault') return { profileType: SecurityProfile_ProfileType.RuntimeDefault, localhostRef: '' };
   if (p.type === 'Localhost') {
-    return { profileType: SecurityProfile_ProfileType.Localhost, localhostRef: p.localhostProfile ?? '' };
+    return { profileType: SecurityProfile_ProfileType.Localhost, localhostRef: path.join(profileRoot, p.localhostProfile ?? '') };
   }
   return { profileType: SecurityProfile_ProfileType.Unconfined, localhostRef: '' };
+}
+
+/** The kubelet's seccomp profile root: `<root-dir>/seccomp`. */
+export function seccompProfileRoot(rootDir: string): string {
+  return path.join(path.resolve(rootDir), 'seccomp');
 }
 
 function allContainers(pod: V1Pod): V1Container[] {
@@ -133,7 +143,7 @@ export function podHostname(pod: V1Pod, nodeName: string): string {
 
 export function generatePodSandboxConfig(
   pod: V1Pod,
-  opts: { attempt: number; nodeName: string; logDirectory: string; resolvConf: ResolvConf; instance?: string },
+  opts: { attempt: number; nodeName: string; logDirectory: string; resolvConf: ResolvConf; instance?: string; seccompProfileRoot: string },
 ): DeepPartial<PodSandboxConfig> {
   const md = pod.metadata ?? {};
   const psc = pod.spec?.securityContext;
@@ -162,7 +172,7 @@ export function generatePodSandboxConfig(
         runAsGroup: psc?.runAsGroup !== undefined ? { value: BigInt(psc.runAsGroup) } : undefined,
         supplementalGroups: [...(psc?.supplementalGroups ?? []), ...(psc?.fsGroup !== undefined ? [psc.fsGroup] : [])].map(BigInt),
         privileged: allContainers(pod).some((c) => c.securityContext?.privileged === true),
-        seccomp: seccomp(psc?.seccompProfile),
+        seccomp: seccomp(psc?.seccompProfile, opts.seccompProfileRoot),
       },
     },
   };
@@ -183,6 +193,8 @@ export interface ContainerConfigContext {
   memoryCapacity: number;
   /** klet's owner label value (KLET_INSTANCE_LABEL). */
   instance?: string;
+  /** Where Localhost seccomp profiles are found (seccompProfileRoot(rootDir)). */
+  seccompProfileRoot: string;
 }
 
 function propagation(p: string | undefined): MountPropagation {
@@ -275,7 +287,7 @@ export function generateContainerConfig(pod: V1Pod, c: V1Container, ctx: Contain
         noNewPrivs: sc?.allowPrivilegeEscalation === false,
         maskedPaths: privileged || unmasked ? [] : DEFAULT_MASKED_PATHS,
         readonlyPaths: privileged || unmasked ? [] : DEFAULT_READONLY_PATHS,
-        seccomp: seccomp(sc?.seccompProfile ?? psc?.seccompProfile),
+        seccomp: seccomp(sc?.seccompProfile ?? psc?.seccompProfile, ctx.seccompProfileRoot),
       },
     },
   };

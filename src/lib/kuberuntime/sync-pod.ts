@@ -12,7 +12,7 @@ import type { DeepPartial, PodSandboxConfig } from '../cri/gen/api.js';
 import { errorMessage } from '../errors.js';
 import { log } from '../log.js';
 import { computePodActions, isNoop, isRestartableInit, type PodActions } from './actions.js';
-import { generateContainerConfig, generatePodSandboxConfig, hostResolvConf, type ResolvConf } from './config.js';
+import { generateContainerConfig, generatePodSandboxConfig, hostResolvConf, seccompProfileRoot, type ResolvConf } from './config.js';
 import { ContainerConfigError, type LocalObjects } from './env.js';
 import { ensureImageExists, ImageError } from './image.js';
 import {
@@ -266,6 +266,7 @@ async function startContainer(
       terminationMessagePath: tmFile,
       memoryCapacity: os.totalmem(),
       instance: kletInstance(ctx.rootDir, ctx.nodeName),
+      seccompProfileRoot: seccompProfileRoot(ctx.rootDir),
     });
     const created = await ctx.cri.createContainer(
       { podSandboxId: sc.sandboxId, config, sandboxConfig: sc.sandboxConfig },
@@ -356,6 +357,7 @@ export async function syncPod(ctx: SyncContext, pod: V1Pod, opts: { startTime?: 
     logDirectory,
     resolvConf: resolvConf(ctx),
     instance: kletInstance(ctx.rootDir, ctx.nodeName),
+    seccompProfileRoot: seccompProfileRoot(ctx.rootDir),
   });
   if (actions.createSandbox) {
     await fsp.mkdir(logDirectory, { recursive: true, mode: 0o755 });
