@@ -6,15 +6,16 @@
  */
 import { Command, Flags, Interfaces } from '@oclif/core';
 import os from 'node:os';
-import { KletError, errorMessage, InputError } from './lib/errors.js';
+import { KletError, errorMessage, InterruptedError } from './lib/errors.js';
 import { LOG_LEVELS, type LogLevel, logLevel, setLogLevel } from './lib/log.js';
-import { parseDuration } from './lib/util/duration.js';
+import { durationFlag } from './flags.js';
 import { jsonReplacer } from './lib/util/json.js';
 
 export { jsonReplacer };
 
 export const DEFAULT_ROOT_DIR = '/var/lib/klet';
-export const DEFAULT_ENDPOINT = 'unix:///run/containerd/containerd.sock';
+export { DEFAULT_RUNTIME_ENDPOINT as DEFAULT_ENDPOINT } from './lib/cri/endpoint.js';
+import { DEFAULT_RUNTIME_ENDPOINT as DEFAULT_ENDPOINT } from './lib/cri/endpoint.js';
 
 export type OutputFormat = 'table' | 'json' | 'yaml';
 
@@ -34,7 +35,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
       default: DEFAULT_ENDPOINT,
       helpGroup: 'GLOBAL',
     }),
-    'runtime-request-timeout': Flags.string({
+    'runtime-request-timeout': durationFlag({
       summary: 'Deadline of every CRI request, as a duration (e.g. 2m, 30s).',
       default: '2m',
       helpGroup: 'GLOBAL',
@@ -56,6 +57,32 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   /** Output format: set by commands that declare the `output` flag. */
   protected output: OutputFormat = 'table';
 
+  private interruptController: AbortController | undefined;
+  /** The signal that interrupted this run (SIGINT, SIGTERM), once one did. */
+  protected interruptedBy: NodeJS.Signals | undefined;
+  private readonly onSignal = (sig: NodeJS.Signals): void => {
+    // A second Ctrl-C does not wait for anything.
+    if (this.interruptedBy !== undefined) process.exit(128 + (os.constants.signals[sig] ?? 2));
+    this.interruptedBy = sig;
+    this.interruptController?.abort(new InterruptedError(sig));
+  };
+
+  /**
+   * Aborted on SIGINT or SIGTERM: every service and long operation takes it.
+   * Taking it installs the handlers (a second signal exits at once); an
+   * operation the signal interrupted makes klet exit 130 (SIGINT) or 143
+   * (SIGTERM), leaving pods as they are. Streams (logs -f, status --watch,
+   * sync) end normally on it instead.
+   */
+  protected get signal(): AbortSignal {
+    if (this.interruptController === undefined) {
+      this.interruptController = new AbortController();
+      process.on('SIGINT', this.onSignal);
+      process.on('SIGTERM', this.onSignal);
+    }
+    return this.interruptController.signal;
+  }
+
   override async init(): Promise<void> {
     await super.init();
     // Parse leniently first so --log-level applies to parse errors too.
@@ -71,8 +98,6 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     const out = (flags as Record<string, unknown>).output;
     if (out === 'json' || out === 'yaml' || out === 'table') this.output = out;
     if ((flags as Record<string, unknown>).json === true) this.output = 'json';
-    // Every command takes the flag: a bad value is a usage error even where no CRI call is made.
-    this.runtimeTimeoutMs();
   }
 
   /**
@@ -103,18 +128,31 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     }
   }
 
-  /** Runtime request timeout in milliseconds, validated. */
+  /**
+   * A library error about one input of the operation (`input: manifestUrl`)
+   * is prefixed with the flag that gave it (`--manifest-url`), when this
+   * command has that flag.
+   */
+  private withFlagName(err: KletError): string {
+    if (err.input === undefined) return err.text;
+    const flag = err.input.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+    const flags = { ...(this.ctor as typeof BaseCommand).baseFlags, ...this.ctor.flags };
+    return flag in flags ? `--${flag} ${err.text}` : err.text;
+  }
+
+  /** Runtime request timeout in milliseconds (validated while parsing: a bad value is a usage error for every command). */
   protected runtimeTimeoutMs(): number {
-    const raw = this.flags['runtime-request-timeout'];
-    const ms = parseDuration(raw);
-    if (ms === null || ms <= 0) {
-      throw new InputError(`--runtime-request-timeout "${raw}": not a positive duration (e.g. 2m, 30s)`);
-    }
-    return ms;
+    return this.flags['runtime-request-timeout'];
   }
 
   protected nodeName(): string {
     return (this.flags['node-name'] ?? os.hostname()).toLowerCase();
+  }
+
+  protected override async finally(err: Error | undefined): Promise<unknown> {
+    process.off('SIGINT', this.onSignal);
+    process.off('SIGTERM', this.onSignal);
+    return super.finally(err);
   }
 
   /** Write a result to stdout in the chosen format. */
@@ -144,10 +182,16 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     let kind: string;
     let message: string;
     let suggestions: string[] = [];
-    if (err instanceof KletError) {
+    if (this.interruptedBy !== undefined) {
+      // Whatever the interrupted operation threw (a cancelled CRI call, the abort itself): it was interrupted.
+      const e = new InterruptedError(this.interruptedBy);
+      code = e.exitCode;
+      kind = e.code;
+      message = e.message;
+    } else if (err instanceof KletError) {
       code = err.exitCode;
       kind = err.code;
-      message = err.message;
+      message = this.withFlagName(err);
       suggestions = err.suggestions;
     } else if (err.oclif?.exit !== undefined) {
       // Flag and argument parse errors from oclif: usage errors.
@@ -232,6 +276,33 @@ export abstract class RuntimeCommand<T extends typeof Command> extends BaseComma
     return this.client;
   }
 
+  private builtDeps: import('./lib/services/deps.js').ServiceDeps | undefined;
+
+  /**
+   * The dependencies of every service, built once per run: the connected
+   * runtime, root dir, node name, the interrupt signal and a cache for the
+   * run. `onEvent` is where the services' events go (progress display).
+   */
+  protected async deps(onEvent?: (e: import('./lib/events/types.js').KletEventBody) => void): Promise<import('./lib/services/deps.js').ServiceDeps> {
+    if (this.builtDeps === undefined) {
+      const signal = this.signal;
+      // Connected (and the managed runtime started) on the first CRI call, so
+      // that a service refusing its input first never touches the runtime.
+      const cri = new Proxy({} as import('./lib/cri/client.js').CriClient, {
+        get: (_target, method: string) => {
+          if (method === 'then') return undefined;
+          return async (...args: unknown[]) => {
+            const client = (await this.cri()) as unknown as Record<string, (...a: unknown[]) => unknown>;
+            return client[method]!(...args);
+          };
+        },
+      });
+      const { NodeCache } = await import('./lib/kuberuntime/sync-pod.js');
+      this.builtDeps = { cri, rootDir: this.flags['root-dir'], nodeName: this.nodeName(), signal, cache: new NodeCache() };
+    }
+    return onEvent === undefined ? this.builtDeps : { ...this.builtDeps, onEvent };
+  }
+
   protected override async finally(err: Error | undefined): Promise<unknown> {
     this.client?.close();
     return super.finally(err);
@@ -240,19 +311,6 @@ export abstract class RuntimeCommand<T extends typeof Command> extends BaseComma
 
 /** Base for commands that sync, show or delete pods. */
 export abstract class PodCommand<T extends typeof Command> extends RuntimeCommand<T> {
-  protected async syncContext(
-    objects: import('./lib/kuberuntime/env.js').LocalObjects = { configMaps: [], secrets: [] },
-    onEvent?: (e: import('./lib/kuberuntime/sync-pod.js').SyncEvent) => void,
-  ): Promise<import('./lib/kuberuntime/sync-pod.js').SyncContext> {
-    return {
-      cri: await this.cri(),
-      rootDir: this.flags['root-dir'],
-      nodeName: this.nodeName(),
-      objects,
-      onEvent,
-    };
-  }
-
   /** Is stderr a terminal we may draw on? */
   protected interactive(): boolean {
     return process.stderr.isTTY === true && this.output !== 'json' && this.output !== 'yaml';

@@ -25,17 +25,9 @@ export default class Delete extends PodCommand<typeof Delete> {
     const { InputError } = await import('../lib/errors.js');
     if (flags.all && refs.length > 0) throw new InputError('delete: give POD names or --all, not both');
     if (!flags.all && refs.length === 0) throw new InputError('delete: no POD given (name pods, or use --all)');
-    const ctx = await this.syncContext();
-    const { findPods, knownPods } = await import('../lib/kuberuntime/lookup.js');
-    const pods = flags.all ? await knownPods(ctx) : await findPods(ctx, refs);
-    const { deletePod } = await import('../lib/kuberuntime/pods.js');
+    const { deletePods } = await import('../lib/services/delete-pods.js');
     const grace = flags.force ? 0 : flags['grace-period'];
-    const deleted = await Promise.all(
-      pods.map(async (p) => {
-        await deletePod(ctx, p, { gracePeriodSeconds: grace });
-        return { namespace: p.namespace, name: p.name, uid: p.uid };
-      }),
-    );
+    const { deleted } = await deletePods({ refs, all: flags.all, gracePeriodSeconds: grace }, await this.deps());
     await this.printObject({ deleted }, () =>
       deleted.length === 0 ? 'No pods to delete.' : deleted.map((d) => `pod "${d.namespace}/${d.name}" deleted`).join('\n'),
     );

@@ -21,55 +21,14 @@ export default class Logs extends PodCommand<typeof Logs> {
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(Logs);
-    const ctx = await this.syncContext();
-    const { findPods } = await import('../lib/kuberuntime/lookup.js');
-    const { NotFoundError, InputError } = await import('../lib/errors.js');
-    const [pod] = await findPods(ctx, [args.pod]);
-    const target = pod!;
-    const specNames = [...(target.spec?.spec?.initContainers ?? []), ...(target.spec?.spec?.containers ?? [])].map((c) => c.name);
-    const { podLogDir, containerLogDir, latestLogFile, readContainerLog } = await import('../lib/logs/index.js');
-    const dir = podLogDir(target.namespace, target.name, target.uid);
-    let names = specNames;
-    if (names.length === 0) {
-      const fsp = await import('node:fs/promises');
-      names = await fsp.readdir(dir).catch(() => []);
-    }
-    let container = flags.container;
-    if (container === undefined) {
-      const apps = target.spec?.spec?.containers?.map((c) => c.name) ?? names;
-      if (apps.length !== 1) {
-        throw new InputError(`a container name must be specified for pod ${target.namespace}/${target.name}, choose one of: [${names.join(' ')}]`);
-      }
-      container = apps[0]!;
-    } else if (!names.includes(container)) {
-      throw new NotFoundError(`container ${container} is not valid for pod ${target.namespace}/${target.name}, choose one of: [${names.join(' ')}]`);
-    }
-    const file = await latestLogFile(containerLogDir(dir, container), { previous: flags.previous });
-    if (file === null) {
-      throw new NotFoundError(
-        flags.previous
-          ? `previous terminated container "${container}" in pod "${target.name}" not found`
-          : `container "${container}" in pod "${target.name}" has no logs yet`,
-      );
-    }
-    const controller = new AbortController();
-    const stop = () => controller.abort();
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-    const { listContainersRunning } = await import('../lib/kuberuntime/runtime-status.js');
-    try {
-      for await (const chunk of readContainerLog(file, {
-        follow: flags.follow,
-        tail: flags.tail,
-        timestamps: flags.timestamps,
-        signal: controller.signal,
-        isRunning: () => listContainersRunning(ctx.cri, target.uid, container),
-      })) {
-        if (!process.stdout.write(chunk)) await new Promise((r) => process.stdout.once('drain', r));
-      }
-    } finally {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
+    const deps = await this.deps();
+    const { readLogs } = await import('../lib/services/read-logs.js');
+    const chunks = await readLogs(
+      { pod: args.pod, container: flags.container, follow: flags.follow, previous: flags.previous, tail: flags.tail, timestamps: flags.timestamps },
+      deps,
+    );
+    for await (const chunk of chunks) {
+      if (!process.stdout.write(chunk)) await new Promise((r) => process.stdout.once('drain', r));
     }
   }
 }

@@ -1,5 +1,7 @@
 import { Args, Flags } from '@oclif/core';
+import type { V1Pod } from '@kubernetes/client-node';
 import { PodCommand, outputFlags, jsonReplacer } from '../base-command.js';
+import { durationFlag } from '../flags.js';
 
 export default class Status extends PodCommand<typeof Status> {
   static override summary = 'Show the node and its pods, like kubectl get pods for this node.';
@@ -15,28 +17,16 @@ export default class Status extends PodCommand<typeof Status> {
   static override flags = {
     ...outputFlags,
     watch: Flags.boolean({ char: 'w', summary: 'Keep watching and print changes.', default: false }),
-    interval: Flags.string({ summary: 'How often --watch polls the runtime, as a duration.', default: '1s' }),
+    interval: durationFlag({ summary: 'How often --watch polls the runtime, as a duration.', default: '1s' }),
   };
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(Status);
-    const ctx = await this.syncContext();
-    const { listPodsWithStatus, runtimeName } = await import('../lib/kuberuntime/pods.js');
-    const { formatPodTable, describePod } = await import('../lib/status/format.js');
-    const { resolvePodRef } = await import('../lib/pod/ref.js');
-    const { parseDuration } = await import('../lib/util/duration.js');
-    const { InputError } = await import('../lib/errors.js');
-    const intervalMs = parseDuration(flags.interval);
-    if (intervalMs === null || intervalMs <= 0) throw new InputError(`--interval "${flags.interval}": not a positive duration`);
+    const deps = await this.deps();
+    const { podStatus, watchPods, nodeSummary } = await import('../lib/services/pod-status.js');
+    const { formatPodTable, describePod, formatNodeSummary } = await import('../lib/status/format.js');
 
-    const snapshot = async () => {
-      const pods = await listPodsWithStatus(ctx);
-      if (args.pod === undefined) return pods;
-      const refs = pods.map((p) => ({ namespace: p.metadata?.namespace ?? 'default', name: p.metadata?.name ?? '', uid: p.metadata?.uid ?? '', pod: p }));
-      return [resolvePodRef(args.pod, refs).pod];
-    };
-
-    const render = async (pods: Awaited<ReturnType<typeof snapshot>>, header: boolean) => {
+    const render = async (pods: V1Pod[], header: boolean) => {
       if (args.pod !== undefined) {
         const pod = pods[0]!;
         await this.printObject(pod, () => describePod(pod));
@@ -49,49 +39,23 @@ export default class Status extends PodCommand<typeof Status> {
       });
     };
 
-    let pods = await snapshot();
-    if (args.pod === undefined && this.output === 'table' && !flags.watch) {
-      const cri = ctx.cri;
-      const v = await cri.version({});
-      const st = await cri.status({});
-      const conds = (st.status?.conditions ?? []).map((c) => `${c.type}=${c.status}`).join(' ');
-      const phases = new Map<string, number>();
-      for (const p of pods) phases.set(p.status?.phase ?? 'Unknown', (phases.get(p.status?.phase ?? 'Unknown') ?? 0) + 1);
-      const counts = [...phases.entries()].map(([k, n]) => `${n} ${k.toLowerCase()}`).join(', ') || 'none';
-      process.stdout.write(
-        `Node:     ${this.nodeName()}\n` +
-          `Runtime:  ${await runtimeName(cri)} ${v.runtimeVersion} (CRI ${v.runtimeApiVersion}) on ${this.flags['container-runtime-endpoint']}  ${conds}\n` +
-          `Pods:     ${pods.length} (${counts})\n` +
-          `Root dir: ${this.flags['root-dir']}\n\n`,
-      );
+    if (flags.watch) {
+      // The whole set first, then every pod whose status changed, until Ctrl-C.
+      for await (const ev of watchPods({ pod: args.pod, intervalMs: flags.interval }, deps)) {
+        if (this.output === 'table') await render(ev.pods, ev.type === 'ADDED');
+        else for (const p of ev.pods) process.stdout.write(JSON.stringify({ type: ev.type, object: p }, jsonReplacer) + '\n');
+      }
+      return;
+    }
+    const pods = await podStatus({ pod: args.pod }, deps);
+    if (args.pod === undefined && this.output === 'table') {
+      const summary = await nodeSummary(pods, deps);
+      process.stdout.write(formatNodeSummary(summary, { endpoint: this.flags['container-runtime-endpoint'], rootDir: this.flags['root-dir'], pods: pods.length }));
       if (pods.length === 0) {
         process.stdout.write('No pods on this node.\n');
         return;
       }
     }
-    if (!flags.watch) {
-      await render(pods, true);
-      return;
-    }
-    // Watch: print the whole set first, then every pod whose status changed.
-    const key = (p: (typeof pods)[number]) => JSON.stringify(p.status, jsonReplacer);
-    const seen = new Map<string, string>();
-    const emit = async (list: typeof pods, first: boolean) => {
-      const changed = list.filter((p) => seen.get(p.metadata?.uid ?? '') !== key(p));
-      for (const p of list) seen.set(p.metadata?.uid ?? '', key(p));
-      if (changed.length === 0) return;
-      if (this.output === 'table') await render(changed, first);
-      else for (const p of changed) process.stdout.write(JSON.stringify({ type: first ? 'ADDED' : 'MODIFIED', object: p }, jsonReplacer) + '\n');
-    };
-    await emit(pods, true);
-    const controller = new AbortController();
-    process.once('SIGINT', () => controller.abort());
-    process.once('SIGTERM', () => controller.abort());
-    while (!controller.signal.aborted) {
-      await new Promise((r) => setTimeout(r, intervalMs));
-      if (controller.signal.aborted) break;
-      pods = await snapshot();
-      await emit(pods, false);
-    }
+    await render(pods, true);
   }
 }

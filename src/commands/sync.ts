@@ -1,13 +1,7 @@
 import { Flags } from '@oclif/core';
 import { PodCommand } from '../base-command.js';
 import { InputError } from '../lib/errors.js';
-import { parseDuration } from '../lib/util/duration.js';
-
-function duration(flag: string, value: string): number {
-  const ms = parseDuration(value);
-  if (ms === null || ms <= 0) throw new InputError(`--${flag} "${value}": not a positive duration (e.g. 20s, 1m)`);
-  return ms;
-}
+import { durationFlag } from '../flags.js';
 
 export default class Sync extends PodCommand<typeof Sync> {
   static override summary = 'Run the kubelet sync loop: keep this node converged with its pod sources.';
@@ -29,31 +23,31 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
     }),
     'manifest-url': Flags.string({ summary: 'URL serving pod manifests, polled every --http-check-frequency.' }),
     'manifest-url-header': Flags.string({ summary: "HTTP header for --manifest-url, 'Name: value' (repeatable).", multiple: true }),
-    'file-check-frequency': Flags.string({ summary: 'How often the manifest dir is re-read besides fs events.', default: '20s' }),
-    'http-check-frequency': Flags.string({ summary: 'How often --manifest-url is polled.', default: '20s' }),
-    'pleg-relist-period': Flags.string({ summary: 'How often the PLEG relists the runtime.', default: '1s' }),
-    'sync-frequency': Flags.string({ summary: 'Resync period of running pods.', default: '1m' }),
+    'file-check-frequency': durationFlag({ summary: 'How often the manifest dir is re-read besides fs events.', default: '20s' }),
+    'http-check-frequency': durationFlag({ summary: 'How often --manifest-url is polled.', default: '20s' }),
+    'pleg-relist-period': durationFlag({ summary: 'How often the PLEG relists the runtime.', default: '1s' }),
+    'sync-frequency': durationFlag({ summary: 'Resync period of running pods.', default: '1m' }),
     'max-parallel-syncs': Flags.integer({ summary: 'How many pods may sync at the same time.', default: 8, min: 1 }),
     listen: Flags.string({ summary: 'Also serve the local API on loopback TCP (127.0.0.1:PORT); needs --auth-token-file.' }),
     'auth-token-file': Flags.string({ summary: 'File holding the bearer token required on --listen.' }),
-    'crash-loop-backoff-initial': Flags.string({ summary: 'First crash-loop back-off delay (tests).', default: '10s', hidden: true }),
-    'crash-loop-backoff-max': Flags.string({ summary: 'Crash-loop back-off cap (tests).', default: '5m', hidden: true }),
-    'crash-loop-backoff-reset': Flags.string({ summary: 'Clean running time that resets the back-off (tests).', default: '10m', hidden: true }),
+    'crash-loop-backoff-initial': durationFlag({ summary: 'First crash-loop back-off delay (tests).', default: '10s', hidden: true }),
+    'crash-loop-backoff-max': durationFlag({ summary: 'Crash-loop back-off cap (tests).', default: '5m', hidden: true }),
+    'crash-loop-backoff-reset': durationFlag({ summary: 'Clean running time that resets the back-off (tests).', default: '10m', hidden: true }),
   };
 
   async run(): Promise<void> {
     const { flags } = await this.parse(Sync);
     const dir = flags['manifest-dir'] ?? (flags['manifest-url'] ? undefined : '/etc/kubernetes/manifests');
     const backoff = {
-      initialMs: duration('crash-loop-backoff-initial', flags['crash-loop-backoff-initial']),
-      maxMs: duration('crash-loop-backoff-max', flags['crash-loop-backoff-max']),
-      resetAfterMs: duration('crash-loop-backoff-reset', flags['crash-loop-backoff-reset']),
+      initialMs: flags['crash-loop-backoff-initial'],
+      maxMs: flags['crash-loop-backoff-max'],
+      resetAfterMs: flags['crash-loop-backoff-reset'],
     };
     const timing = {
-      fileCheckFrequencyMs: duration('file-check-frequency', flags['file-check-frequency']),
-      httpCheckFrequencyMs: duration('http-check-frequency', flags['http-check-frequency']),
-      plegRelistPeriodMs: duration('pleg-relist-period', flags['pleg-relist-period']),
-      resyncIntervalMs: duration('sync-frequency', flags['sync-frequency']),
+      fileCheckFrequencyMs: flags['file-check-frequency'],
+      httpCheckFrequencyMs: flags['http-check-frequency'],
+      plegRelistPeriodMs: flags['pleg-relist-period'],
+      resyncIntervalMs: flags['sync-frequency'],
     };
     let listen: { host: string; port: number; token: string } | undefined;
     if (flags.listen !== undefined) {
@@ -62,18 +56,13 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
       if (flags['auth-token-file'] === undefined) throw new InputError('--listen needs --auth-token-file: the TCP listener never serves without a token');
       listen = { host: addr.host, port: addr.port, token: await readAuthTokenFile(flags['auth-token-file']) };
     }
-    const { parseHeaders } = await import('../lib/kuberuntime/manifest-source.js');
+    const { parseHeaders } = await import('../lib/config/manifest-url.js');
     const headers = parseHeaders(flags['manifest-url-header']);
 
     const cri = await this.cri();
     const { runSync } = await import('../lib/syncloop/run-sync.js');
-    const controller = new AbortController();
-    const stop = (sig: string) => {
-      if (!controller.signal.aborted) this.notice(`klet sync: ${sig}: stopping the sync loop; pods keep running`);
-      controller.abort();
-    };
-    process.on('SIGTERM', () => stop('SIGTERM'));
-    process.on('SIGINT', () => stop('SIGINT'));
+    const signal = this.signal;
+    signal.addEventListener('abort', () => this.notice(`klet sync: ${this.interruptedBy}: stopping the sync loop; pods keep running`), { once: true });
     await runSync(
       {
         cri,
@@ -91,7 +80,7 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
             `klet sync: node ${this.nodeName()}, sources ${[dir, flags['manifest-url']].filter(Boolean).join(', ')}; local API on ${a.socketPath}${a.tcp ? ` and ${a.tcp}` : ''}`,
           ),
       },
-      controller.signal,
+      signal,
     );
   }
 }

@@ -7,6 +7,12 @@ export interface KletErrorOptions {
   cause?: unknown;
   suggestions?: string[];
   exitCode?: number;
+  /**
+   * Which input of the operation the message is about, as the option's name
+   * (`manifestUrl`, `exitCodeFrom`): the command layer names its flag
+   * (`--manifest-url`) in front of the message. Library messages never name flags.
+   */
+  input?: string;
 }
 
 export class KletError extends Error {
@@ -14,12 +20,21 @@ export class KletError extends Error {
   readonly code: string = 'KLET_ERROR';
   readonly exitCode: number;
   readonly suggestions: string[];
+  readonly input: string | undefined;
+  /**
+   * The message as constructed. oclif rewrites the message of an error
+   * thrown while parsing a flag ("Parsing --timeout \n\t…"); this is the one
+   * line to print.
+   */
+  readonly text: string;
 
   constructor(message: string, options: KletErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
     this.exitCode = options.exitCode ?? 1;
     this.suggestions = options.suggestions ?? [];
+    this.input = options.input;
+    this.text = message;
   }
 }
 
@@ -52,6 +67,14 @@ export class MissingDependencyError extends KletError {
 /** An operation did not finish in time. */
 export class TimeoutError extends KletError {
   override readonly code: string = 'TIMEOUT';
+}
+
+/** The operation was interrupted by a signal (Ctrl-C): exit 128 + the signal's number, as shells report it. */
+export class InterruptedError extends KletError {
+  override readonly code: string = 'INTERRUPTED';
+  constructor(readonly signalName: string) {
+    super(`interrupted by ${signalName}`, { exitCode: signalName === 'SIGTERM' ? 143 : 130 });
+  }
 }
 
 export function isKletError(err: unknown): err is KletError {

@@ -14,9 +14,9 @@ import {
   CriNotFoundError,
   CriUnavailableError,
   CriUnimplementedError,
-  formatDuration,
   toCriError,
 } from '../../src/lib/cri/index.js';
+import { formatDuration } from '../../src/lib/util/duration.js';
 
 /** A ServiceError as grpc-js builds it (callErrorFromStatus). */
 function serviceError(code: status, details: string): ServiceError {

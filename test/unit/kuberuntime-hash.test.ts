@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { V1Container } from '@kubernetes/client-node';
-import { canonicalJson, containerHash, fnv1a32 } from '../../src/lib/kuberuntime/hash.js';
+import { containerHash, fnv1a32 } from '../../src/lib/kuberuntime/hash.js';
+import { canonicalJson } from '../../src/lib/util/json.js';
 
 describe('canonicalJson', () => {
   it('does not depend on key order, at any depth', () => {

@@ -17,12 +17,12 @@ import {
   buildOciImage,
   busyboxImageSpec,
   imageSpecDigest,
-  normalizeImageRef,
   ociArchitecture,
   pauseImageSpec,
   type BuildOciImageOptions,
   type LayerEntry,
 } from '../../src/lib/runtime/oci-image.js';
+import { canonicalImageName } from '../../src/lib/image/reference.js';
 
 const sha256 = (b: Buffer): string => `sha256:${createHash('sha256').update(b).digest('hex')}`;
 
@@ -200,16 +200,16 @@ describe('buildOciImage', () => {
   });
 });
 
-describe('normalizeImageRef', () => {
+describe('canonicalImageName', () => {
   it('adds localhost/ and :latest, and keeps registry hosts', () => {
-    expect(normalizeImageRef('busybox')).toBe('localhost/busybox:latest');
-    expect(normalizeImageRef('busybox:1.36')).toBe('localhost/busybox:1.36');
-    expect(normalizeImageRef('klet/pause:3.10')).toBe('localhost/klet/pause:3.10');
-    expect(normalizeImageRef('localhost/klet/pause:3.10')).toBe('localhost/klet/pause:3.10');
-    expect(normalizeImageRef('registry.example:5000/a/b')).toBe('registry.example:5000/a/b:latest');
-    expect(() => normalizeImageRef('a@sha256:abc')).toThrow(/digest/);
-    expect(() => normalizeImageRef('UPPER')).toThrow(/path component/);
-    expect(() => normalizeImageRef('a:b:c')).toThrow(InputError);
+    expect(canonicalImageName('busybox')).toBe('localhost/busybox:latest');
+    expect(canonicalImageName('busybox:1.36')).toBe('localhost/busybox:1.36');
+    expect(canonicalImageName('klet/pause:3.10')).toBe('localhost/klet/pause:3.10');
+    expect(canonicalImageName('localhost/klet/pause:3.10')).toBe('localhost/klet/pause:3.10');
+    expect(canonicalImageName('registry.example:5000/a/b')).toBe('registry.example:5000/a/b:latest');
+    expect(() => canonicalImageName('a@sha256:abc')).toThrow(/digest/);
+    expect(() => canonicalImageName('UPPER')).toThrow(/path component/);
+    expect(() => canonicalImageName('a:b:c')).toThrow(InputError);
   });
 });
 

@@ -1,12 +1,7 @@
 import type { V1Container, V1Pod, V1PodSpec, V1Secret } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import {
-  applyPodDefaults,
-  applySecretDefaults,
-  cloneModel,
-  defaultImagePullPolicy,
-  parseImageReference,
-} from '../../src/lib/pod/defaults.js';
+import { applyPodDefaults, applySecretDefaults, cloneModel } from '../../src/lib/pod/defaults.js';
+import { defaultImagePullPolicy, parseImageReference } from '../../src/lib/image/reference.js';
 
 const DIGEST = 'sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef';
 

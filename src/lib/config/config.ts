@@ -31,7 +31,8 @@ import type { LocalObjects } from '../kuberuntime/env.js';
 import { log } from '../log.js';
 import { cloneModel } from '../pod/defaults.js';
 import { type LoadedPod, ManifestError, type ManifestSource } from '../pod/manifest.js';
-import { CONFIG_HASH_ANNOTATION, CONFIG_SEEN_ANNOTATION, CONFIG_SOURCE_ANNOTATION, canonicalJSON } from '../pod/static-pod.js';
+import { CONFIG_HASH_ANNOTATION, CONFIG_SEEN_ANNOTATION, CONFIG_SOURCE_ANNOTATION } from '../pod/static-pod.js';
+import { canonicalJson } from '../util/json.js';
 import { Channel } from '../util/channel.js';
 import { type PodSource, type SourceSink, type SourceSnapshot, objectKey } from './source.js';
 
@@ -95,11 +96,11 @@ function differSemantically(a: V1Pod, b: V1Pod): boolean {
   const am = a.metadata ?? {};
   const bm = b.metadata ?? {};
   return (
-    canonicalJSON(a.spec) !== canonicalJSON(b.spec) ||
-    canonicalJSON(am.labels ?? {}) !== canonicalJSON(bm.labels ?? {}) ||
-    canonicalJSON(am.deletionTimestamp) !== canonicalJSON(bm.deletionTimestamp) ||
+    canonicalJson(a.spec) !== canonicalJson(b.spec) ||
+    canonicalJson(am.labels ?? {}) !== canonicalJson(bm.labels ?? {}) ||
+    canonicalJson(am.deletionTimestamp) !== canonicalJson(bm.deletionTimestamp) ||
     am.deletionGracePeriodSeconds !== bm.deletionGracePeriodSeconds ||
-    canonicalJSON(withoutLocal(am.annotations)) !== canonicalJSON(withoutLocal(bm.annotations))
+    canonicalJson(withoutLocal(am.annotations)) !== canonicalJson(withoutLocal(bm.annotations))
   );
 }
 
@@ -408,7 +409,7 @@ export class PodConfig {
         e.pod = p.pod;
         e.key = p.key;
         updates.push(e.pod);
-      } else if (canonicalJSON(e.pod.status) !== canonicalJSON(p.pod.status)) {
+      } else if (canonicalJson(e.pod.status) !== canonicalJson(p.pod.status)) {
         e.pod.status = p.pod.status;
         reconciles.push(e.pod);
       }

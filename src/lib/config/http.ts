@@ -19,7 +19,7 @@
  * which may carry a token.
  */
 import { errorMessage, InputError } from '../errors.js';
-import { fetchManifestUrl } from '../kuberuntime/manifest-source.js';
+import { fetchManifestUrl, ManifestUrlError } from './manifest-url.js';
 import { ManifestError, parseManifestText, prepareManifests } from '../pod/manifest.js';
 import { type ManifestUnit, type PodSource, type SourceRead, type SourceSink, Wakeup, keepLastGood, report } from './source.js';
 
@@ -59,10 +59,10 @@ export class HttpSource implements PodSource {
     try {
       parsed = new URL(opts.url);
     } catch {
-      throw new InputError(`--manifest-url "${opts.url}": not a URL`);
+      throw new InputError(`"${opts.url}": not a URL`, { input: 'manifestUrl' });
     }
     if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
-      throw new InputError(`--manifest-url "${opts.url}": only http and https URLs are supported`);
+      throw new InputError(`"${opts.url}": only http and https URLs are supported`, { input: 'manifestUrl' });
     }
     this.name = opts.name ?? 'http';
     this.url = opts.url;
@@ -93,8 +93,8 @@ export class HttpSource implements PodSource {
       body = await fetchManifestUrl(this.url, { headers: this.headers, timeoutMs: this.timeoutMs, signal });
     } catch (err) {
       if (isTimeout(err)) return fail(`no complete response within ${this.timeoutMs} ms`);
-      // fetchManifestUrl names the flag and URL; the error's file does that here.
-      return fail(errorMessage(err).replace(/^--manifest-url \S+: /, ''));
+      // The error's file names the URL here.
+      return fail(err instanceof ManifestUrlError ? err.detail : errorMessage(err));
     }
     if (body.trim() === '') return fail('empty response body; serve a `kind: List` with no items to run no pods');
     if (/^\s*</.test(body)) return fail('the response is HTML or XML, not YAML or JSON manifests');

@@ -8,6 +8,7 @@
 import type { V1ConfigMap, V1Secret } from '@kubernetes/client-node';
 import type { LocalObjects } from '../kuberuntime/env.js';
 import { type LoadedPod, type ManifestSet, ManifestError, type ManifestSource } from '../pod/manifest.js';
+import { podKey } from '../pod/key.js';
 
 /** Everything one source wants on the node right now. */
 export interface SourceSnapshot {
@@ -63,7 +64,7 @@ export interface ManifestUnit {
 
 /** `namespace/name` of a pod or object, the key of every de-duplication. */
 export function objectKey(obj: { metadata?: { namespace?: string; name?: string } }): string {
-  return `${obj.metadata?.namespace ?? 'default'}/${obj.metadata?.name ?? ''}`;
+  return podKey(obj);
 }
 
 /**

@@ -13,6 +13,7 @@ import { existsSync, statSync } from 'node:fs';
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { KletError, type KletErrorOptions } from '../errors.js';
 import { socketPathOf } from './endpoint.js';
+import { formatDuration } from '../util/duration.js';
 
 export interface CriErrorOptions extends KletErrorOptions {
   grpcCode: number;
@@ -110,19 +111,6 @@ function detailsOf(err: unknown): string {
   return message.replace(/^\d+ [A-Z_]+: /, '');
 }
 
-/** A duration as Go prints it (the kubelet's flags use Go durations): 2m0s, 1.5s, 250ms, 1h0m0s. */
-export function formatDuration(ms: number): string {
-  if (ms <= 0) return '0s';
-  if (ms < 1000) return `${Math.round(ms)}ms`;
-  const totalSeconds = ms / 1000;
-  const hours = Math.floor(totalSeconds / 3600);
-  const minutes = Math.floor((totalSeconds % 3600) / 60);
-  const seconds = Number((totalSeconds % 60).toFixed(3));
-  const s = `${seconds}s`;
-  if (hours > 0) return `${hours}h${minutes}m${s}`;
-  if (minutes > 0) return `${minutes}m${s}`;
-  return s;
-}
 
 /** Why the socket cannot be used, checked on the filesystem since gRPC's text is cryptic. */
 function unreachableReason(endpoint: string, details: string): string {

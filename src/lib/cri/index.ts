@@ -31,7 +31,6 @@ export {
   CriNotFoundError,
   CriUnavailableError,
   CriUnimplementedError,
-  formatDuration,
   toCriError,
   type CriErrorContext,
   type CriErrorOptions,

@@ -18,6 +18,8 @@ export type {
   PodEventType,
   PodLifecycleEvent,
   PodLifecycleState,
+  PodWaitDoneEvent,
+  PodWaitStartedEvent,
   SourceErrorEvent,
   SyncLoopIterationEvent,
   SyncLoopTrigger,

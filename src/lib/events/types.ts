@@ -1,5 +1,7 @@
 /**
- * What the sync loop reports about itself, as one discriminated union.
+ * What klet's engine reports about itself, as one discriminated union: the
+ * sync loop, the pod sync it shares with the one-shot commands (whose
+ * progress display reads the same events), and the one-shot waits.
  *
  * The kubelet spreads this over klog lines, the API server's Event objects
  * and its metrics; klet has no API server, so one typed stream carries it
@@ -67,6 +69,47 @@ export interface PodEvent {
   type: PodEventType;
   reason: string;
   message: string;
+  /** The container the event is about (the kubelet's involvedObject fieldPath), when it is about one. */
+  container?: string;
+  /** With reason Started: the container is an init container. */
+  init?: boolean;
+  containerId?: string;
+  /** With SandboxCreated, SandboxStopped and FailedCreatePodSandBox. */
+  sandboxId?: string;
+  /** With SandboxCreated: the pod's IP. */
+  ip?: string;
+  /** With Pulled: the image, and whether it was pulled now (false: already present). */
+  image?: string;
+  pulled?: boolean;
+  /** With Failed and BackOff: the container's waiting reason (ErrImagePull, CrashLoopBackOff, …). */
+  containerReason?: string;
+  /** With Killing: why the container is stopped. */
+  killReason?: string;
+}
+
+/**
+ * A one-shot operation (run-pod, runonce) started waiting for a pod to reach
+ * its goal, with the containers it will start, so a progress display can
+ * draw them before the first sync.
+ */
+export interface PodWaitStartedEvent {
+  kind: 'PodWaitStarted';
+  /** `namespace/name`. */
+  pod: string;
+  uid: string;
+  goal: string;
+  initContainers: string[];
+  containers: string[];
+}
+
+/** A one-shot operation stopped waiting for a pod: it reached its goal, or not (summary says why). */
+export interface PodWaitDoneEvent {
+  kind: 'PodWaitDone';
+  /** `namespace/name`. */
+  pod: string;
+  uid: string;
+  ok: boolean;
+  summary: string;
 }
 
 /** A pod source (manifest directory, URL) could not be read or parsed. */
@@ -78,7 +121,14 @@ export interface SourceErrorEvent {
 }
 
 /** An event as emitters write it: the bus adds `seq` and `time`. */
-export type KletEventBody = SyncLoopIterationEvent | PlegEvent | PodLifecycleEvent | PodEvent | SourceErrorEvent;
+export type KletEventBody =
+  | SyncLoopIterationEvent
+  | PlegEvent
+  | PodLifecycleEvent
+  | PodEvent
+  | SourceErrorEvent
+  | PodWaitStartedEvent
+  | PodWaitDoneEvent;
 
 /** An event as readers see it. */
 export type KletEvent = KletEventMeta & KletEventBody;

@@ -39,8 +39,9 @@ function shouldRestartOnFailure(pod: V1Pod): boolean {
   return restartPolicy(pod) !== 'Never';
 }
 
-export function isRestartableInit(c: V1Container): boolean {
-  return c.restartPolicy === 'Always';
+/** A sidecar: an init container with restartPolicy Always. */
+export function isRestartableInit(c: V1Container | undefined): boolean {
+  return c?.restartPolicy === 'Always';
 }
 
 function succeeded(status: RuntimeContainerStatus | undefined): boolean {

@@ -22,6 +22,7 @@ import { ContainerConfigError, expand, expandCommand, makeEnvironment, type EnvC
 import { containerHash } from './hash.js';
 import { containerAnnotations, containerLabels, podSandboxAnnotations, podSandboxLabels, type ContainerType } from './labels.js';
 import { linuxContainerResources } from './resources.js';
+import { containerLogPath } from '../logs/paths.js';
 
 /** The kubelet's defaults for /proc and /sys paths hidden from unprivileged containers. */
 export const DEFAULT_MASKED_PATHS = [
@@ -270,7 +271,7 @@ export function generateContainerConfig(pod: V1Pod, c: V1Container, ctx: Contain
     mounts: makeMounts(c, ctx),
     labels: containerLabels(pod, c, ctx.instance),
     annotations: containerAnnotations(pod, c, { hash: containerHash(c), restartCount: ctx.restartCount, type: ctx.type }),
-    logPath: `${c.name}/${ctx.restartCount}.log`,
+    logPath: containerLogPath(c.name, ctx.restartCount),
     stdin: c.stdin === true,
     stdinOnce: c.stdinOnce === true,
     tty: c.tty === true,

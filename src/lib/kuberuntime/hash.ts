@@ -5,17 +5,7 @@
  * from its spec's is restarted.
  */
 import type { V1Container } from '@kubernetes/client-node';
-
-/** JSON with object keys sorted and undefined values dropped, so equal specs hash equally. */
-export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (value instanceof Date) return JSON.stringify(value.toISOString());
-  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v === undefined ? null : v)).join(',')}]`;
-  const entries = Object.entries(value as Record<string, unknown>)
-    .filter(([, v]) => v !== undefined)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
-}
+import { canonicalJson } from '../util/json.js';
 
 export function fnv1a32(text: string): number {
   let h = 0x811c9dc5;

@@ -19,18 +19,11 @@ import { mountTmpfs, mountsUnder, unmountAll } from '../util/mounts.js';
 import { parseQuantity } from '../pod/quantity.js';
 import { ContainerConfigError, configMapData, secretData, type LocalObjects } from './env.js';
 
-export const POD_LOG_ROOT = '/var/log/pods';
-
 export function podsDir(rootDir: string): string {
   return path.join(rootDir, 'pods');
 }
 export function podDir(rootDir: string, uid: string): string {
   return path.join(podsDir(rootDir), uid);
-}
-/** /var/log/pods/<namespace>_<name>_<uid>, the kubelet's pod log directory. */
-export function podLogDir(pod: V1Pod, logRoot = POD_LOG_ROOT): string {
-  const md = pod.metadata ?? {};
-  return path.join(logRoot, `${md.namespace ?? 'default'}_${md.name ?? ''}_${md.uid ?? ''}`);
 }
 
 /** What klet remembers about a pod between invocations. */
@@ -59,6 +52,8 @@ export interface PodSyncState {
   /** Pod-level end reason (DeadlineExceeded), as status.reason / status.message. */
   reason?: string;
   message?: string;
+  /** The last sandbox creation failed (CreatePodSandboxError), and the back-off before the next try. */
+  sandboxError?: { reason: string; message: string; backoffMs: number };
 }
 
 async function writeFileAtomic(file: string, data: string, mode = 0o644): Promise<void> {

@@ -17,7 +17,6 @@ import { ContainerConfigError, type LocalObjects } from './env.js';
 import { ensureImageExists, ImageError } from './image.js';
 import {
   newTerminationMessageFile,
-  podLogDir,
   readSyncState,
   setupVolumes,
   writeEtcHosts,
@@ -30,17 +29,24 @@ import { hostIPs } from '../node/addresses.js';
 import { formatDuration } from '../util/duration.js';
 import { runHandler } from './hooks.js';
 import { instanceSelector, kletInstance } from './labels.js';
+import { podLogDirOf } from '../logs/paths.js';
+import type { KletEventBody } from '../events/types.js';
+import { podEvents } from '../events/pod-events.js';
+import { podKey } from '../pod/key.js';
 
 /** Crash-loop back-off: the kubelet's defaults. */
 export const DEFAULT_BACKOFF = { initialMs: 10_000, maxMs: 300_000, resetAfterMs: 600_000 };
 
-export type SyncEvent =
-  | { type: 'SandboxCreated'; pod: string; sandboxId: string; ip: string }
-  | { type: 'SandboxStopped'; pod: string; sandboxId: string }
-  | { type: 'ImagePulled' | 'ImagePresent'; pod: string; container: string; image: string }
-  | { type: 'ContainerStarted'; pod: string; container: string; containerId: string; init: boolean }
-  | { type: 'ContainerKilled'; pod: string; container: string; containerId: string; message: string }
-  | { type: 'ContainerFailed'; pod: string; container: string; reason: string; message: string };
+/**
+ * Per-process caches of facts about the node, owned by whoever builds the
+ * context (a command run, `klet sync`): never module-level state.
+ */
+export class NodeCache {
+  /** Host resolv.conf, read on first use. */
+  resolvConf?: ResolvConf;
+  /** The runtime's name (containerd), for containerIDs in status. */
+  runtimeName?: string;
+}
 
 export interface SyncContext {
   cri: CriClient;
@@ -51,10 +57,11 @@ export interface SyncContext {
   logRoot?: string;
   signal?: AbortSignal;
   backoff?: { initialMs: number; maxMs: number; resetAfterMs: number };
-  onEvent?: (e: SyncEvent) => void;
+  onEvent?: (e: KletEventBody) => void;
   now?: () => number;
-  /** Host resolv.conf (read once per process by default). */
+  /** Host resolv.conf; read from the host (once per cache) when unset. */
   resolvConf?: ResolvConf;
+  cache?: NodeCache;
 }
 
 export interface SyncPodResult {
@@ -66,20 +73,19 @@ export interface SyncPodResult {
   requeueAfterMs?: number;
   /** The pod was ended by klet itself (activeDeadlineSeconds). */
   deadlineExceeded?: boolean;
+  /** The runtime refused the pod's sandbox in this sync (the kubelet's CreatePodSandboxError). */
+  sandboxError?: { reason: string; message: string };
 }
+
+/** The kubelet's kubecontainer.ErrCreatePodSandbox. */
+export const CREATE_POD_SANDBOX_ERROR = 'CreatePodSandboxError';
 
 export const DEADLINE_EXCEEDED_MESSAGE = 'Pod was active on the node longer than the specified deadline';
 
-function podKey(pod: V1Pod): string {
-  const md = pod.metadata ?? {};
-  return `${md.namespace ?? 'default'}/${md.name ?? ''}`;
-}
-
-let cachedResolv: ResolvConf | undefined;
 function resolvConf(ctx: SyncContext): ResolvConf {
   if (ctx.resolvConf) return ctx.resolvConf;
-  cachedResolv ??= hostResolvConf();
-  return cachedResolv;
+  if (ctx.cache) return (ctx.cache.resolvConf ??= hostResolvConf());
+  return hostResolvConf();
 }
 
 function gracePeriod(pod: V1Pod, override?: number): number {
@@ -100,7 +106,7 @@ export async function killPod(
   for (const sb of status.sandboxes) {
     if (!sb.ready) continue;
     await ctx.cri.stopPodSandbox({ podSandboxId: sb.id }, { signal: ctx.signal });
-    ctx.onEvent?.({ type: 'SandboxStopped', pod: podKey(pod), sandboxId: sb.id });
+    ctx.onEvent?.(podEvents.sandboxStopped(pod, sb.id));
   }
 }
 
@@ -136,12 +142,12 @@ export async function killContainer(
       });
     } catch (err) {
       log.warn(`preStop hook of ${podKey(pod)}/${c.name} failed: ${errorMessage(err)}`);
-      ctx.onEvent?.({ type: 'ContainerFailed', pod: podKey(pod), container: c.name, reason: 'FailedPreStopHook', message: errorMessage(err) });
+      ctx.onEvent?.(podEvents.failed(pod, c.name, 'FailedPreStopHook', errorMessage(err)));
     }
     grace = Math.max(MIN_GRACE_AFTER_HOOK_SECONDS, grace - Math.ceil((Date.now() - t0) / 1000));
   }
   await ctx.cri.stopContainer({ containerId: c.id, timeout: BigInt(grace) }, { signal: ctx.signal, timeoutMs: (grace + 120) * 1000 });
-  ctx.onEvent?.({ type: 'ContainerKilled', pod: podKey(pod), container: c.name, containerId: c.id, message });
+  ctx.onEvent?.(podEvents.killing(pod, c.name, c.id, message));
 }
 
 interface StartFailure {
@@ -213,7 +219,7 @@ async function startContainer(
   const fail = (reason: string, message: string, retryInMs?: number): StartFailure => {
     cstate.reason = reason;
     cstate.message = message;
-    ctx.onEvent?.({ type: 'ContainerFailed', pod: podKey(pod), container: c.name, reason, message });
+    ctx.onEvent?.(podEvents.failed(pod, c.name, reason, message));
     return { reason, message, retryInMs };
   };
 
@@ -228,7 +234,7 @@ async function startContainer(
     imageRef = img.imageRef;
     delete cstate.pullFailedAt;
     delete cstate.pullBackoffMs;
-    ctx.onEvent?.({ type: img.pulled ? 'ImagePulled' : 'ImagePresent', pod: podKey(pod), container: c.name, image: c.image ?? '' });
+    ctx.onEvent?.(podEvents.pulled(pod, c.name, c.image ?? '', img.pulled));
   } catch (err) {
     if (err instanceof ImageError) {
       if (err.reason === 'ErrImagePull') {
@@ -282,7 +288,7 @@ async function startContainer(
   } catch (err) {
     return fail('RunContainerError', errorMessage(err));
   }
-  ctx.onEvent?.({ type: 'ContainerStarted', pod: podKey(pod), container: c.name, containerId, init });
+  ctx.onEvent?.(podEvents.started(pod, c.name, containerId, init));
   if (c.lifecycle?.postStart) {
     try {
       await runHandler(ctx.cri, {
@@ -350,7 +356,7 @@ export async function syncPod(ctx: SyncContext, pod: V1Pod, opts: { startTime?: 
 
   let sandboxId = actions.sandboxId;
   let podIPs: string[];
-  const logDirectory = podLogDir(pod, ctx.logRoot);
+  const logDirectory = podLogDirOf(pod, ctx.logRoot);
   const sandboxConfig = generatePodSandboxConfig(pod, {
     attempt: actions.attempt,
     nodeName: ctx.nodeName,
@@ -361,12 +367,27 @@ export async function syncPod(ctx: SyncContext, pod: V1Pod, opts: { startTime?: 
   });
   if (actions.createSandbox) {
     await fsp.mkdir(logDirectory, { recursive: true, mode: 0o755 });
-    const res = await ctx.cri.runPodSandbox({ config: sandboxConfig }, { signal: ctx.signal });
-    sandboxId = res.podSandboxId;
+    try {
+      const res = await ctx.cri.runPodSandbox({ config: sandboxConfig }, { signal: ctx.signal });
+      sandboxId = res.podSandboxId;
+    } catch (err) {
+      if (ctx.signal?.aborted) throw err;
+      // The kubelet's CreatePodSandboxError: recorded for status, a
+      // FailedCreatePodSandBox event, and retried after a back-off.
+      const message = `Failed to create pod sandbox: ${errorMessage(err)}`;
+      const cfg = ctx.backoff ?? DEFAULT_BACKOFF;
+      const backoffMs = state.sandboxError ? Math.min(state.sandboxError.backoffMs * 2, cfg.maxMs) : cfg.initialMs;
+      state.sandboxError = { reason: CREATE_POD_SANDBOX_ERROR, message, backoffMs };
+      await writeSyncState(ctx.rootDir, uid, state).catch((e) => log.debug(`sync state of ${podKey(pod)}: ${errorMessage(e)}`));
+      ctx.onEvent?.(podEvents.sandboxFailed(pod, message));
+      failures.push({ container: '', reason: CREATE_POD_SANDBOX_ERROR, message, retryInMs: backoffMs });
+      return { actions, status, failures, requeueAfterMs: backoffMs, sandboxError: { reason: CREATE_POD_SANDBOX_ERROR, message } };
+    }
+    if (state.sandboxError) delete state.sandboxError;
     const st = await ctx.cri.podSandboxStatus({ podSandboxId: sandboxId }, { signal: ctx.signal });
     const ip = st.status?.network?.ip ?? '';
     podIPs = [ip, ...(st.status?.network?.additionalIps ?? []).map((p) => p.ip)].filter((x) => x !== '');
-    ctx.onEvent?.({ type: 'SandboxCreated', pod: podKey(pod), sandboxId, ip });
+    ctx.onEvent?.(podEvents.sandboxCreated(pod, sandboxId, ip));
   } else {
     const sb = status.sandboxes[0];
     podIPs = sb ? [sb.ip, ...sb.additionalIps].filter((x) => x !== '') : [];

@@ -16,4 +16,6 @@ export {
   containerLogFile,
   latestLogFile,
   podLogDir,
+  podLogDirOf,
+  containerLogPath,
 } from './paths.js';

@@ -19,6 +19,12 @@ export function podLogDir(namespace: string, name: string, uid: string, root: st
   return path.join(root, `${namespace}_${name}_${uid}`);
 }
 
+/** The log directory of a pod object (namespace `default` when unset). */
+export function podLogDirOf(pod: { metadata?: { namespace?: string; name?: string; uid?: string } }, root?: string): string {
+  const md = pod.metadata ?? {};
+  return podLogDir(md.namespace ?? 'default', md.name ?? '', md.uid ?? '', root);
+}
+
 /** The directory holding one container's `N.log` files. */
 export function containerLogDir(podLogDirectory: string, containerName: string): string {
   return path.join(podLogDirectory, containerName);
@@ -26,7 +32,12 @@ export function containerLogDir(podLogDirectory: string, containerName: string):
 
 /** The log file of one container instance, by its restart count. */
 export function containerLogFile(containerDirectory: string, restartCount: number): string {
-  return path.join(containerDirectory, `${restartCount}.log`);
+  return path.join(containerDirectory, containerLogPath('', restartCount));
+}
+
+/** A container instance's log file relative to the pod log dir (CRI ContainerConfig.log_path): `<name>/<restartCount>.log`. */
+export function containerLogPath(containerName: string, restartCount: number): string {
+  return path.join(containerName, `${restartCount}.log`);
 }
 
 const LOG_FILE = /^(\d+)\.log$/;

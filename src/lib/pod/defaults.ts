@@ -25,6 +25,7 @@ import type {
   V1Volume,
 } from '@kubernetes/client-node';
 import { modelAttributes } from './decode.js';
+import { defaultImagePullPolicy } from '../image/reference.js';
 
 export const DEFAULT_NAMESPACE = 'default';
 export const DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS = 30;
@@ -45,34 +46,6 @@ export function cloneModel<T>(value: T): T {
     return out as T;
   }
   return value;
-}
-
-// distribution/reference grammar, to find an image's tag the way
-// parsers.ParseImageName does (a registry port is not a tag).
-const alnum = '[a-z0-9]+';
-const pathComponent = `${alnum}(?:(?:[._]|__|-+)${alnum})*`;
-const domainComponent = '(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])';
-const domain = `(?:${domainComponent}(?:\\.${domainComponent})*|\\[[a-fA-F0-9:]+\\])(?::[0-9]+)?`;
-const IMAGE_REFERENCE_RE = new RegExp(
-  `^((?:${domain}/)?${pathComponent}(?:/${pathComponent})*)(?::([\\w][\\w.-]{0,127}))?(?:@([A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9A-Fa-f]{32,}))?$`,
-);
-
-/** Tag and digest of an image reference; undefined when it does not parse (Go then assumes no tag). */
-export function parseImageReference(image: string): { name: string; tag?: string; digest?: string } | undefined {
-  const m = IMAGE_REFERENCE_RE.exec(image);
-  if (m === null || (m[1] as string).length > 255) return undefined;
-  return { name: m[1] as string, tag: m[2], digest: m[3] };
-}
-
-/**
- * SetDefaults_Container's imagePullPolicy: Always for `:latest` or for an
- * untagged, undigested image (which means :latest), else IfNotPresent.
- */
-export function defaultImagePullPolicy(image: string | undefined): 'Always' | 'IfNotPresent' {
-  const ref = parseImageReference(image ?? '');
-  if (ref === undefined) return 'IfNotPresent';
-  const tag = ref.tag ?? (ref.digest === undefined ? 'latest' : '');
-  return tag === 'latest' ? 'Always' : 'IfNotPresent';
 }
 
 function empty(s: string | undefined): boolean {

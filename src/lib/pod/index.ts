@@ -30,8 +30,6 @@ export {
   applyPodDefaults,
   applySecretDefaults,
   cloneModel,
-  defaultImagePullPolicy,
-  parseImageReference,
   volumeSources,
   DEFAULT_NAMESPACE,
   DEFAULT_SCHEDULER_NAME,
@@ -53,7 +51,6 @@ export {
 } from './validate.js';
 export {
   addOrUpdateToleration,
-  canonicalJSON,
   staticPodUID,
   toStaticPod,
   CONFIG_HASH_ANNOTATION,
@@ -66,3 +63,4 @@ export {
 export { decodeModel, modelAttributes, serializeModel, type AttributeType, type DecodeResult } from './decode.js';
 export { FieldError, FieldPath, type FieldErrorType, type PathSegment } from './field.js';
 export { Quantity, QuantityError, parseQuantity, quantityError, type QuantityFormat } from './quantity.js';
+export { defaultImagePullPolicy, parseImageReference } from '../image/reference.js';

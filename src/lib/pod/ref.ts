@@ -152,3 +152,18 @@ function editDistance(a: string, b: string): number {
   }
   return prev[b.length] as number;
 }
+
+/**
+ * Whether `ref` names this static pod in a manifest set (runonce's
+ * --exit-code-from): its name or its full name `<name>-<node>`, each alone
+ * (any namespace) or as `namespace/name`.
+ */
+export function matchesStaticPodRef(
+  ref: string,
+  pod: { metadata?: { name?: string; namespace?: string } },
+  nodeName: string,
+): boolean {
+  const md = pod.metadata ?? {};
+  const short = md.name?.endsWith(`-${nodeName}`) ? md.name.slice(0, -(nodeName.length + 1)) : md.name;
+  return ref === md.name || ref === short || ref === `${md.namespace}/${md.name}` || ref === `${md.namespace}/${short}`;
+}

@@ -27,6 +27,7 @@ import type { V1Pod, V1Toleration } from '@kubernetes/client-node';
 import { serializeModel } from './decode.js';
 import { cloneModel, DEFAULT_NAMESPACE } from './defaults.js';
 import { type FieldError, FieldPath, required } from './field.js';
+import { canonicalJson } from '../util/json.js';
 
 export const CONFIG_SOURCE_ANNOTATION = 'kubernetes.io/config.source';
 export const CONFIG_HASH_ANNOTATION = 'kubernetes.io/config.hash';
@@ -42,30 +43,8 @@ export interface StaticPodSource {
 const TOLERATE_NO_EXECUTE: Readonly<V1Toleration> = { operator: 'Exists', effect: 'NoExecute' };
 
 /**
- * JSON with object keys sorted at every level and undefined members left
- * out: one byte sequence per value, whatever the key order of the source.
- */
-export function canonicalJSON(value: unknown): string {
-  return JSON.stringify(sortKeys(value));
-}
-
-function sortKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map((v: unknown) => (v === undefined ? null : sortKeys(v)));
-  if (value instanceof Date) return value.toISOString();
-  if (value !== null && typeof value === 'object') {
-    const out: Record<string, unknown> = {};
-    for (const key of Object.keys(value).sort()) {
-      const v = (value as Record<string, unknown>)[key];
-      if (v !== undefined) out[key] = sortKeys(v);
-    }
-    return out;
-  }
-  return value;
-}
-
-/**
  * The static pod UID: hex md5 of
- *   canonicalJSON(wire form of the defaulted pod, without metadata.uid)
+ *   canonicalJson(wire form of the defaulted pod, without metadata.uid)
  *   + "host:<nodeName>"
  *   + "file:<absolute path>" or "url:<url>".
  * Call it with the API-defaulted pod as read from the manifest, before the
@@ -75,7 +54,7 @@ export function staticPodUID(pod: V1Pod, source: StaticPodSource, nodeName: stri
   const copy = cloneModel(pod);
   if (copy.metadata !== undefined) delete copy.metadata.uid;
   const hash = createHash('md5');
-  hash.update(canonicalJSON(serializeModel(copy, 'V1Pod')));
+  hash.update(canonicalJson(serializeModel(copy, 'V1Pod')));
   hash.update(`host:${nodeName}`);
   hash.update(source.kind === 'file' ? `file:${source.path}` : `url:${source.path}`);
   return hash.digest('hex');

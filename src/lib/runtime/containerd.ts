@@ -26,7 +26,7 @@ import {
 import { ensureBuiltinImages } from './images.js';
 
 /** The kubelet's default endpoint; only this one is started on demand. */
-export const DEFAULT_RUNTIME_ENDPOINT = 'unix:///run/containerd/containerd.sock';
+export { DEFAULT_RUNTIME_ENDPOINT } from '../cri/endpoint.js';
 
 export interface RuntimeTarget {
   /** CRI endpoint, `unix:///...`. */

@@ -24,11 +24,9 @@ import {
   type BuiltinImageKind,
   buildOciImage,
   builtinImageSpec,
-  formatImageRef,
-  imageRepository,
   imageSpecDigest,
-  parseImageRef,
 } from './oci-image.js';
+import { formatImageRef, imageRepository, parseImageRef } from '../image/reference.js';
 
 /** The containerd namespace the CRI plugin keeps its images and containers in. */
 export const CRI_NAMESPACE = 'k8s.io';

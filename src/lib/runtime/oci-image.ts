@@ -23,6 +23,7 @@ import { gzip as gzipCallback } from 'node:zlib';
 import tar, { type Header } from 'tar-stream';
 import { InputError, KletError, MissingDependencyError, errorMessage } from '../errors.js';
 import { BUSYBOX_IMAGE, PAUSE_IMAGE } from './containerd-config.js';
+import { canonicalImageName } from '../image/reference.js';
 
 const gzip = promisify(gzipCallback);
 const execFileAsync = promisify(execFile);
@@ -42,85 +43,6 @@ export const OCI_LAYOUT_VERSION = '1.0.0';
  * that a rebuild gives byte-identical content.
  */
 const FIXED_MTIME = new Date(0);
-
-// ---------------------------------------------------------------------------
-// Image references
-
-/** A parsed image reference, `DOMAIN/PATH[:TAG]`. */
-export interface ImageRef {
-  /** Registry host (with port), e.g. `localhost` or `registry.example:5000`. */
-  domain: string;
-  /** Repository path below the domain, e.g. `klet/busybox`. */
-  path: string;
-  /** Tag, or undefined when the reference names none. */
-  tag?: string;
-}
-
-/**
- * The host part klet gives names that have none. Docker would say
- * `docker.io/library`, but no image here came from Docker Hub, and a
- * `localhost/` name can never be mistaken for (or pulled from) a real registry.
- */
-export const DEFAULT_IMAGE_DOMAIN = 'localhost';
-
-const PATH_COMPONENT = /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$/;
-const DOMAIN = /^(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::[0-9]+)?$/;
-const TAG = /^[\w][\w.-]{0,127}$/;
-
-/**
- * Parse `[DOMAIN/]PATH[:TAG]` with the grammar of the distribution reference
- * package (the one containerd and CRI use), except that a name without a
- * domain gets {@link DEFAULT_IMAGE_DOMAIN}. Digest references are refused:
- * klet names images it imports, and a digest is not a name.
- */
-export function parseImageRef(ref: string): ImageRef {
-  const bad = (why: string): InputError => new InputError(`invalid image name ${JSON.stringify(ref)}: ${why}`);
-  if (ref === '') throw bad('empty');
-  if (ref.includes('@')) throw bad('digest references are not supported here, give NAME[:TAG]');
-  let name = ref;
-  let tag: string | undefined;
-  const colon = ref.lastIndexOf(':');
-  if (colon > ref.lastIndexOf('/')) {
-    name = ref.slice(0, colon);
-    tag = ref.slice(colon + 1);
-    if (!TAG.test(tag)) throw bad(`invalid tag ${JSON.stringify(tag)}`);
-  }
-  const slash = name.indexOf('/');
-  let domain = DEFAULT_IMAGE_DOMAIN;
-  let repo = name;
-  // Docker's rule: the first component is a host if it has a dot or a port,
-  // is "localhost", or has upper-case letters (path components cannot).
-  if (slash !== -1) {
-    const first = name.slice(0, slash);
-    if (/[.:]/.test(first) || first === 'localhost' || first !== first.toLowerCase()) {
-      domain = first;
-      repo = name.slice(slash + 1);
-      if (!DOMAIN.test(domain)) throw bad(`invalid registry host ${JSON.stringify(domain)}`);
-    }
-  }
-  for (const component of repo.split('/')) {
-    if (!PATH_COMPONENT.test(component)) {
-      throw bad(`invalid path component ${JSON.stringify(component)} (lower-case letters, digits and . _ - only)`);
-    }
-  }
-  if (domain.length + 1 + repo.length > 255) throw bad('longer than 255 characters');
-  return tag === undefined ? { domain, path: repo } : { domain, path: repo, tag };
-}
-
-/** `DOMAIN/PATH` of a parsed reference: containerd's import "base name". */
-export function imageRepository(ref: ImageRef): string {
-  return `${ref.domain}/${ref.path}`;
-}
-
-/** Canonical `DOMAIN/PATH:TAG`, with `latest` when no tag is given. */
-export function formatImageRef(ref: ImageRef): string {
-  return `${imageRepository(ref)}:${ref.tag ?? 'latest'}`;
-}
-
-/** `busybox` → `localhost/busybox:latest`; `localhost/klet/pause:3.10` stays. */
-export function normalizeImageRef(ref: string): string {
-  return formatImageRef(parseImageRef(ref));
-}
 
 /** OCI `architecture` of a Node `process.arch` (GOARCH spelling). */
 export function ociArchitecture(arch: string = process.arch): string {
@@ -177,7 +99,7 @@ export interface ImageConfigInput {
 
 /** What {@link buildOciImage} needs besides the output file. */
 export interface ImageSpec {
-  /** Image name, e.g. `localhost/klet/busybox:1.36`; normalized with {@link normalizeImageRef}. */
+  /** Image name, e.g. `localhost/klet/busybox:1.36`; normalized with {@link canonicalImageName}. */
   name: string;
   files: LayerEntry[];
   config: ImageConfigInput;
@@ -331,7 +253,7 @@ function sortedRecord(r: Record<string, string> | undefined): Record<string, str
  * any base name.
  */
 export async function buildOciImage(opts: BuildOciImageOptions): Promise<BuiltOciImage> {
-  const name = normalizeImageRef(opts.name);
+  const name = canonicalImageName(opts.name);
   const architecture = ociArchitecture();
 
   const layerTar = await packTar(await layerItems(opts.files));
@@ -419,7 +341,7 @@ export async function buildOciImage(opts: BuildOciImageOptions): Promise<BuiltOc
 export async function imageSpecDigest(spec: ImageSpec): Promise<string> {
   const hash = createHash('sha256');
   // Bump when the archive format changes so that old cached archives are rebuilt.
-  hash.update(JSON.stringify({ format: 1, name: normalizeImageRef(spec.name), arch: ociArchitecture(), config: spec.config }));
+  hash.update(JSON.stringify({ format: 1, name: canonicalImageName(spec.name), arch: ociArchitecture(), config: spec.config }));
   const items = await layerItems(spec.files);
   for (const { header, data } of items) {
     hash.update(JSON.stringify([header.name, header.type, header.mode, header.uid, header.gid, header.linkname ?? null]));

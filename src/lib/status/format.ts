@@ -26,6 +26,7 @@ import type {
   V1Toleration,
   V1Volume,
 } from '@kubernetes/client-node';
+import { isRestartableInit } from '../kuberuntime/actions.js';
 import { qosClass } from '../kuberuntime/resources.js';
 import { formatTable } from '../util/table.js';
 
@@ -106,10 +107,6 @@ export interface PodSummary {
 }
 
 export const POD_TABLE_HEADERS = ['NAMESPACE', 'NAME', 'READY', 'STATUS', 'RESTARTS', 'AGE', 'IP'];
-
-function isRestartableInit(container: V1Container | undefined): boolean {
-  return container?.restartPolicy === 'Always';
-}
 
 function conditionTrue(pod: V1Pod, type: string): boolean {
   return (pod.status?.conditions ?? []).some((c) => c.type === type && c.status === 'True');
@@ -735,4 +732,18 @@ export function tabwrite(lines: string[]): string {
 
   format(0, cells.length);
   return out.join('\n');
+}
+
+/** The node summary `klet status` prints above its pod table. */
+export function formatNodeSummary(
+  s: { nodeName: string; runtimeName: string; runtimeVersion: string; runtimeApiVersion: string; conditions: string[]; phases: [string, number][] },
+  where: { endpoint: string; rootDir: string; pods: number },
+): string {
+  const counts = s.phases.map(([k, n]) => `${n} ${k.toLowerCase()}`).join(', ') || 'none';
+  return (
+    `Node:     ${s.nodeName}\n` +
+    `Runtime:  ${s.runtimeName} ${s.runtimeVersion} (CRI ${s.runtimeApiVersion}) on ${where.endpoint}  ${s.conditions.join(' ')}\n` +
+    `Pods:     ${where.pods} (${counts})\n` +
+    `Root dir: ${where.rootDir}\n\n`
+  );
 }

@@ -76,6 +76,11 @@ function containerStatus(
     started: running,
     state: { waiting: { reason: defaultWaitingReason } },
   };
+  // The runtime refused the sandbox (and none runs): that is why the container waits.
+  const sandboxError = inputs.syncState.sandboxError;
+  if (!latest && sandboxError && !inputs.runtime.sandboxes.some((s) => s.ready)) {
+    st.state = { waiting: { reason: sandboxError.reason, message: sandboxError.message } };
+  }
   if (latest) st.containerID = `${inputs.runtimeName}://${latest.id}`;
   if (latest) {
     if (running) st.state = { running: { startedAt: date(latest.startedAt) } };

@@ -15,18 +15,12 @@ import type { EventBus } from '../events/bus.js';
 import type { SyncLoopTrigger } from '../events/types.js';
 import { restartPolicy } from '../kuberuntime/actions.js';
 import type { LocalObjects } from '../kuberuntime/env.js';
-import {
-  listPodRecordUids,
-  listPodRecords,
-  readPodRecord,
-  removePodDir,
-  writePodRecord,
-  type PodRecord,
-} from '../kuberuntime/poddir.js';
+import { admitPod, removePod, removePodLogDir } from '../kuberuntime/lifecycle.js';
 import { instanceSelector } from '../kuberuntime/labels.js';
+import { listPodRecordUids, listPodRecords, readPodRecord, removePodDir } from '../kuberuntime/poddir.js';
 import { getRuntimePodStatus } from '../kuberuntime/runtime-status.js';
-import { removePodLogDir } from '../kuberuntime/pods.js';
-import { killPod, syncPod, type SyncContext, type SyncEvent } from '../kuberuntime/sync-pod.js';
+import { killPod, NodeCache, syncPod, type SyncContext } from '../kuberuntime/sync-pod.js';
+import { podKey as key } from '../pod/key.js';
 import { log } from '../log.js';
 import type { KletMetrics } from '../metrics/metrics.js';
 import type { GenericPLEG } from '../pleg/generic.js';
@@ -57,33 +51,6 @@ interface DesiredPod {
   source: string;
 }
 
-function key(pod: V1Pod): string {
-  return `${pod.metadata?.namespace ?? 'default'}/${pod.metadata?.name ?? ''}`;
-}
-
-/** Event reasons the kubelet records, from klet's sync events. */
-function toPodEvent(e: SyncEvent): { type: 'Normal' | 'Warning'; reason: string; message: string } {
-  switch (e.type) {
-    case 'SandboxCreated':
-      return { type: 'Normal', reason: 'SandboxCreated', message: `Pod sandbox ${e.sandboxId.slice(0, 13)} created${e.ip ? ` with IP ${e.ip}` : ''}` };
-    case 'SandboxStopped':
-      return { type: 'Normal', reason: 'SandboxStopped', message: `Pod sandbox ${e.sandboxId.slice(0, 13)} stopped` };
-    case 'ImagePresent':
-      return { type: 'Normal', reason: 'Pulled', message: `Container image "${e.image}" already present on machine` };
-    case 'ImagePulled':
-      return { type: 'Normal', reason: 'Pulled', message: `Successfully pulled image "${e.image}"` };
-    case 'ContainerStarted':
-      return { type: 'Normal', reason: 'Started', message: `Started container ${e.container}` };
-    case 'ContainerKilled':
-      return { type: 'Normal', reason: 'Killing', message: `Stopping container ${e.container}: ${e.message}` };
-    case 'ContainerFailed':
-      return {
-        type: 'Warning',
-        reason: e.reason === 'CrashLoopBackOff' || e.reason === 'ImagePullBackOff' ? 'BackOff' : 'Failed',
-        message: e.message,
-      };
-  }
-}
 
 export class Kubelet {
   private readonly desired = new Map<string, DesiredPod>();
@@ -92,6 +59,8 @@ export class Kubelet {
   private readonly removedAt = new Map<string, number>();
   private readonly workers: PodWorkers;
   private readonly abort = new AbortController();
+  /** Facts about the node cached for this kubelet's lifetime (resolv.conf, the runtime's name). */
+  readonly cache = new NodeCache();
   private readonly started = Date.now();
   private lastHousekeeping = 0;
 
@@ -133,11 +102,15 @@ export class Kubelet {
       logRoot: this.opts.logRoot,
       signal: this.abort.signal,
       backoff: this.opts.backoff,
+      cache: this.cache,
       onEvent: (e) => {
-        const uid = forPod.metadata?.uid ?? '';
-        this.opts.bus.emit({ kind: 'Event', pod: e.pod, uid, ...toPodEvent(e) });
-        if (e.type === 'ContainerStarted') this.opts.metrics?.containerStarted(e.init ? 'init_container' : 'container');
-        if (e.type === 'ContainerFailed') this.opts.metrics?.containerStartFailed('container', new Error(e.reason));
+        // Events carry the UID of the pod being synced (a pod being killed is no longer in `desired`).
+        this.opts.bus.emit(e.kind === 'Event' ? { ...e, uid: forPod.metadata?.uid ?? e.uid } : e);
+        if (e.kind !== 'Event') return;
+        if (e.reason === 'Started') this.opts.metrics?.containerStarted(e.init ? 'init_container' : 'container');
+        if (e.containerReason !== undefined) {
+          this.opts.metrics?.containerStartFailed('container', new Error(e.containerReason));
+        }
       },
     };
   }
@@ -161,7 +134,7 @@ export class Kubelet {
     const status = await getRuntimePodStatus(
       this.opts.cri,
       { uid: md.uid ?? '', name: md.name ?? '', namespace: md.namespace ?? 'default' },
-      { owner: instanceSelector(this.opts) },
+      { owner: instanceSelector(this.opts), signal: this.abort.signal },
     );
     await killPod(this.ctx(this.desired.get(md.uid ?? '')?.source ?? 'file', pod), pod, status, { gracePeriodSeconds: grace });
   }
@@ -175,16 +148,8 @@ export class Kubelet {
   }
 
   private async removePod(pod: V1Pod): Promise<void> {
-    const md = pod.metadata ?? {};
-    const uid = md.uid ?? '';
-    const status = await getRuntimePodStatus(this.opts.cri, { uid, name: md.name ?? '', namespace: md.namespace ?? 'default' }, { owner: instanceSelector(this.opts) });
-    for (const c of status.containers) await this.opts.cri.removeContainer({ containerId: c.id });
-    for (const sb of status.sandboxes) {
-      await this.opts.cri.stopPodSandbox({ podSandboxId: sb.id });
-      await this.opts.cri.removePodSandbox({ podSandboxId: sb.id });
-    }
-    await removePodDir(this.opts.rootDir, uid);
-    await removePodLogDir(this.opts, pod);
+    const uid = pod.metadata?.uid ?? '';
+    await removePod(this.ctx(this.desired.get(uid)?.source ?? 'file', pod), pod);
     this.removedAt.set(uid, Date.now());
     this.opts.bus.emit({ kind: 'PodLifecycle', pod: key(pod), uid, state: 'Removed' });
   }
@@ -195,10 +160,7 @@ export class Kubelet {
   }
 
   private async admit(pod: V1Pod, source: string): Promise<void> {
-    const uid = pod.metadata?.uid ?? '';
-    const prev = await readPodRecord(this.opts.rootDir, uid);
-    const rec: PodRecord = { pod, source: prev?.source ?? source, firstSeen: prev?.firstSeen ?? new Date().toISOString() };
-    await writePodRecord(this.opts.rootDir, rec);
+    await admitPod({ rootDir: this.opts.rootDir }, pod, source);
   }
 
   private async handleConfig(u: PodUpdate): Promise<string[]> {

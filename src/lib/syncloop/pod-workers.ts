@@ -13,6 +13,7 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import { errorMessage } from '../errors.js';
 import { log } from '../log.js';
+import { podKey } from '../pod/key.js';
 
 export type UpdateType = 'create' | 'update' | 'sync' | 'kill';
 export type WorkerState = 'SyncPod' | 'TerminatingPod' | 'TerminatedPod';
@@ -293,6 +294,3 @@ export class PodWorkers {
   }
 }
 
-function podKey(pod: V1Pod): string {
-  return `${pod.metadata?.namespace ?? 'default'}/${pod.metadata?.name ?? ''}`;
-}

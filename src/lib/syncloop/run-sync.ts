@@ -6,12 +6,12 @@
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import type { CriClient } from '../cri/client.js';
-import { canonicalJson } from '../kuberuntime/hash.js';
+import { canonicalJson } from '../util/json.js';
 import { createPodConfig } from '../config/index.js';
 import { errorMessage } from '../errors.js';
 import { EventBus } from '../events/bus.js';
 import { instanceSelector } from '../kuberuntime/labels.js';
-import { listPodsWithStatus } from '../kuberuntime/pods.js';
+import { listPodsWithStatus } from '../status/pods.js';
 import { log } from '../log.js';
 import { instrumentCri } from '../metrics/instrument-cri.js';
 import { KletMetrics } from '../metrics/metrics.js';
@@ -113,7 +113,7 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
           apiVersion: 'v1',
           kind: 'PodList',
           metadata: {},
-          items: await listPodsWithStatus({ cri, rootDir: opts.rootDir, nodeName: opts.nodeName, objects: { configMaps: [], secrets: [] } }),
+          items: await listPodsWithStatus({ cri, rootDir: opts.rootDir, nodeName: opts.nodeName, cache: kubelet.cache }),
         }),
         events: bus,
         metrics,

@@ -22,9 +22,9 @@ export function parseDuration(text: string): number | null {
   return total;
 }
 
-/** Format milliseconds the way Go prints a time.Duration ("2m0s", "1.5s", "300ms"). */
+/** Format milliseconds the way Go prints a time.Duration ("2m0s", "1.5s", "300ms", "1h0m0s"); 0s for none. */
 export function formatDuration(ms: number): string {
-  if (ms === 0) return '0s';
+  if (ms <= 0) return '0s';
   if (ms < 1000) return `${trim(ms)}ms`;
   const h = Math.floor(ms / 3_600_000);
   const m = Math.floor((ms % 3_600_000) / 60_000);

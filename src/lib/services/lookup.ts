@@ -4,10 +4,12 @@
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import { resolvePodRef } from '../pod/ref.js';
-import { instanceSelector } from './labels.js';
-import { listPodRecords } from './poddir.js';
-import { listRuntimePods } from './runtime-status.js';
-import type { SyncContext } from './sync-pod.js';
+import { instanceSelector } from '../kuberuntime/labels.js';
+import { listPodRecords } from '../kuberuntime/poddir.js';
+import { listRuntimePods } from '../kuberuntime/runtime-status.js';
+import type { SyncContext } from '../kuberuntime/sync-pod.js';
+
+export type LookupContext = Pick<SyncContext, 'cri' | 'rootDir' | 'nodeName' | 'signal'>;
 
 export interface KnownPod {
   namespace: string;
@@ -17,7 +19,7 @@ export interface KnownPod {
   spec?: V1Pod;
 }
 
-export async function knownPods(ctx: SyncContext): Promise<KnownPod[]> {
+export async function knownPods(ctx: LookupContext): Promise<KnownPod[]> {
   const recs = await listPodRecords(ctx.rootDir);
   const out = new Map<string, KnownPod>();
   for (const r of recs) {
@@ -31,7 +33,7 @@ export async function knownPods(ctx: SyncContext): Promise<KnownPod[]> {
 }
 
 /** Resolve POD arguments (ns/name, name, UID prefix) to known pods; unknown or ambiguous ones throw. */
-export async function findPods(ctx: SyncContext, refs: string[]): Promise<KnownPod[]> {
+export async function findPods(ctx: LookupContext, refs: string[]): Promise<KnownPod[]> {
   const all = await knownPods(ctx);
   return refs.map((r) => resolvePodRef(r, all));
 }

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { defaultPullPolicy, isValidImageReference, normalizeImageRef } from '../../src/lib/kuberuntime/image.js';
+import { defaultImagePullPolicy, isValidImageReference, withDefaultTag } from '../../src/lib/image/reference.js';
 
 const DIGEST = `sha256:${'a'.repeat(64)}`;
 
-describe('defaultPullPolicy', () => {
+describe('defaultImagePullPolicy', () => {
   it.each([
     ['busybox', 'Always'],
     ['busybox:latest', 'Always'],
@@ -18,11 +18,11 @@ describe('defaultPullPolicy', () => {
     // A tag wins over a digest when deciding, as the API server defaults it.
     [`busybox:latest@${DIGEST}`, 'Always'],
   ])('%s → %s', (image, want) => {
-    expect(defaultPullPolicy(image)).toBe(want);
+    expect(defaultImagePullPolicy(image)).toBe(want);
   });
 });
 
-describe('normalizeImageRef', () => {
+describe('withDefaultTag', () => {
   it.each([
     ['busybox', 'busybox:latest'],
     ['busybox:1.36', 'busybox:1.36'],
@@ -31,7 +31,7 @@ describe('normalizeImageRef', () => {
     ['registry:5000/a/b:tag', 'registry:5000/a/b:tag'],
     [`a@${DIGEST}`, `a@${DIGEST}`],
   ])('%s → %s', (image, want) => {
-    expect(normalizeImageRef(image)).toBe(want);
+    expect(withDefaultTag(image)).toBe(want);
   });
 });
 

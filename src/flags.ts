@@ -1,0 +1,36 @@
+/**
+ * Flag types shared by the commands. Every duration flag is a durationFlag:
+ * a Go-style duration (2m, 30s, 1m30s, 500ms), as the kubelet's flags take
+ * them, parsed once to milliseconds; a bad value is a usage error naming the flag.
+ */
+import { Flags } from '@oclif/core';
+import { InputError } from './lib/errors.js';
+import { parseDuration } from './lib/util/duration.js';
+
+/** Milliseconds of a positive duration, or a one-line error naming the flag and the value. */
+export function positiveDurationMs(flag: string, value: string): number {
+  const ms = parseDuration(value);
+  if (ms === null || ms <= 0) throw new InputError(`--${flag} "${value}": not a positive duration (e.g. 5m, 30s)`);
+  return ms;
+}
+
+export interface DurationFlagOptions {
+  summary: string;
+  /** The default as the user would type it (shown in --help). */
+  default: string;
+  hidden?: boolean;
+  helpGroup?: string;
+}
+
+/** A positive duration flag, in milliseconds. */
+export function durationFlag(opts: DurationFlagOptions) {
+  return Flags.custom<number>({
+    summary: opts.summary,
+    hidden: opts.hidden,
+    helpGroup: opts.helpGroup,
+    helpValue: '<value>',
+    default: async (ctx) => positiveDurationMs(ctx.options.name, opts.default),
+    defaultHelp: async () => opts.default,
+    parse: async (input, _ctx, flag) => positiveDurationMs(flag.name, input),
+  })();
+}

@@ -1,0 +1,43 @@
+/**
+ * The pod events the sync engine emits, with the kubelet's reasons and
+ * messages (pkg/kubelet/events/event.go, kuberuntime_container.go), built in
+ * one place so `klet sync`'s /events, the one-shot commands' progress and the
+ * dashboard read the same objects.
+ */
+import type { V1Pod } from '@kubernetes/client-node';
+import { podKey } from '../pod/key.js';
+import type { PodEvent } from './types.js';
+
+function base(pod: V1Pod): { kind: 'Event'; pod: string; uid: string } {
+  return { kind: 'Event', pod: podKey(pod), uid: pod.metadata?.uid ?? '' };
+}
+
+export const podEvents = {
+  sandboxCreated(pod: V1Pod, sandboxId: string, ip: string): PodEvent {
+    const message = `Pod sandbox ${sandboxId.slice(0, 13)} created${ip ? ` with IP ${ip}` : ''}`;
+    return { ...base(pod), type: 'Normal', reason: 'SandboxCreated', message, sandboxId, ip };
+  },
+  sandboxStopped(pod: V1Pod, sandboxId: string): PodEvent {
+    return { ...base(pod), type: 'Normal', reason: 'SandboxStopped', message: `Pod sandbox ${sandboxId.slice(0, 13)} stopped`, sandboxId };
+  },
+  /** The kubelet's FailedCreatePodSandBox: the runtime refused the pod's sandbox. */
+  sandboxFailed(pod: V1Pod, message: string): PodEvent {
+    return { ...base(pod), type: 'Warning', reason: 'FailedCreatePodSandBox', message };
+  },
+  pulled(pod: V1Pod, container: string, image: string, pulled: boolean): PodEvent {
+    const message = pulled ? `Successfully pulled image "${image}"` : `Container image "${image}" already present on machine`;
+    return { ...base(pod), type: 'Normal', reason: 'Pulled', message, container, image, pulled };
+  },
+  started(pod: V1Pod, container: string, containerId: string, init: boolean): PodEvent {
+    return { ...base(pod), type: 'Normal', reason: 'Started', message: `Started container ${container}`, container, containerId, init };
+  },
+  killing(pod: V1Pod, container: string, containerId: string, killReason: string): PodEvent {
+    const message = `Stopping container ${container}: ${killReason}`;
+    return { ...base(pod), type: 'Normal', reason: 'Killing', message, container, containerId, killReason };
+  },
+  /** A container could not be started (or its hook failed): BackOff while backing off, Failed otherwise. */
+  failed(pod: V1Pod, container: string, containerReason: string, message: string): PodEvent {
+    const reason = containerReason === 'CrashLoopBackOff' || containerReason === 'ImagePullBackOff' ? 'BackOff' : 'Failed';
+    return { ...base(pod), type: 'Warning', reason, message, container, containerReason };
+  },
+};

@@ -1,0 +1,86 @@
+/**
+ * `klet status`: the node and its pods with the status the kubelet would
+ * report, once (podStatus, nodeSummary) or as a stream of changes (watchPods).
+ */
+import type { V1Pod } from '@kubernetes/client-node';
+import { resolvePodRef } from '../pod/ref.js';
+import { listPodsWithStatus, runtimeName } from '../status/pods.js';
+import { jsonReplacer } from '../util/json.js';
+import { sleep, syncContext, type ServiceDeps } from './deps.js';
+
+export interface PodStatusOptions {
+  /** One pod as the user named it (ns/name, name, UID prefix); every pod when unset. */
+  pod?: string;
+}
+
+/** The pods (or the one named) with status. */
+export async function podStatus(opts: PodStatusOptions, deps: ServiceDeps): Promise<V1Pod[]> {
+  const pods = await listPodsWithStatus(syncContext(deps));
+  if (opts.pod === undefined) return pods;
+  const refs = pods.map((p) => ({ namespace: p.metadata?.namespace ?? 'default', name: p.metadata?.name ?? '', uid: p.metadata?.uid ?? '', pod: p }));
+  return [resolvePodRef(opts.pod, refs).pod];
+}
+
+export interface NodeSummary {
+  nodeName: string;
+  runtimeName: string;
+  runtimeVersion: string;
+  runtimeApiVersion: string;
+  /** The runtime's conditions, `Type=Status`. */
+  conditions: string[];
+  /** Pods by phase, in the order first seen. */
+  phases: [string, number][];
+}
+
+export async function nodeSummary(pods: V1Pod[], deps: ServiceDeps): Promise<NodeSummary> {
+  const opts = { signal: deps.signal };
+  const v = await deps.cri.version({}, opts);
+  const st = await deps.cri.status({}, opts);
+  const phases = new Map<string, number>();
+  for (const p of pods) phases.set(p.status?.phase ?? 'Unknown', (phases.get(p.status?.phase ?? 'Unknown') ?? 0) + 1);
+  return {
+    nodeName: deps.nodeName,
+    runtimeName: await runtimeName(syncContext(deps)),
+    runtimeVersion: v.runtimeVersion,
+    runtimeApiVersion: v.runtimeApiVersion,
+    conditions: (st.status?.conditions ?? []).map((c) => `${c.type}=${c.status}`),
+    phases: [...phases.entries()],
+  };
+}
+
+export interface PodWatchEvent {
+  /** ADDED for the first set, MODIFIED for a pod whose status changed since. */
+  type: 'ADDED' | 'MODIFIED';
+  pods: V1Pod[];
+}
+
+/**
+ * The pods (or the one named), then every pod whose status changed, polling
+ * every `intervalMs`, until the signal aborts (then it ends, without error).
+ */
+export async function* watchPods(opts: PodStatusOptions & { intervalMs: number }, deps: ServiceDeps): AsyncGenerator<PodWatchEvent> {
+  const seen = new Map<string, string>();
+  const changed = (list: V1Pod[]) => {
+    const out = list.filter((p) => seen.get(p.metadata?.uid ?? '') !== JSON.stringify(p.status, jsonReplacer));
+    for (const p of list) seen.set(p.metadata?.uid ?? '', JSON.stringify(p.status, jsonReplacer));
+    return out;
+  };
+  const first = changed(await podStatus(opts, deps));
+  if (first.length > 0) yield { type: 'ADDED', pods: first };
+  while (!deps.signal.aborted) {
+    try {
+      await sleep(opts.intervalMs, deps.signal);
+    } catch {
+      return;
+    }
+    let pods: V1Pod[];
+    try {
+      pods = await podStatus(opts, deps);
+    } catch (err) {
+      if (deps.signal.aborted) return; // interrupted mid-poll: the watch ends
+      throw err;
+    }
+    const next = changed(pods);
+    if (next.length > 0) yield { type: 'MODIFIED', pods: next };
+  }
+}

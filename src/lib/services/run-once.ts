@@ -1,0 +1,234 @@
+/**
+ * `klet runonce`: what the kubelet's --runonce mode promised. Load every
+ * static pod of the sources, start them all concurrently, wait per pod by
+ * its restart policy, optionally clean up, and report with an exit code.
+ * A pod whose run fails (even with a runtime error) fails in its own row;
+ * the others' results stand.
+ */
+import type { V1Pod } from '@kubernetes/client-node';
+import { fetchManifestUrl } from '../config/manifest-url.js';
+import { InputError } from '../errors.js';
+import type { LocalObjects } from '../kuberuntime/env.js';
+import { admitPod, deletePod, replaceOtherInstances } from '../kuberuntime/lifecycle.js';
+import { loadManifests, type LoadedPod, type ManifestSet } from '../pod/index.js';
+import { podKey } from '../pod/key.js';
+import { matchesStaticPodRef } from '../pod/ref.js';
+import { syncContext, type ServiceDeps } from './deps.js';
+import { preflightPod } from './preflight.js';
+import { failedOutcome, goalFor, podExitCode, syncUntil, type PodOutcome, type WaitGoal } from './wait.js';
+
+export interface RunOnceOptions {
+  manifestDir?: string;
+  manifestUrl?: string;
+  manifestUrlHeaders?: Record<string, string>;
+  /** A directory of ConfigMaps and Secrets served to the pods. */
+  objectsDir?: string;
+  /** Always pods: wait until Ready rather than running. */
+  waitReady: boolean;
+  timeoutMs: number;
+  /** Exit with this pod's exit code: its name, ns/name, or the static pod's full name. */
+  exitCodeFrom?: string;
+  /** Delete every pod this run started when done. */
+  cleanup: boolean;
+}
+
+export interface RunOnceContainerRow {
+  name: string | undefined;
+  init: boolean;
+  state: 'running' | 'terminated' | 'waiting';
+  reason: string | null;
+  exitCode: number | null;
+  restartCount: number | undefined;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+}
+
+export interface RunOncePodRow {
+  namespace: string | undefined;
+  name: string | undefined;
+  uid: string | undefined;
+  source: string;
+  restartPolicy: string;
+  waitedFor: WaitGoal;
+  ok: boolean;
+  problem: string | null;
+  /** Why the pod failed (a waiting reason, PodFailed, Timeout, a runtime error's code), null when ok. */
+  reason: string | null;
+  message: string | null;
+  phase: string | undefined;
+  podIP: string | null;
+  /** The pod's exit code: its first failing container's, 0 when all ended with 0, null while running. */
+  exitCode: number | null;
+  durationMs: number;
+  containers: RunOnceContainerRow[];
+}
+
+export interface InvalidManifest {
+  file: string;
+  line: number | null;
+  fieldPath: string | null;
+  message: string;
+}
+
+/** What runonce prints (table, JSON, YAML). */
+export interface RunOnceReport {
+  ok: boolean;
+  nodeName: string;
+  durationMs: number;
+  pods: RunOncePodRow[];
+  invalid: InvalidManifest[];
+  cleanedUp: boolean;
+}
+
+export interface RunOnceResult {
+  report: RunOnceReport;
+  /** What klet exits with. */
+  exitCode: number;
+}
+
+/**
+ * Exit status: 0 only if every pod reached its goal and no manifest was
+ * invalid; otherwise 1. With exitCodeFrom, that pod's failure decides first:
+ * its first failing exit code (1 when it has none), then 1 if anything else failed.
+ */
+export function runOnceExitCode(ok: boolean, target: { ok: boolean; exitCode: number | null } | undefined, exitCodeFrom: boolean): number {
+  if (exitCodeFrom) {
+    const code = target ? (target.ok ? 0 : target.exitCode && target.exitCode > 0 ? target.exitCode : 1) : 1;
+    if (code !== 0) return code;
+  }
+  return ok ? 0 : 1;
+}
+
+export async function runOnce(opts: RunOnceOptions, deps: ServiceDeps): Promise<RunOnceResult> {
+  const { nodeName } = deps;
+  const sets: ManifestSet[] = [];
+  if (opts.manifestDir !== undefined) sets.push(await loadManifests({ dir: opts.manifestDir, nodeName }));
+  if (opts.manifestUrl !== undefined) {
+    const body = await fetchManifestUrl(opts.manifestUrl, { headers: opts.manifestUrlHeaders, signal: deps.signal });
+    sets.push(await loadManifests({ url: { body, url: opts.manifestUrl }, nodeName }));
+  }
+  if (opts.objectsDir !== undefined) sets.push(await loadManifests({ dir: opts.objectsDir, nodeName }));
+  const pods = sets.flatMap((s) => s.pods);
+  const invalid = sets.flatMap((s) => s.errors).map((e) => ({ file: e.file, line: e.line, fieldPath: e.fieldPath, message: e.message, text: e.toString() }));
+  const objects: LocalObjects = { configMaps: sets.flatMap((s) => s.configMaps), secrets: sets.flatMap((s) => s.secrets) };
+
+  const exitFrom = opts.exitCodeFrom;
+  const isTarget = (p: LoadedPod) => exitFrom !== undefined && matchesStaticPodRef(exitFrom, p.pod, nodeName);
+  if (exitFrom !== undefined && !pods.some(isTarget)) {
+    throw new InputError(`${exitFrom}: no such pod among the manifests (${pods.map((p) => p.pod.metadata?.name).join(', ') || 'none'})`, {
+      input: 'exitCodeFrom',
+    });
+  }
+
+  for (const e of invalid) deps.onEvent?.({ kind: 'SourceError', source: e.file, message: e.text });
+  const ctx = syncContext(deps, objects);
+  const runnable: LoadedPod[] = [];
+  for (const p of pods) {
+    const problems = await preflightPod(ctx, p.pod);
+    if (problems.length === 0) {
+      runnable.push(p);
+      continue;
+    }
+    for (const pr of problems) {
+      const text = `${p.source.path}: ${pr.fieldPath}: ${pr.message}`;
+      invalid.push({ file: p.source.path, line: undefined, fieldPath: pr.fieldPath, message: pr.message, text });
+      deps.onEvent?.({ kind: 'SourceError', source: p.source.path, message: text });
+    }
+  }
+
+  const t0 = Date.now();
+  const outcomes = await Promise.all(
+    runnable.map(async (p) => {
+      const key = podKey(p.pod);
+      const uid = p.pod.metadata?.uid ?? '';
+      const goal = goalFor(p.pod, opts.waitReady);
+      const startedAt = Date.now();
+      let out: PodOutcome;
+      try {
+        // A static pod's full name is unique on the node: an edited manifest's pod replaces the old one.
+        await replaceOtherInstances(ctx, p.pod);
+        const rec = await admitPod(ctx, p.pod, p.source.path);
+        deps.onEvent?.({
+          kind: 'PodWaitStarted',
+          pod: key,
+          uid,
+          goal,
+          initContainers: (p.pod.spec?.initContainers ?? []).map((c) => c.name),
+          containers: (p.pod.spec?.containers ?? []).map((c) => c.name),
+        });
+        out = await syncUntil(ctx, rec, goal, { timeoutMs: Math.max(1000, opts.timeoutMs - (Date.now() - t0)) });
+      } catch (err) {
+        if (deps.signal.aborted) throw err;
+        out = failedOutcome(p.pod, err, startedAt);
+      }
+      deps.onEvent?.({ kind: 'PodWaitDone', pod: key, uid, ok: out.ok, summary: out.ok ? `${out.pod.status?.phase}` : out.problem ?? 'failed' });
+      return { loaded: p, goal, out };
+    }),
+  );
+
+  if (opts.cleanup) await Promise.all(outcomes.map(({ loaded }) => deletePod(ctx, loaded.pod)));
+
+  const ok = invalid.length === 0 && outcomes.every((o) => o.out.ok);
+  const report: RunOnceReport = {
+    ok,
+    nodeName,
+    durationMs: Date.now() - t0,
+    pods: outcomes.map(({ loaded, goal, out }) => podRow(loaded, goal, out)),
+    invalid: invalid.map(({ file, line, fieldPath, message }) => ({ file, line: line ?? null, fieldPath: fieldPath ?? null, message })),
+    cleanedUp: opts.cleanup,
+  };
+  const target = exitFrom === undefined ? undefined : outcomes.find((o) => isTarget(o.loaded))?.out;
+  return { report, exitCode: runOnceExitCode(ok, target, exitFrom !== undefined) };
+}
+
+function podRow(loaded: LoadedPod, goal: WaitGoal, out: PodOutcome): RunOncePodRow {
+  const st = out.pod.status;
+  const containers = [
+    ...(st?.initContainerStatuses ?? []).map((c) => ({ ...c, init: true })),
+    ...(st?.containerStatuses ?? []).map((c) => ({ ...c, init: false })),
+  ];
+  const pod: V1Pod = loaded.pod;
+  return {
+    namespace: pod.metadata?.namespace,
+    name: pod.metadata?.name,
+    uid: pod.metadata?.uid,
+    source: loaded.source.path,
+    restartPolicy: pod.spec?.restartPolicy ?? 'Always',
+    waitedFor: goal,
+    ok: out.ok,
+    problem: out.problem ?? null,
+    reason: out.ok ? null : (out.reason ?? null),
+    message: out.ok ? null : (out.message ?? null),
+    phase: st?.phase,
+    podIP: st?.podIP ?? null,
+    exitCode: podExitCode(out.pod),
+    durationMs: out.finishedAt - out.startedAt,
+    containers: containers.map((c) => ({
+      name: c.name,
+      init: c.init,
+      state: c.state?.running ? 'running' : c.state?.terminated ? 'terminated' : 'waiting',
+      reason: c.state?.waiting?.reason ?? c.state?.terminated?.reason ?? null,
+      exitCode: c.state?.terminated?.exitCode ?? null,
+      restartCount: c.restartCount,
+      startedAt: c.state?.running?.startedAt ?? c.state?.terminated?.startedAt ?? null,
+      finishedAt: c.state?.terminated?.finishedAt ?? null,
+    })),
+  };
+}
+
+/** The report as a table, with a one-line summary. */
+export function formatRunOnceReport(report: RunOnceReport, formatTable: (head: string[], rows: string[][]) => string): string {
+  const rows = report.pods.map((p) => [
+    p.namespace ?? '',
+    p.name ?? '',
+    p.restartPolicy,
+    p.ok ? 'ok' : 'FAILED',
+    p.phase ?? '',
+    p.exitCode === null ? '-' : String(p.exitCode),
+    `${(p.durationMs / 1000).toFixed(1)}s`,
+    p.problem ?? '',
+  ]);
+  for (const e of report.invalid) rows.push(['-', e.file, '-', 'INVALID', '-', '-', '-', `${e.fieldPath ? e.fieldPath + ': ' : ''}${e.message}`]);
+  const summary = `${report.pods.filter((p) => p.ok).length}/${report.pods.length} pods ok, ${report.invalid.length} invalid, ${(report.durationMs / 1000).toFixed(1)}s`;
+  return formatTable(['NAMESPACE', 'NAME', 'RESTART', 'RESULT', 'PHASE', 'EXIT', 'TIME', 'DETAIL'], rows) + '\n' + summary;
+}

@@ -1,0 +1,71 @@
+/**
+ * Pods with their API status, as the kubelet would report them: from klet's
+ * records under the root dir, the runtime's state and the sync state. Used
+ * by `klet status`, the local API's /pods and the one-shot waits.
+ */
+import type { V1Pod } from '@kubernetes/client-node';
+import type { PodRecord } from '../kuberuntime/poddir.js';
+import { listPodRecords, readSyncState } from '../kuberuntime/poddir.js';
+import { getRuntimePodStatus, getRuntimePodStatuses, listRuntimePods, type RuntimePodStatus } from '../kuberuntime/runtime-status.js';
+import type { SyncContext } from '../kuberuntime/sync-pod.js';
+import { instanceSelector } from '../kuberuntime/labels.js';
+import { hostIPs } from '../node/addresses.js';
+import { podKey } from '../pod/key.js';
+import { generatePodStatus } from './pod-status.js';
+
+export type StatusContext = Pick<SyncContext, 'cri' | 'rootDir' | 'nodeName' | 'signal' | 'cache'>;
+
+/** The runtime's name (containerd), asked once per cache. */
+export async function runtimeName(ctx: Pick<StatusContext, 'cri' | 'signal' | 'cache'>): Promise<string> {
+  if (ctx.cache?.runtimeName !== undefined) return ctx.cache.runtimeName;
+  const name = (await ctx.cri.version({}, { signal: ctx.signal })).runtimeName || 'cri';
+  if (ctx.cache) ctx.cache.runtimeName = name;
+  return name;
+}
+
+/** The pod with its status as the kubelet would report it. */
+export async function podWithStatus(ctx: StatusContext, rec: PodRecord, runtime?: RuntimePodStatus): Promise<V1Pod> {
+  const md = rec.pod.metadata ?? {};
+  const rt =
+    runtime ??
+    (await getRuntimePodStatus(
+      ctx.cri,
+      { uid: md.uid ?? '', name: md.name ?? '', namespace: md.namespace ?? 'default' },
+      { signal: ctx.signal, owner: instanceSelector(ctx) },
+    ));
+  const status = generatePodStatus({
+    pod: rec.pod,
+    runtime: rt,
+    syncState: await readSyncState(ctx.rootDir, md.uid ?? ''),
+    runtimeName: await runtimeName(ctx),
+    hostIPs: hostIPs(),
+    startTime: new Date(rec.firstSeen),
+  });
+  // Static pods have no API server to stamp creation: klet's first sync is their birth.
+  const metadata = { ...rec.pod.metadata, creationTimestamp: rec.pod.metadata?.creationTimestamp ?? new Date(rec.firstSeen) };
+  return { ...rec.pod, apiVersion: 'v1', kind: 'Pod', metadata, status };
+}
+
+/** Every pod klet knows (records under the root dir), with status. Pods only the runtime knows are included bare. */
+export async function listPodsWithStatus(ctx: StatusContext): Promise<V1Pod[]> {
+  const recs = await listPodRecords(ctx.rootDir);
+  const runtime = await getRuntimePodStatuses(
+    ctx.cri,
+    recs.map((r) => ({ uid: r.pod.metadata?.uid ?? '', name: r.pod.metadata?.name ?? '', namespace: r.pod.metadata?.namespace ?? 'default' })),
+    { signal: ctx.signal, owner: instanceSelector(ctx) },
+  );
+  const pods = await Promise.all(recs.map((r) => podWithStatus(ctx, r, runtime.get(r.pod.metadata?.uid ?? ''))));
+  const known = new Set(recs.map((r) => r.pod.metadata?.uid));
+  for (const rp of await listRuntimePods(ctx.cri, { signal: ctx.signal, owner: instanceSelector(ctx) })) {
+    if (known.has(rp.uid)) continue;
+    // A pod this klet created but has no record of (the record was lost):
+    // show it without a spec. Other klets' and the kubelet's pods are not listed.
+    pods.push({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: rp.name, namespace: rp.namespace, uid: rp.uid },
+      status: { phase: 'Unknown', reason: 'NoRecord', message: 'the runtime runs this pod but klet has no record of it' },
+    });
+  }
+  return pods.sort((a, b) => podKey(a).localeCompare(podKey(b)));
+}

@@ -1,0 +1,255 @@
+/**
+ * The services (src/lib/services/) against an in-memory CRI runtime: the
+ * one-shot policies (exit codes, goals, blockers) table by table, and the
+ * runs themselves (reports, replacement of edited pods, fresh --rm runs,
+ * per-pod runtime failures, interruption).
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { V1Pod } from '@kubernetes/client-node';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { KletEventBody } from '../../src/lib/events/types.js';
+import { NodeCache, syncPod } from '../../src/lib/kuberuntime/sync-pod.js';
+import { listPodRecords } from '../../src/lib/kuberuntime/poddir.js';
+import type { ServiceDeps } from '../../src/lib/services/deps.js';
+import { deletePods } from '../../src/lib/services/delete-pods.js';
+import { podStatus } from '../../src/lib/services/pod-status.js';
+import { formatRunOnceReport, runOnce, runOnceExitCode } from '../../src/lib/services/run-once.js';
+import { runPod } from '../../src/lib/services/run-pod.js';
+import { blocker, goalFor, podExitCode } from '../../src/lib/services/wait.js';
+import { PlainProgress } from '../../src/ui/progress.js';
+import { formatTable } from '../../src/lib/util/table.js';
+import { FakeCri } from '../helpers/fake-cri.js';
+
+const NODE = 'node1';
+let tmp: string;
+let fake: FakeCri;
+let events: KletEventBody[];
+
+function deps(extra: Partial<ServiceDeps> = {}): ServiceDeps {
+  return {
+    cri: fake.client(),
+    rootDir: path.join(tmp, 'root'),
+    nodeName: NODE,
+    signal: new AbortController().signal,
+    logRoot: path.join(tmp, 'logs'),
+    cache: new NodeCache(),
+    onEvent: (e) => events.push(e),
+    ...extra,
+  };
+}
+
+function pod(name: string, script: string, restartPolicy = 'Always'): string {
+  return `apiVersion: v1
+kind: Pod
+metadata:
+  name: ${name}
+spec:
+  restartPolicy: ${restartPolicy}
+  containers:
+    - name: c
+      image: localhost/klet/busybox:1.36
+      imagePullPolicy: IfNotPresent
+      command: ["sh", "-c", "${script}"]
+`;
+}
+
+function manifest(dir: string, file: string, text: string): string {
+  fs.mkdirSync(dir, { recursive: true });
+  const p = path.join(dir, file);
+  fs.writeFileSync(p, text);
+  return p;
+}
+
+beforeEach(() => {
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'klet-services-'));
+  fake = new FakeCri();
+  events = [];
+});
+afterEach(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+describe('runonce exit-code policy', () => {
+  const cases: [string, boolean, { ok: boolean; exitCode: number | null } | undefined, boolean, number][] = [
+    ['all ok', true, undefined, false, 0],
+    ['something failed', false, undefined, false, 1],
+    ['--exit-code-from: the pod failed with 3', false, { ok: false, exitCode: 3 }, true, 3],
+    ['--exit-code-from: the pod failed without an exit code', false, { ok: false, exitCode: null }, true, 1],
+    ['--exit-code-from: the pod ok, another failed', false, { ok: true, exitCode: null }, true, 1],
+    ['--exit-code-from: the pod ok, all ok', true, { ok: true, exitCode: null }, true, 0],
+    ['--exit-code-from: the pod failed, even if it was the only failure', false, { ok: false, exitCode: 42 }, true, 42],
+  ];
+  it.each(cases)('%s', (_name, ok, target, from, want) => {
+    expect(runOnceExitCode(ok, target, from)).toBe(want);
+  });
+});
+
+describe('goal and blocker per restart policy', () => {
+  const withPolicy = (restartPolicy: string, status: V1Pod['status'] = {}): V1Pod => ({ spec: { restartPolicy, containers: [{ name: 'c' }] }, status });
+  const waiting = (reason: string) => ({ containerStatuses: [{ name: 'c', image: '', imageID: '', ready: false, restartCount: 1, state: { waiting: { reason, message: 'm' } } }] });
+  const cases: [string, string, boolean, V1Pod['status'], string, string | null][] = [
+    ['Always waits for running', 'Always', false, {}, 'running', null],
+    ['Always with --wait ready waits for ready', 'Always', true, {}, 'ready', null],
+    ['Never waits for completion', 'Never', false, {}, 'completed', null],
+    ['OnFailure waits for completion', 'OnFailure', true, {}, 'completed', null],
+    ['Always in a crash loop is blocked', 'Always', false, waiting('CrashLoopBackOff'), 'running', 'CrashLoopBackOff'],
+    ['OnFailure in a crash loop keeps waiting (it may still succeed)', 'OnFailure', false, waiting('CrashLoopBackOff'), 'completed', null],
+    ['Never with an image that may not be pulled is blocked', 'Never', false, waiting('ErrImageNeverPull'), 'completed', 'ErrImageNeverPull'],
+    ['a refused sandbox blocks any policy', 'OnFailure', false, waiting('CreatePodSandboxError'), 'completed', 'CreatePodSandboxError'],
+    ['a pull back-off keeps waiting', 'Always', false, waiting('ImagePullBackOff'), 'running', null],
+    ['Always that completed is blocked', 'Always', false, { phase: 'Succeeded' }, 'running', 'PodCompleted'],
+    ['Always that failed is blocked', 'Always', false, { phase: 'Failed' }, 'running', 'PodFailed'],
+  ];
+  it.each(cases)('%s', (_name, policy, waitReady, status, goal, blockedBy) => {
+    const p = withPolicy(policy, status);
+    expect(goalFor(p, waitReady)).toBe(goal);
+    expect(blocker(p, goalFor(p, waitReady))?.reason ?? null).toBe(blockedBy);
+  });
+
+  it('a finished pod exits with its first failing exit code, or 0', () => {
+    const term = (exitCode: number) => ({ name: 'c', image: '', imageID: '', ready: false, restartCount: 0, state: { terminated: { exitCode } } });
+    expect(podExitCode({ status: { containerStatuses: [term(0)] } })).toBe(0);
+    expect(podExitCode({ status: { containerStatuses: [term(0), term(3)] } })).toBe(3);
+    expect(podExitCode({ status: { containerStatuses: [{ ...term(0), state: { running: {} } }] } })).toBe(null);
+  });
+});
+
+describe('runOnce', () => {
+  it('reports every pod with its exit code (EXIT 0 for a job that succeeded), and exits by policy', async () => {
+    const dir = path.join(tmp, 'manifests');
+    manifest(dir, 'a.yaml', pod('web', 'sleep 3600'));
+    manifest(dir, 'b.yaml', pod('job', 'echo done; exit 0', 'Never'));
+    manifest(dir, 'c.yaml', pod('fail', 'exit 3', 'Never'));
+    const { report, exitCode } = await runOnce({ manifestDir: dir, waitReady: false, timeoutMs: 10_000, cleanup: false }, deps());
+    const rows = Object.fromEntries(report.pods.map((p) => [p.name, p]));
+    expect(rows[`web-${NODE}`]).toMatchObject({ ok: true, phase: 'Running', exitCode: null });
+    expect(rows[`job-${NODE}`]).toMatchObject({ ok: true, phase: 'Succeeded', exitCode: 0 });
+    expect(rows[`fail-${NODE}`]).toMatchObject({ ok: false, phase: 'Failed', exitCode: 3, reason: 'PodFailed' });
+    expect(exitCode).toBe(1);
+    const table = formatRunOnceReport(report, formatTable);
+    expect(table).toMatch(new RegExp(`job-${NODE} +Never +ok +Succeeded +0 `));
+
+    const again = await runOnce({ manifestDir: dir, waitReady: false, timeoutMs: 10_000, cleanup: true, exitCodeFrom: 'fail' }, deps());
+    expect(again.exitCode).toBe(3);
+    expect(fake.sandboxes.size).toBe(0);
+    expect(fake.containers.size).toBe(0);
+  });
+
+  it("one pod's runtime failure belongs to its row: reason, message, manifest path; the others' results stand", async () => {
+    const dir = path.join(tmp, 'manifests');
+    manifest(dir, 'a.yaml', pod('web', 'sleep 3600'));
+    const broken = manifest(dir, 'b.yaml', pod('hostnet', 'sleep 3600'));
+    fake.sandboxFailures.set('hostnet', 'runc create failed: unable to set hostname without a private UTS namespace');
+    const { report, exitCode } = await runOnce({ manifestDir: dir, waitReady: false, timeoutMs: 10_000, cleanup: false }, deps());
+    expect(exitCode).toBe(1);
+    expect(report.pods).toHaveLength(2);
+    const row = report.pods.find((p) => p.name === `hostnet-${NODE}`);
+    expect(row).toMatchObject({ ok: false, source: broken, reason: 'CreatePodSandboxError' });
+    expect(row?.message).toContain('Failed to create pod sandbox: RunPodSandbox: runc create failed: unable to set hostname');
+    expect(report.pods.find((p) => p.name === `web-${NODE}`)).toMatchObject({ ok: true, phase: 'Running' });
+    // The kubelet's event for it.
+    expect(events).toContainEqual(expect.objectContaining({ kind: 'Event', reason: 'FailedCreatePodSandBox', type: 'Warning', pod: `default/hostnet-${NODE}` }));
+  });
+
+  it('an edited manifest: the pod with the new UID replaces the old one of the same name', async () => {
+    const dir = path.join(tmp, 'manifests');
+    manifest(dir, 'etcd.yaml', pod('etcd', 'sleep 3600'));
+    const first = await runOnce({ manifestDir: dir, waitReady: false, timeoutMs: 10_000, cleanup: false }, deps());
+    const oldUid = first.report.pods[0]!.uid!;
+    manifest(dir, 'etcd.yaml', pod('etcd', 'sleep 7200'));
+    const second = await runOnce({ manifestDir: dir, waitReady: false, timeoutMs: 10_000, cleanup: false }, deps());
+    const newUid = second.report.pods[0]!.uid!;
+    expect(newUid).not.toBe(oldUid);
+    expect(fake.podObjects(oldUid)).toEqual({ sandboxes: [], containers: [] });
+    expect(fake.podObjects(newUid).containers).toHaveLength(1);
+    const recs = await listPodRecords(path.join(tmp, 'root'));
+    expect(recs.map((r) => r.pod.metadata?.uid)).toEqual([newUid]);
+    const pods = await podStatus({}, deps());
+    expect(pods.map((p) => p.metadata?.name)).toEqual([`etcd-${NODE}`]);
+  });
+
+  it('stops waiting when the signal aborts, and leaves the pods as they are', async () => {
+    const dir = path.join(tmp, 'manifests');
+    manifest(dir, 'slow.yaml', pod('slow', 'sleep 3600', 'Never'));
+    const ac = new AbortController();
+    const run = runOnce({ manifestDir: dir, waitReady: false, timeoutMs: 60_000, cleanup: true }, deps({ signal: ac.signal }));
+    await new Promise((r) => setTimeout(r, 300));
+    const t0 = Date.now();
+    ac.abort(new Error('interrupted'));
+    await expect(run).rejects.toThrow('interrupted');
+    expect(Date.now() - t0).toBeLessThan(1000);
+    // --cleanup did not run: the pod is still there, running.
+    expect([...fake.containers.values()].map((c) => c.state)).toEqual([1]);
+  });
+});
+
+describe('runPod', () => {
+  it('--rm after a previous run: a fresh run, its output returned, its exit code, nothing left', async () => {
+    const file = manifest(path.join(tmp, 'm'), 'job.yaml', pod('job', 'echo step 1; echo done; exit 0', 'Never'));
+    const first = await runPod({ file, goal: 'completed', timeoutMs: 10_000, rm: false }, deps());
+    expect(first).toMatchObject({ ok: true, exitCode: 0 });
+    const started = fake.calls.filter((c) => c === 'startContainer').length;
+    expect(started).toBe(1);
+
+    const again = await runPod({ file, goal: 'completed', timeoutMs: 10_000, rm: true }, deps());
+    expect(fake.calls.filter((c) => c === 'startContainer').length, 'the job ran again').toBe(2);
+    expect(again).toMatchObject({ ok: true, exitCode: 0, output: 'step 1\ndone\n' });
+    expect(fake.sandboxes.size).toBe(0);
+    expect(await listPodRecords(path.join(tmp, 'root'))).toEqual([]);
+
+    const failing = manifest(path.join(tmp, 'm'), 'fail.yaml', pod('fail', 'echo failing; exit 3', 'Never'));
+    const f = await runPod({ file: failing, goal: 'completed', timeoutMs: 10_000, rm: true }, deps());
+    expect(f).toMatchObject({ ok: false, exitCode: 3, output: 'failing\n' });
+  });
+});
+
+describe('deletePods', () => {
+  it('deletes a named pod: containers, sandbox, record', async () => {
+    const file = manifest(path.join(tmp, 'm'), 'web.yaml', pod('web', 'sleep 3600'));
+    await runPod({ file, goal: 'running', timeoutMs: 10_000, rm: false }, deps());
+    const { deleted } = await deletePods({ refs: [`web-${NODE}`], all: false }, deps());
+    expect(deleted.map((d) => d.name)).toEqual([`web-${NODE}`]);
+    expect(fake.sandboxes.size + fake.containers.size).toBe(0);
+  });
+});
+
+describe('sync of a pod whose sandbox the runtime refuses', () => {
+  it('status shows the kubelet reason and message; a FailedCreatePodSandBox event is emitted', async () => {
+    const file = manifest(path.join(tmp, 'm'), 'hn.yaml', pod('hostnet', 'sleep 3600'));
+    fake.sandboxFailures.set('hostnet', 'unable to set hostname');
+    const { loadManifests } = await import('../../src/lib/pod/index.js');
+    const set = await loadManifests({ files: [file], nodeName: NODE });
+    const p = set.pods[0]!.pod;
+    const d = deps();
+    const { admitPod } = await import('../../src/lib/kuberuntime/lifecycle.js');
+    await admitPod(d, p, file);
+    const res = await syncPod({ ...d, objects: { configMaps: [], secrets: [] } }, p);
+    expect(res.sandboxError?.reason).toBe('CreatePodSandboxError');
+    expect(res.requeueAfterMs).toBeGreaterThan(0);
+    const [st] = await podStatus({ pod: `hostnet-${NODE}` }, d);
+    expect(st?.status?.containerStatuses?.[0]?.state?.waiting).toEqual({
+      reason: 'CreatePodSandboxError',
+      message: 'Failed to create pod sandbox: RunPodSandbox: unable to set hostname',
+    });
+    expect(events).toContainEqual(
+      expect.objectContaining({ kind: 'Event', type: 'Warning', reason: 'FailedCreatePodSandBox', message: 'Failed to create pod sandbox: RunPodSandbox: unable to set hostname' }),
+    );
+  });
+});
+
+describe('progress', () => {
+  it('prints state changes, not the same back-off line on every poll', () => {
+    const lines: string[] = [];
+    const progress = new PlainProgress((l) => lines.push(l));
+    const backoff = { kind: 'Event', pod: 'default/p', uid: 'u', type: 'Warning', reason: 'BackOff', message: 'Back-off pulling image "x"', container: 'c', containerReason: 'ImagePullBackOff' } as const;
+    const pull = { ...backoff, reason: 'Failed', message: 'failed to pull image "x"', containerReason: 'ErrImagePull' } as const;
+    for (let i = 0; i < 95; i++) progress.event(backoff);
+    progress.event(pull);
+    for (let i = 0; i < 10; i++) progress.event(backoff);
+    expect(lines).toEqual([
+      'pod default/p: container c: ImagePullBackOff: Back-off pulling image "x"',
+      'pod default/p: container c: ErrImagePull: failed to pull image "x"',
+      'pod default/p: container c: ImagePullBackOff: Back-off pulling image "x"',
+    ]);
+  });
+});
