@@ -327,12 +327,13 @@ describe('startLocalApi: TCP with a bearer token', () => {
     expect((await localApiRequest(socket, '/healthz')).status).toBe(200);
   });
 
-  it('rejects a non-loopback host naming --listen, and a missing token', async () => {
+  it('rejects a non-loopback host naming the listen input, and a missing token', async () => {
     const err = await start({}, { host: '0.0.0.0', port: 0, token: TOKEN }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(InputError);
-    expect((err as Error).message).toContain('--listen');
+    expect((err as InputError).input).toBe('listen');
+    expect((err as Error).message).toContain('0.0.0.0:0: only a loopback address');
     expect((err as Error).message).not.toContain(TOKEN);
-    await expect(start({}, { host: '127.0.0.1', port: 0, token: '' })).rejects.toThrow(/--listen: the bearer token is empty/);
+    await expect(start({}, { host: '127.0.0.1', port: 0, token: '' })).rejects.toThrow(/^the bearer token is empty/);
     // Nothing was left listening.
     await expect(lstat(path.join(dir, 'klet.sock'))).rejects.toMatchObject({ code: 'ENOENT' });
   });
@@ -347,7 +348,8 @@ describe('startLocalApi: TCP with a bearer token', () => {
         handlers: handlers(),
         listen: { ...listen, port },
       }).catch((e: unknown) => e);
-      expect((err as Error).message).toBe(`--listen 127.0.0.1:${port}: the address is in use`);
+      expect((err as Error).message).toBe(`127.0.0.1:${port}: the address is in use`);
+      expect((err as InputError).input).toBe('listen');
       await expect(lstat(path.join(other, 'klet.sock'))).rejects.toMatchObject({ code: 'ENOENT' });
     } finally {
       await rm(other, { recursive: true, force: true });
@@ -389,7 +391,7 @@ describe('parseListen', () => {
     ['127.0.0.1:99999', /between 0 and 65535/],
     ['::1:80', /expected HOST:PORT/],
     ['[127.0.0.1]:80', /brackets are only for IPv6/],
-  ])('rejects %s naming --listen', (value, why) => {
+  ])('rejects %s naming the value and the listen input', (value, why) => {
     const err = (() => {
       try {
         parseListen(value);
@@ -399,7 +401,8 @@ describe('parseListen', () => {
       return undefined;
     })();
     expect(err).toBeInstanceOf(InputError);
-    expect((err as Error).message).toMatch(/^--listen "/);
+    expect((err as Error).message).toMatch(/^"/);
+    expect((err as InputError).input).toBe('listen');
     expect((err as Error).message).toMatch(why);
   });
 

@@ -16,13 +16,15 @@ export interface RuntimeEndpoint {
   socketPath: string;
 }
 
-export const ENDPOINT_FLAG = '--container-runtime-endpoint';
+/** The option an endpoint error is about: the command layer names its flag (--container-runtime-endpoint). */
+export const ENDPOINT_INPUT = 'containerRuntimeEndpoint';
 export const DEFAULT_RUNTIME_ENDPOINT = 'unix:///run/containerd/containerd.sock';
 
 const EXAMPLE = `e.g. ${DEFAULT_RUNTIME_ENDPOINT}`;
 
 function invalid(value: string, why: string): InputError {
-  return new InputError(`${ENDPOINT_FLAG} ${JSON.stringify(value)}: ${why}`, {
+  return new InputError(`${JSON.stringify(value)}: ${why}`, {
+    input: ENDPOINT_INPUT,
     suggestions: [`pass a unix socket, ${EXAMPLE}`, 'or start a private runtime with: klet runtime start'],
   });
 }

@@ -17,7 +17,7 @@ export {
 } from './client.js';
 export {
   DEFAULT_RUNTIME_ENDPOINT,
-  ENDPOINT_FLAG,
+  ENDPOINT_INPUT,
   parseEndpoint,
   socketPathOf,
   type RuntimeEndpoint,

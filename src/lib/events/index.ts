@@ -13,7 +13,7 @@ export type {
   KletEventBody,
   KletEventKind,
   KletEventMeta,
-  PlegEvent,
+  PlegKletEvent,
   PodEvent,
   PodEventType,
   PodLifecycleEvent,

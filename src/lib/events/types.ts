@@ -36,8 +36,8 @@ export interface SyncLoopIterationEvent {
   pods: string[];
 }
 
-/** A pod lifecycle event from the PLEG (ContainerStarted, ContainerDied, ContainerRemoved, PodSync, …). */
-export interface PlegEvent {
+/** A pod lifecycle event from the PLEG (ContainerStarted, ContainerDied, ContainerRemoved, PodSync, …), as the sync loop reports it (the PLEG's own is pleg/types.ts PlegEvent). */
+export interface PlegKletEvent {
   kind: 'PLEG';
   type: string;
   podUid: string;
@@ -123,7 +123,7 @@ export interface SourceErrorEvent {
 /** An event as emitters write it: the bus adds `seq` and `time`. */
 export type KletEventBody =
   | SyncLoopIterationEvent
-  | PlegEvent
+  | PlegKletEvent
   | PodLifecycleEvent
   | PodEvent
   | SourceErrorEvent

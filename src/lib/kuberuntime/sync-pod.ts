@@ -46,6 +46,19 @@ export class NodeCache {
   resolvConf?: ResolvConf;
   /** The runtime's name (containerd), for containerIDs in status. */
   runtimeName?: string;
+  private ips: { at: number; value: string[] } | undefined;
+
+  /** The node's addresses, read again after ttlMs (a long-running sync follows a changed address). */
+  hostIPs(ttlMs = 10_000): string[] {
+    const now = Date.now();
+    if (this.ips === undefined || now - this.ips.at >= ttlMs) this.ips = { at: now, value: hostIPs() };
+    return this.ips.value;
+  }
+}
+
+/** The node's addresses, through the context's cache when it has one. */
+export function nodeHostIPs(ctx: { cache?: NodeCache }): string[] {
+  return ctx.cache?.hostIPs() ?? hostIPs();
 }
 
 export interface SyncContext {
@@ -259,7 +272,7 @@ async function startContainer(
       env: {
         pod,
         podIPs: sc.podIPs,
-        hostIPs: hostIPs(),
+        hostIPs: nodeHostIPs(ctx),
         nodeName: ctx.nodeName,
         objects: ctx.objects,
         nodeAllocatable: { cpuMillis: os.cpus().length * 1000, memoryBytes: os.totalmem(), ephemeralStorageBytes: 0 },
@@ -393,7 +406,7 @@ export async function syncPod(ctx: SyncContext, pod: V1Pod, opts: { startTime?: 
     podIPs = sb ? [sb.ip, ...sb.additionalIps].filter((x) => x !== '') : [];
   }
   if (sandboxId === null) return { actions, status, failures };
-  if (pod.spec?.hostNetwork) podIPs = hostIPs();
+  if (pod.spec?.hostNetwork) podIPs = nodeHostIPs(ctx);
 
   const etcHosts = pod.spec?.hostNetwork ? null : await writeEtcHosts(ctx.rootDir, pod, podIPs);
   const sc: StartContext = { pod, sandboxId, sandboxConfig, podIPs, volumes: null, state, etcHosts };

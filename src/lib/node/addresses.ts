@@ -19,10 +19,8 @@ function defaultRouteInterface(): string | null {
   return null;
 }
 
-let cached: string[] | undefined;
-
+/** The node's addresses now (read each call: a long-running sync sees a changed address; cache on a NodeCache). */
 export function hostIPs(): string[] {
-  if (cached) return cached;
   const ifaces = os.networkInterfaces();
   const preferred = defaultRouteInterface();
   const ips: string[] = [];
@@ -33,6 +31,5 @@ export function hostIPs(): string[] {
   };
   if (preferred) add(preferred);
   if (ips.length === 0) for (const name of Object.keys(ifaces)) add(name);
-  cached = ips.length > 0 ? ips : ['127.0.0.1'];
-  return cached;
+  return ips.length > 0 ? ips : ['127.0.0.1'];
 }

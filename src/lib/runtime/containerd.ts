@@ -69,7 +69,7 @@ export function parsePodCidr(value: string): string {
   const octets = m ? m.slice(1, 5).map(Number) : [];
   const prefix = m ? Number(m[5]) : NaN;
   if (!m || octets.some((o) => o > 255) || prefix < 8 || prefix > 28) {
-    throw new InputError(`--pod-cidr "${value}": expected an IPv4 CIDR like 10.88.0.0/16 (prefix /8 to /28)`);
+    throw new InputError(`"${value}": expected an IPv4 CIDR like 10.88.0.0/16 (prefix /8 to /28)`, { input: 'podCidr' });
   }
   return value.trim();
 }

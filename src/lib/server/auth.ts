@@ -12,7 +12,8 @@ import { open } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { InputError, errorMessage } from '../errors.js';
 
-export const LISTEN_FLAG = '--listen';
+/** The option a listen error is about: the command layer names its flag (--listen). */
+export const LISTEN_INPUT = 'listen';
 
 /** A loopback TCP address for the local API. */
 export interface ListenAddress {
@@ -43,7 +44,7 @@ export function isLoopbackHost(host: string): boolean {
  * resolver. Port 0 picks a free port.
  */
 export function parseListen(value: string): ListenAddress {
-  const bad = (why: string): InputError => new InputError(`${LISTEN_FLAG} "${value}": ${why}`);
+  const bad = (why: string): InputError => new InputError(`"${value}": ${why}`, { input: LISTEN_INPUT });
   const m = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(value.trim());
   if (!m) throw bad('expected HOST:PORT, e.g. 127.0.0.1:10255 or [::1]:10255');
   const rawHost = (m[1] ?? m[2]) as string;
@@ -59,11 +60,12 @@ export function parseListen(value: string): ListenAddress {
 }
 
 /** Throws unless `token` is usable as a bearer token. The message never shows the token. */
-export function assertValidToken(token: string, source: string): void {
-  if (token === '') throw new InputError(`${source} is empty`);
+export function assertValidToken(token: string, source: string, input?: string): void {
+  if (token === '') throw new InputError(`${source} is empty`, { input });
   if (!TOKEN_PATTERN.test(token)) {
     throw new InputError(
       `${source}: the token has characters a bearer token cannot have (letters, digits and -._~+/ only, = at the end)`,
+      { input },
     );
   }
 }

@@ -9,7 +9,7 @@ export {
   type LocalApiOptions,
 } from './local-api.js';
 export {
-  LISTEN_FLAG,
+  LISTEN_INPUT,
   assertValidToken,
   bearerTokenMatches,
   isLoopbackHost,

@@ -25,7 +25,7 @@ import type { EventBus } from '../events/bus.js';
 import type { BusMessage } from '../events/types.js';
 import { log } from '../log.js';
 import type { KletMetrics } from '../metrics/metrics.js';
-import { LISTEN_FLAG, assertValidToken, bearerTokenMatches, isLoopbackHost } from './auth.js';
+import { LISTEN_INPUT, assertValidToken, bearerTokenMatches, isLoopbackHost } from './auth.js';
 import { listenUnixSocket } from './socket.js';
 
 export interface HealthCheck {
@@ -272,7 +272,7 @@ async function listenTcp(server: http.Server, host: string, port: number): Promi
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     const why = code === 'EADDRINUSE' ? 'the address is in use' : errorMessage(err);
-    throw new KletError(`${LISTEN_FLAG} ${formatHostPort(host, port)}: ${why}`, { cause: err });
+    throw new KletError(`${formatHostPort(host, port)}: ${why}`, { cause: err, input: LISTEN_INPUT });
   }
   return server.address() as AddressInfo;
 }
@@ -292,10 +292,11 @@ export async function startLocalApi(opts: LocalApiOptions): Promise<LocalApi> {
   if (listen) {
     if (!isLoopbackHost(listen.host)) {
       throw new InputError(
-        `${LISTEN_FLAG} ${formatHostPort(listen.host, listen.port)}: only a loopback address (127.0.0.1, ::1 or localhost) is allowed`,
+        `${formatHostPort(listen.host, listen.port)}: only a loopback address (127.0.0.1, ::1 or localhost) is allowed`,
+        { input: LISTEN_INPUT },
       );
     }
-    assertValidToken(listen.token, `${LISTEN_FLAG}: the bearer token`);
+    assertValidToken(listen.token, 'the bearer token', LISTEN_INPUT);
   }
 
   const api = new Api(opts.handlers);

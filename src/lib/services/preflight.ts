@@ -4,8 +4,7 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import { ContainerConfigError, makeEnvironment } from '../kuberuntime/env.js';
 import { defaultImagePullPolicy, isValidImageReference, withDefaultTag } from '../image/reference.js';
-import type { SyncContext } from '../kuberuntime/sync-pod.js';
-import { hostIPs } from '../node/addresses.js';
+import { nodeHostIPs, type SyncContext } from '../kuberuntime/sync-pod.js';
 
 export interface PreflightProblem {
   fieldPath: string;
@@ -46,7 +45,7 @@ export async function preflightPod(ctx: SyncContext, pod: V1Pod): Promise<Prefli
         makeEnvironment(c, {
           pod,
           podIPs: [],
-          hostIPs: hostIPs(),
+          hostIPs: nodeHostIPs(ctx),
           nodeName: ctx.nodeName,
           objects: ctx.objects,
           nodeAllocatable: { cpuMillis: 1000, memoryBytes: 1, ephemeralStorageBytes: 0 },

@@ -7,9 +7,8 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { PodRecord } from '../kuberuntime/poddir.js';
 import { listPodRecords, readSyncState } from '../kuberuntime/poddir.js';
 import { getRuntimePodStatus, getRuntimePodStatuses, listRuntimePods, type RuntimePodStatus } from '../kuberuntime/runtime-status.js';
-import type { SyncContext } from '../kuberuntime/sync-pod.js';
+import { nodeHostIPs, type SyncContext } from '../kuberuntime/sync-pod.js';
 import { instanceSelector } from '../kuberuntime/labels.js';
-import { hostIPs } from '../node/addresses.js';
 import { podKey } from '../pod/key.js';
 import { generatePodStatus } from './pod-status.js';
 
@@ -38,7 +37,7 @@ export async function podWithStatus(ctx: StatusContext, rec: PodRecord, runtime?
     runtime: rt,
     syncState: await readSyncState(ctx.rootDir, md.uid ?? ''),
     runtimeName: await runtimeName(ctx),
-    hostIPs: hostIPs(),
+    hostIPs: nodeHostIPs(ctx),
     startTime: new Date(rec.firstSeen),
   });
   // Static pods have no API server to stamp creation: klet's first sync is their birth.
