@@ -102,6 +102,14 @@ done
 mkdir -p "$rootfs/root/klet"
 git -C "$repo" ls-files -z --cached --others --exclude-standard | (cd "$repo" && xargs -0 tar -cf - --no-recursion --ignore-failed-read 2>/dev/null) | tar -C "$rootfs/root/klet" -xf -
 cp /etc/resolv.conf "$rootfs/etc/resolv.conf"
+# This machine's own network trust (e.g. a TLS-intercepting proxy's CA), as
+# any machine on this network would have it: the local CA certificates
+# (update-ca-certificates adds them when install-deps installs
+# ca-certificates) and NODE_EXTRA_CA_CERTS (passed on by in_chroot).
+if [ -d /usr/local/share/ca-certificates ]; then
+  mkdir -p "$rootfs/usr/local/share/ca-certificates"
+  cp -r /usr/local/share/ca-certificates/. "$rootfs/usr/local/share/ca-certificates/"
+fi
 
 # 3. /proc, /sys (with the cgroup tree runc needs), /dev.
 mount -t proc proc "$rootfs/proc"
@@ -130,6 +138,7 @@ iptables -I FORWARD -o "${id}h" -m comment --comment "$nat_comment" -j ACCEPT
 # the next call).
 in_chroot() {
   nsenter --net="/run/netns/$netns" chroot "$rootfs" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
+    ${NODE_EXTRA_CA_CERTS:+NODE_EXTRA_CA_CERTS="$NODE_EXTRA_CA_CERTS"} \
     PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin /bin/bash -c "$1"
 }
 
