@@ -11,7 +11,8 @@
 #   scripts/fresh-machine-test.sh --suite   also ./scripts/test.sh (whole suite)
 #
 # The finished debootstrap is cached as a tarball in $KLET_CI_CACHE
-# (default /var/cache/klet-ci), so reruns on one machine skip debootstrap.
+# (default /var/cache/klet-ci), so reruns on one machine skip debootstrap;
+# the packages and npm downloads are cached there too (not what they install).
 # Whatever happens, the trap stops every process whose root is the chroot
 # (containerd and its shims included), unmounts everything under it, and
 # removes the network namespace, the veth pair, the NAT rule and the tree.
@@ -111,11 +112,20 @@ if [ -d /usr/local/share/ca-certificates ]; then
   cp -r /usr/local/share/ca-certificates/. "$rootfs/usr/local/share/ca-certificates/"
 fi
 
-# 3. /proc, /sys (with the cgroup tree runc needs), /dev.
+# 3. The root a mount point of its own (runc remounts the container's "/"
+# and fails with EINVAL when it is a plain directory, as in a bare chroot),
+# /proc, /sys (with the cgroup tree runc needs), /dev.
+mount --bind "$rootfs" "$rootfs"
+mount --make-private "$rootfs"
 mount -t proc proc "$rootfs/proc"
 mount --rbind /sys "$rootfs/sys" && mount --make-rslave "$rootfs/sys"
 mount --rbind /dev "$rootfs/dev" && mount --make-rslave "$rootfs/dev"
 mount -t tmpfs tmpfs "$rootfs/run"
+# Downloads only (the .debs apt fetches, npm's cache) are kept across runs in
+# the cache dir: every run still installs everything from scratch.
+mkdir -p "$cache/apt-archives/partial" "$cache/npm" "$rootfs/root/.npm"
+mount --bind "$cache/apt-archives" "$rootfs/var/cache/apt/archives"
+mount --bind "$cache/npm" "$rootfs/root/.npm"
 
 # 4. A network namespace with a route out through NAT.
 ip netns add "$netns"
