@@ -6,6 +6,9 @@ cd "$(dirname "$0")/.."
 source scripts/bootstrap.sh
 echo "== cold start (klet --version, klet status --help vs node -e 0)"
 node bench/coldstart.js 20
+echo "== the packaged klet (npm run package): klet --version, klet status vs its node -e 0"
+npm run --silent package >/dev/null
+node bench/package-coldstart.js 20
 echo "== runonce of 20 pods vs the CRI floor"
 node bench/runonce.js 5 20
 echo "== PLEG relist + diff vs the bare list calls, 110 pods"

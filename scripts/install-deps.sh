@@ -2,10 +2,25 @@
 # Installs what klet and its tests need on a Debian/Ubuntu machine (as root):
 # the container runtime (containerd with its CRI plugin, runc, the CNI
 # plugins), busybox-static for locally built images, etcd-server (the real etcd
-# of the control-plane example and tests), and tools the tests and
-# benchmarks use. Only packages that are missing are installed.
+# of the control-plane example and tests), tools the tests and benchmarks use,
+# ca-certificates, and a seed Node.js: the distribution's nodejs + npm when no
+# npm is on PATH (scripts/bootstrap.sh uses that npm to fetch Node 24 when the
+# distribution's Node is older than 22). Only packages that are missing are
+# installed; nothing is printed when nothing is missing.
+#
+#   --dev   also what the development checks of .ci/run need: git, debootstrap
+#           (scripts/fresh-machine-test.sh), Go for `npm run check:cri-proto`
+#           (golang-go, unless a `go` is on PATH or in /usr/local/go).
 set -euo pipefail
 pkgs=(containerd runc containernetworking-plugins busybox-static etcd-server iptables iproute2 util-linux hyperfine protobuf-compiler time)
+pkgs+=(ca-certificates)
+# A machine with a Node.js distribution of its own (nodesource, nvm) keeps it:
+# Debian's npm would conflict with nodesource's nodejs, which bundles npm.
+if ! command -v npm >/dev/null 2>&1; then pkgs+=(nodejs npm); fi
+if [ "${1:-}" = "--dev" ]; then
+  pkgs+=(git debootstrap)
+  if ! command -v go >/dev/null 2>&1 && [ ! -x /usr/local/go/bin/go ]; then pkgs+=(golang-go); fi
+fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -17,6 +32,12 @@ if [ "${#missing[@]}" -gt 0 ]; then
   fi
   echo "install-deps: installing ${missing[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # apt's chatter (debconf notices on a bare machine) only when it fails.
+  log="$(mktemp)"
+  trap 'rm -f "$log"' EXIT
+  if ! { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >"$log" 2>&1; then
+    cat "$log" >&2
+    echo "install-deps: apt-get failed installing ${missing[*]}" >&2
+    exit 1
+  fi
 fi

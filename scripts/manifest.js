@@ -15,9 +15,20 @@ await plugin.load();
 const out = path.join(root, 'oclif.manifest.json');
 await writeFile(out, JSON.stringify(plugin.manifest, null, 2) + '\n');
 
-/** Render with oclif's Help, capturing what it would print. */
+/**
+ * Render with oclif's Help, capturing what it would print. oclif's
+ * formatCommand() and formatCommands() rewrite the id of the command they
+ * render in place (`runtime:start` -> `runtime start`) on the shared Config,
+ * after which a topic's help finds no `runtime:` commands: they get copies.
+ */
 class CapturingHelp extends Help {
   text = '';
+  get sortedCommands() {
+    return super.sortedCommands.map((c) => ({ ...c }));
+  }
+  formatCommand(command) {
+    return super.formatCommand({ ...command });
+  }
   log(...args) {
     this.text += args.join(' ') + '\n';
   }

@@ -419,6 +419,31 @@ describe('GenericPLEG loop', () => {
   }, 5000);
 });
 
+describe('GenericPLEG metrics', () => {
+  it('records every relist it runs (failed ones as not ok) with its duration and start, and none cancelled by stop()', async () => {
+    captureLog();
+    const rt = new FakeRuntime();
+    rt.delayMs = 5;
+    const seen: { durationMs: number; startedAt: number; ok: boolean }[] = [];
+    const pleg = newPleg({ cri: rt, metrics: { observePlegRelist: (durationMs, startedAt, ok) => seen.push({ durationMs, startedAt, ok }) } });
+    await pleg.relist();
+    rt.failSandboxes = new Error('runtime down');
+    await pleg.relist();
+    rt.failSandboxes = null;
+    await pleg.relist();
+    expect(seen.map((o) => o.ok)).toEqual([true, false, true]);
+    for (const o of seen) expect(o.durationMs).toBeGreaterThanOrEqual(4);
+    expect(seen[1]!.startedAt).toBeGreaterThan(seen[0]!.startedAt);
+    expect(seen[2]!.startedAt).toBeGreaterThan(seen[1]!.startedAt);
+    rt.hang = true;
+    const hung = pleg.relist();
+    await new Promise((r) => setTimeout(r, 20));
+    await pleg.stop();
+    await hung;
+    expect(seen).toHaveLength(3);
+  });
+});
+
 describe('GenericPLEG.healthy', () => {
   it('is unhealthy until the first successful relist', async () => {
     captureLog();

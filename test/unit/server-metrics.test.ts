@@ -100,6 +100,16 @@ describe('KletMetrics', () => {
     expect(await value(m, 'kubelet_pleg_relist_interval_seconds', {}, '_sum')).toBeCloseTo(1);
   });
 
+  it('measures the interval from the last successful relist, as the kubelet: failed relists stretch it', async () => {
+    const m = new KletMetrics({ defaultMetrics: false });
+    m.observePlegRelist(10, 1000, true);
+    m.observePlegRelist(10, 2000, false);
+    m.observePlegRelist(10, 3000, true);
+    expect(await count(m, 'kubelet_pleg_relist_duration_seconds')).toBe(3);
+    // 1 s (to the failed one) + 2 s (from the last success, not from the failure).
+    expect(await value(m, 'kubelet_pleg_relist_interval_seconds', {}, '_sum')).toBeCloseTo(3);
+  });
+
   it('labels start errors with Go gRPC code names', () => {
     const err = (code: status) => {
       const e = Object.assign(new Error('x') as ServiceError, { code, details: 'x', metadata: new Metadata() });

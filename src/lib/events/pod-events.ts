@@ -28,16 +28,20 @@ export const podEvents = {
     const message = pulled ? `Successfully pulled image "${image}"` : `Container image "${image}" already present on machine`;
     return { ...base(pod), type: 'Normal', reason: 'Pulled', message, container, image, pulled };
   },
-  started(pod: V1Pod, container: string, containerId: string, init: boolean): PodEvent {
-    return { ...base(pod), type: 'Normal', reason: 'Started', message: `Started container ${container}`, container, containerId, init };
+  started(pod: V1Pod, container: string, containerId: string, init: boolean, restartCount = 0): PodEvent {
+    return { ...base(pod), type: 'Normal', reason: 'Started', message: `Started container ${container}`, container, containerId, init, restartCount };
   },
   killing(pod: V1Pod, container: string, containerId: string, killReason: string): PodEvent {
     const message = `Stopping container ${container}: ${killReason}`;
     return { ...base(pod), type: 'Normal', reason: 'Killing', message, container, containerId, killReason };
   },
-  /** A container could not be started (or its hook failed): BackOff while backing off, Failed otherwise. */
-  failed(pod: V1Pod, container: string, containerReason: string, message: string): PodEvent {
+  /**
+   * A container could not be started (or its hook failed): BackOff while
+   * backing off, Failed otherwise. `extra`: whether it is an init container,
+   * and the runtime's gRPC code when CreateContainer or StartContainer failed.
+   */
+  failed(pod: V1Pod, container: string, containerReason: string, message: string, extra: { init?: boolean; grpcCode?: number } = {}): PodEvent {
     const reason = containerReason === 'CrashLoopBackOff' || containerReason === 'ImagePullBackOff' ? 'BackOff' : 'Failed';
-    return { ...base(pod), type: 'Warning', reason, message, container, containerReason };
+    return { ...base(pod), type: 'Warning', reason, message, container, containerReason, ...extra };
   },
 };

@@ -71,8 +71,12 @@ export interface PodEvent {
   message: string;
   /** The container the event is about (the kubelet's involvedObject fieldPath), when it is about one. */
   container?: string;
-  /** With reason Started: the container is an init container. */
+  /** With reason Started (and Failed): the container is an init container. */
   init?: boolean;
+  /** With reason Started: the container's restart count (0 on its first run). */
+  restartCount?: number;
+  /** With Failed for CreateContainerError or RunContainerError: the runtime's gRPC status code (2, Unknown, when the runtime gave none). */
+  grpcCode?: number;
   containerId?: string;
   /** With SandboxCreated, SandboxStopped and FailedCreatePodSandBox. */
   sandboxId?: string;

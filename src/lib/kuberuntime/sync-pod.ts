@@ -9,6 +9,7 @@ import os from 'node:os';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { CriClient } from '../cri/client.js';
 import type { DeepPartial, PodSandboxConfig } from '../cri/gen/api.js';
+import { CriError } from '../cri/errors.js';
 import { errorMessage } from '../errors.js';
 import { log } from '../log.js';
 import { computePodActions, isNoop, isRestartableInit, type PodActions } from './actions.js';
@@ -219,6 +220,11 @@ function checkPullBackoff(ctx: SyncContext, c: V1Container, state: ContainerSync
   return { message: `Back-off pulling image "${c.image}"`, retryInMs: left };
 }
 
+/** The gRPC status code of a runtime error (kubelet_started_containers_errors_total's `code`); 2 (Unknown) for any other failure. */
+function runtimeCode(err: unknown): number {
+  return err instanceof CriError ? err.grpcCode : 2;
+}
+
 async function startContainer(
   ctx: SyncContext,
   sc: StartContext,
@@ -229,10 +235,10 @@ async function startContainer(
   const pod = sc.pod;
   const cstate: ContainerSyncState = sc.state.containers[c.name] ?? {};
   sc.state.containers[c.name] = cstate;
-  const fail = (reason: string, message: string, retryInMs?: number): StartFailure => {
+  const fail = (reason: string, message: string, retryInMs?: number, grpcCode?: number): StartFailure => {
     cstate.reason = reason;
     cstate.message = message;
-    ctx.onEvent?.(podEvents.failed(pod, c.name, reason, message));
+    ctx.onEvent?.(podEvents.failed(pod, c.name, reason, message, grpcCode === undefined ? { init } : { init, grpcCode }));
     return { reason, message, retryInMs };
   };
 
@@ -294,14 +300,14 @@ async function startContainer(
     containerId = created.containerId;
   } catch (err) {
     if (err instanceof ContainerConfigError) return fail('CreateContainerConfigError', err.message);
-    return fail('CreateContainerError', errorMessage(err));
+    return fail('CreateContainerError', errorMessage(err), undefined, runtimeCode(err));
   }
   try {
     await ctx.cri.startContainer({ containerId }, { signal: ctx.signal });
   } catch (err) {
-    return fail('RunContainerError', errorMessage(err));
+    return fail('RunContainerError', errorMessage(err), undefined, runtimeCode(err));
   }
-  ctx.onEvent?.(podEvents.started(pod, c.name, containerId, init));
+  ctx.onEvent?.(podEvents.started(pod, c.name, containerId, init, restartCount));
   if (c.lifecycle?.postStart) {
     try {
       await runHandler(ctx.cri, {

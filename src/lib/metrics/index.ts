@@ -3,6 +3,7 @@ export {
   CONTAINER_STATES,
   DEFAULT_BUCKETS,
   errorCodeLabel,
+  grpcCodeLabel,
   KletMetrics,
   POD_START_BUCKETS,
   RUNTIME_OPERATION_BUCKETS,

@@ -62,6 +62,11 @@ function goCodeName(code: number): string {
     .replace(/^Ok$/, 'OK');
 }
 
+/** The `code` label for a gRPC status code, as Go spells it ("DeadlineExceeded"). */
+export function grpcCodeLabel(code: number): string {
+  return goCodeName(code);
+}
+
 /** The `code` label for a failed container start: the gRPC code of a CRI error, else "Unknown". */
 export function errorCodeLabel(err: unknown): string {
   return err instanceof CriError ? goCodeName(err.grpcCode) : 'Unknown';
@@ -85,7 +90,7 @@ export class KletMetrics {
   readonly runtimeOperationsErrors: Counter<'operation_type'>;
   readonly podStartDuration: Histogram<never>;
 
-  /** Start of the previous PLEG relist (performance.now() ms), for the interval. */
+  /** Start of the last successful PLEG relist (performance.now() ms), for the interval. */
   private lastRelistStart: number | undefined;
 
   constructor(opts: KletMetricsOptions = {}) {
@@ -189,13 +194,15 @@ export class KletMetrics {
 
   /**
    * One PLEG relist took `durationMs`; it started at `startedAt`
-   * (performance.now()). The interval is measured between relist starts, as
-   * the kubelet does, so a slow relist shows in the interval too.
+   * (performance.now()); `ok` is false when it failed. As the kubelet does,
+   * every relist's duration is observed, and the interval from the start of
+   * the last successful relist to this one's start, so a slow relist or a
+   * run of failed ones shows in the interval.
    */
-  observePlegRelist(durationMs: number, startedAt: number = performance.now() - durationMs): void {
+  observePlegRelist(durationMs: number, startedAt: number = performance.now() - durationMs, ok = true): void {
     this.plegRelistDuration.observe(ms(durationMs));
     if (this.lastRelistStart !== undefined) this.plegRelistInterval.observe(ms(startedAt - this.lastRelistStart));
-    this.lastRelistStart = startedAt;
+    if (ok) this.lastRelistStart = startedAt;
   }
 
   observeSyncLoopIteration(trigger: SyncLoopTrigger, durationMs: number): void {

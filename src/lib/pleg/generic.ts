@@ -78,6 +78,14 @@ export interface GenericPLEGOptions {
    * owner label): what another klet or the kubelet runs is never seen.
    */
   labelSelector?: Record<string, string>;
+  /** Where each relist's duration and start go (kubelet_pleg_relist_duration_seconds, _interval_seconds). */
+  metrics?: PlegMetrics;
+}
+
+/** What the PLEG records about its relists: KletMetrics, or a fake in tests. */
+export interface PlegMetrics {
+  /** One relist (failed ones too: `ok` false) took `durationMs`; it started at `startedAt` (performance.now()). */
+  observePlegRelist(durationMs: number, startedAt: number, ok: boolean): void;
 }
 
 const EMPTY_RECORDS: ReadonlyMap<string, PodRecordSnapshot> = new Map();
@@ -92,6 +100,7 @@ export class GenericPLEG {
   private readonly cri: PlegRuntime;
   private readonly now: () => number;
   private readonly emitContainerChanged: boolean;
+  private readonly metrics: PlegMetrics | undefined;
   /** The list request: unfiltered, or filtered by the owner's labels. */
   private readonly listRequest: { filter?: { labelSelector: Record<string, string> } };
   /** The last successful relist's records; replaced, never mutated, so callers may keep it. */
@@ -113,6 +122,7 @@ export class GenericPLEG {
     this.channelCapacity = opts.channelCapacity ?? DEFAULT_CHANNEL_CAPACITY;
     this.now = opts.now ?? Date.now;
     this.emitContainerChanged = opts.emitContainerChanged ?? false;
+    this.metrics = opts.metrics;
     const sel = opts.labelSelector ?? {};
     this.listRequest = Object.keys(sel).length > 0 ? { filter: { labelSelector: { ...sel } } } : {};
   }
@@ -219,6 +229,8 @@ export class GenericPLEG {
   private async relistOnce(stopSignal: AbortSignal): Promise<PlegEvent[]> {
     if (stopSignal.aborted) return [];
     const at = this.now();
+    const t0 = performance.now();
+    const observe = (ok: boolean): void => this.metrics?.observePlegRelist(performance.now() - t0, t0, ok);
     // One controller for both calls: stop() cancels them, and so does the
     // failure of either (no stray call left running into the next relist).
     const calls = new AbortController();
@@ -238,6 +250,7 @@ export class GenericPLEG {
       next = buildPodRecords(sandboxes.items, containers.containers);
     } catch (err) {
       if (stopSignal.aborted) return []; // cancelled by stop(): not a relist
+      observe(false);
       const error = errorMessage(err);
       if (this.last.error !== error) log.warn(`PLEG: relist failed (retrying every ${formatDuration(this.relistPeriodMs)}): ${error}`);
       this.last = { at, durationMs: this.now() - at, error };
@@ -251,6 +264,7 @@ export class GenericPLEG {
     this.records = next;
     this.lastSuccessAt = at;
     this.last = { at, durationMs: this.now() - at, error: null };
+    observe(true);
     this.deliver(events);
     return events;
   }

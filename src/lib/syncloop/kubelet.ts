@@ -18,11 +18,11 @@ import type { LocalObjects } from '../kuberuntime/env.js';
 import { admitPod, removePod, removePodLogDir } from '../kuberuntime/lifecycle.js';
 import { instanceSelector } from '../kuberuntime/labels.js';
 import { listPodRecordUids, listPodRecords, readPodRecord, removePodDir } from '../kuberuntime/poddir.js';
-import { getRuntimePodStatus } from '../kuberuntime/runtime-status.js';
+import { getRuntimePodStatus, type RuntimePodStatus } from '../kuberuntime/runtime-status.js';
 import { killPod, NodeCache, syncPod, type SyncContext } from '../kuberuntime/sync-pod.js';
 import { podKey as key } from '../pod/key.js';
 import { log } from '../log.js';
-import type { KletMetrics } from '../metrics/metrics.js';
+import { grpcCodeLabel, type KletMetrics } from '../metrics/metrics.js';
 import type { GenericPLEG } from '../pleg/generic.js';
 import { PodWorkers, type SyncOutcome, type UpdateType, type WorkerState } from './pod-workers.js';
 
@@ -57,6 +57,8 @@ export class Kubelet {
   private readonly due = new Map<string, number>();
   /** When klet removed a pod (its last remains), so a PLEG snapshot taken before that is not read as an orphan. */
   private readonly removedAt = new Map<string, number>();
+  /** Pods whose start kubelet_pod_start_duration_seconds has counted (or that were running already). */
+  private readonly podStartObserved = new Set<string>();
   private readonly workers: PodWorkers;
   private readonly abort = new AbortController();
   /** Facts about the node cached for this kubelet's lifetime (resolv.conf, the runtime's name). */
@@ -76,7 +78,9 @@ export class Kubelet {
         requeue: (uid, afterMs) => this.due.set(uid, Date.now() + Math.max(0, afterMs)),
         onState: (pod, state, reason) => this.onWorkerState(pod, state, reason),
         onDuration: (type, ms) => {
-          if (type === 'create' || type === 'update' || type === 'sync' || type === 'kill') this.opts.metrics?.observePodWorker(type, ms);
+          // Killing a pod is its worker's terminating step ('kill' updates lead there).
+          const operation = type === 'terminating' ? 'kill' : type;
+          if (operation === 'create' || operation === 'update' || operation === 'sync' || operation === 'kill') this.opts.metrics?.observePodWorker(operation, ms);
         },
       },
     });
@@ -92,7 +96,7 @@ export class Kubelet {
   }
 
   /** The sync context for one pod: its events carry that pod's UID (a pod being killed is no longer in `desired`). */
-  private ctx(source: string, forPod: V1Pod): SyncContext {
+  private ctx(source: string, forPod: V1Pod, onStarted?: (container: string) => void): SyncContext {
     const objects: LocalObjects = this.opts.config.objects(source);
     return {
       cri: this.opts.cri,
@@ -107,9 +111,16 @@ export class Kubelet {
         // Events carry the UID of the pod being synced (a pod being killed is no longer in `desired`).
         this.opts.bus.emit(e.kind === 'Event' ? { ...e, uid: forPod.metadata?.uid ?? e.uid } : e);
         if (e.kind !== 'Event') return;
-        if (e.reason === 'Started') this.opts.metrics?.containerStarted(e.init ? 'init_container' : 'container');
-        if (e.containerReason !== undefined) {
-          this.opts.metrics?.containerStartFailed('container', new Error(e.containerReason));
+        const containerType = e.init === true ? 'init_container' : 'container';
+        if (e.reason === 'Started') {
+          this.opts.metrics?.containerStarted(containerType);
+          if ((e.restartCount ?? 0) > 0) this.opts.metrics?.containerRestarted();
+          if (e.init !== true && e.container !== undefined) onStarted?.(e.container);
+        }
+        // As the kubelet counts them: CreateContainer and StartContainer failures
+        // (each also an attempt), not back-offs or image pull failures.
+        if (e.containerReason === 'CreateContainerError' || e.containerReason === 'RunContainerError') {
+          this.opts.metrics?.containerStartFailed(containerType, grpcCodeLabel(e.grpcCode ?? 2));
         }
       },
     };
@@ -119,7 +130,10 @@ export class Kubelet {
     const uid = pod.metadata?.uid ?? '';
     const d = this.desired.get(uid);
     const rec = await readPodRecord(this.opts.rootDir, uid);
-    const res = await syncPod(this.ctx(d?.source ?? 'file', pod), pod, { startTime: rec ? Date.parse(rec.firstSeen) : undefined });
+    const firstSeen = rec ? Date.parse(rec.firstSeen) : undefined;
+    const started = new Set<string>();
+    const res = await syncPod(this.ctx(d?.source ?? 'file', pod, (c) => started.add(c)), pod, { startTime: firstSeen });
+    this.trackPodStart(pod, firstSeen, res.status, res.actions.containersToKill, started);
     const a = res.actions;
     // A pod whose containers all finished under Never/OnFailure (or that hit
     // its deadline) is done: the worker terminates it and keeps its status.
@@ -127,6 +141,30 @@ export class Kubelet {
       res.deadlineExceeded === true ||
       (a.killPod && !a.createSandbox && restartPolicy(pod) !== 'Always' && res.status.containers.length > 0);
     return { terminal, requeueAfterMs: res.requeueAfterMs };
+  }
+
+  /**
+   * kubelet_pod_start_duration_seconds: from first seeing the pod (its
+   * record's firstSeen) to the sync that had every app container running,
+   * once per pod UID. A pod already running when this klet first synced it
+   * (adopted after a restart) is not a start klet saw: not observed.
+   */
+  private trackPodStart(
+    pod: V1Pod,
+    firstSeenMs: number | undefined,
+    before: RuntimePodStatus,
+    killed: readonly { name: string }[],
+    started: ReadonlySet<string>,
+  ): void {
+    const uid = pod.metadata?.uid ?? '';
+    if (this.podStartObserved.has(uid) || firstSeenMs === undefined) return;
+    const gone = new Set(killed.map((k) => k.name));
+    const running = new Set(before.containers.filter((c) => c.state === 'running' && !gone.has(c.name)).map((c) => c.name));
+    for (const c of started) running.add(c);
+    const names = (pod.spec?.containers ?? []).map((c) => c.name);
+    if (names.length === 0 || !names.every((n) => running.has(n))) return;
+    this.podStartObserved.add(uid);
+    if (started.size > 0) this.opts.metrics?.observePodStart(Date.now() - firstSeenMs);
   }
 
   private async handleTerminating(pod: V1Pod, grace: number | undefined): Promise<void> {
@@ -151,6 +189,7 @@ export class Kubelet {
     const uid = pod.metadata?.uid ?? '';
     await removePod(this.ctx(this.desired.get(uid)?.source ?? 'file', pod), pod);
     this.removedAt.set(uid, Date.now());
+    this.podStartObserved.delete(uid);
     this.opts.bus.emit({ kind: 'PodLifecycle', pod: key(pod), uid, state: 'Removed' });
   }
 

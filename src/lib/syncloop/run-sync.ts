@@ -64,7 +64,7 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
     keepIdentity: sameSandboxSpec,
   });
   // The PLEG sees only this klet's pods: housekeeping and adoption act on nothing else.
-  const pleg = new GenericPLEG({ cri, relistPeriodMs: opts.plegRelistPeriodMs, labelSelector: instanceSelector(opts) });
+  const pleg = new GenericPLEG({ cri, relistPeriodMs: opts.plegRelistPeriodMs, labelSelector: instanceSelector(opts), metrics });
   const kubelet = new Kubelet({
     cri,
     rootDir: opts.rootDir,

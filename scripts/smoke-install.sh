@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# CI: klet installs the ways the README shows, and runs from each.
+#   1. `npm install -g .` from the checkout, and `npm install -g` of the
+#      packed tarball (npm pack), each into a throw-away prefix: `klet --version`;
+#      under a Node.js older than 22 (the distribution's, when it is) the bin
+#      shim refuses with one line and exit 1.
+#   2. `npm run package`: the tarball unpacked into a temp dir, its bin/klet
+#      run with a bare PATH (no Node.js on it): `klet --version`, and one
+#      `klet runonce` of examples/job.yaml against a klet-managed containerd
+#      under a temp root dir, stopped afterwards (with its bridge).
+# Needs a build and a Node.js >= 22 on PATH (source scripts/bootstrap.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo="$(pwd)"
+tmp="$(mktemp -d)"
+root="$tmp/root"
+klet=""
+cleanup() {
+  local rc=$?
+  set +e
+  if [ -n "$klet" ] && [ -S "$root/containerd.sock" ]; then
+    env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "$klet" runtime stop --root-dir "$root" --container-runtime-endpoint "unix://$root/containerd.sock" >/dev/null 2>&1
+  fi
+  if [ -n "${bridge:-}" ]; then ip link del "$bridge" 2>/dev/null; fi
+  rm -rf "$tmp"
+  [ "$rc" -eq 0 ] || echo "smoke-install: FAILED (exit $rc)" >&2
+  exit "$rc"
+}
+trap cleanup EXIT
+say() { echo "--- $*"; }
+
+# 1. npm install -g
+say "npm install -g . (from the checkout)"
+npm install -g --prefix "$tmp/g1" --no-audit --no-fund --loglevel=error . >/dev/null
+"$tmp/g1/bin/klet" --version
+say "npm install -g klet-*.tgz (npm pack)"
+tgz="$(npm pack --silent --pack-destination "$tmp" 2>/dev/null | tail -n1)"
+npm install -g --prefix "$tmp/g2" --no-audit --no-fund --loglevel=error "$tmp/$tgz" >/dev/null
+"$tmp/g2/bin/klet" --version
+"$tmp/g2/bin/klet" runtime --help | grep -q 'runtime start'
+old_node=""
+for n in /usr/bin/node /usr/bin/nodejs; do
+  if [ -x "$n" ] && [ "$("$n" -p 'process.versions.node.split(".")[0]')" -lt 22 ]; then old_node="$n"; break; fi
+done
+if [ -n "$old_node" ]; then
+  say "the bin shim under $old_node ($("$old_node" --version)) refuses"
+  set +e
+  err="$(env -i PATH="$(dirname "$old_node"):/usr/bin:/bin" "$tmp/g2/bin/klet" --version 2>&1)"
+  rc=$?
+  set -e
+  echo "$err"
+  [ "$rc" = 1 ] && [ "$(printf '%s\n' "$err" | wc -l)" = 1 ] && printf '%s' "$err" | grep -q 'klet needs Node.js 22 or newer' || {
+    echo "smoke-install: expected a one-line refusal with exit 1, got exit $rc" >&2
+    exit 1
+  }
+else
+  say "no Node.js older than 22 on this machine: the shim's refusal is not exercised"
+fi
+
+# 2. The packaged tarball
+say "npm run package"
+pkg="$(npm run --silent package)"
+mkdir -p "$tmp/pkg"
+tar -C "$tmp/pkg" -xzf "$pkg"
+klet="$(echo "$tmp"/pkg/klet-*/bin/klet)"
+bare() { env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root "$@"; }
+bare "$klet" --version
+say "runonce from the package, on a klet-managed containerd under $root"
+bridge="$(bare "$(dirname "$klet")/../lib/node" --input-type=module -e "
+  const m = await import('$(dirname "$klet")/../lib/app/dist/lib/runtime/containerd.js');
+  console.log(m.networkFor('$root').bridge);")"
+flags=(--root-dir "$root" --container-runtime-endpoint "unix://$root/containerd.sock" --node-name smoke)
+bare "$klet" runtime start "${flags[@]}"
+mkdir -p "$tmp/manifests"
+cp "$repo/examples/job.yaml" "$tmp/manifests/"
+bare "$klet" runonce --manifest-dir "$tmp/manifests" "${flags[@]}"
+bare "$klet" runtime stop "${flags[@]}"
+say "smoke-install: OK"

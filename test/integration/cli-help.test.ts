@@ -1,0 +1,106 @@
+/**
+ * What `--help` promises, checked against the built CLI: topics list their
+ * subcommands, every file an example names exists, and a command that is not
+ * implemented yet says so and exits 3 when run exactly as its own --help
+ * examples (and the README) show, flags included.
+ *
+ * Nothing here reaches a runtime: commands get a temp root dir and an
+ * endpoint under it where nothing listens.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PROJECT_ROOT, explain, nonEmptyLines, runKlet } from '../helpers/cli.js';
+
+interface ManifestCommand {
+  id: string;
+  description?: string;
+  examples?: string[];
+}
+
+const manifest = JSON.parse(fs.readFileSync(path.join(PROJECT_ROOT, 'oclif.manifest.json'), 'utf8')) as {
+  commands: Record<string, ManifestCommand>;
+};
+const commands = Object.values(manifest.commands);
+
+/** An example's words: `<%= config.bin %> <%= command.id %> a b` -> ['klet', 'runtime', 'start', 'a', 'b']. */
+function exampleWords(cmd: ManifestCommand, example: string): string[] {
+  const line = example.replaceAll('<%= config.bin %>', 'klet').replaceAll('<%= command.id %>', cmd.id.replaceAll(':', ' '));
+  return line.trim().split(/\s+/);
+}
+
+/** A `klet ...` example as klet's argv. */
+function exampleArgv(cmd: ManifestCommand, example: string): string[] {
+  const words = exampleWords(cmd, example);
+  expect(words[0], example).toBe('klet');
+  return words.slice(1);
+}
+
+let tmp = '';
+beforeAll(() => {
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'klet-cli-help-'));
+});
+afterAll(() => {
+  if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+describe('topics', () => {
+  it.each([
+    ['runtime', ['runtime start', 'runtime status', 'runtime stop']],
+    ['images', ['images import', 'images ls']],
+  ])('klet %s --help lists its subcommands, as plain `klet TOPIC` does', async (topic, subcommands) => {
+    const help = await runKlet([topic, '--help']);
+    expect(help.code, explain(help)).toBe(0);
+    const plain = await runKlet([topic]);
+    expect(help.stdout).toMatch(/^COMMANDS$/m);
+    for (const sub of subcommands) expect(help.stdout, explain(help)).toMatch(new RegExp(`^  ${sub} +\\S`, 'm'));
+    expect(help.stdout).toBe(plain.stdout);
+  });
+});
+
+describe('examples', () => {
+  it('every file under examples/ that a --help example names exists', () => {
+    const named: string[] = [];
+    for (const cmd of commands) {
+      for (const ex of cmd.examples ?? []) {
+        for (const word of exampleWords(cmd, ex)) if (word.startsWith('examples/')) named.push(word);
+      }
+    }
+    expect(named.length).toBeGreaterThan(0);
+    const missing = named.filter((f) => !fs.existsSync(path.join(PROJECT_ROOT, f)));
+    expect(missing).toEqual([]);
+  });
+});
+
+describe('commands not implemented yet', () => {
+  const readme = fs.readFileSync(path.join(PROJECT_ROOT, 'README.md'), 'utf8');
+  /** The README's command table rows that say "not implemented yet": [command, example]. */
+  const rows = [...readme.matchAll(/^\| `([a-z- ]+)` \|[^|\n]*not implemented yet[^|\n]*\| `klet ([^`]*)` \|$/gm)].map(
+    (m) => [m[1] as string, m[2] as string] as const,
+  );
+  const endpointArgs = (): string[] => ['--root-dir', tmp, '--container-runtime-endpoint', `unix://${tmp}/none.sock`];
+
+  it('the README marks them', () => {
+    expect(rows.map(([name]) => name).sort()).toEqual(
+      commands
+        .filter((c) => /not implemented yet/i.test(c.description ?? ''))
+        .map((c) => c.id.replaceAll(':', ' '))
+        .sort(),
+    );
+  });
+
+  it.each(rows)('klet %s: its --help says so; its --help and README examples exit 3, flags included', async (name, readmeExample) => {
+    const cmd = manifest.commands[name.replaceAll(' ', ':')];
+    expect(cmd, name).toBeDefined();
+    const help = await runKlet([...name.split(' '), '--help']);
+    expect(help.stdout, explain(help)).toContain('Not implemented yet: exits 3.');
+    const runs = [...(cmd?.examples ?? []).map((ex) => exampleArgv(cmd as ManifestCommand, ex)), readmeExample.trim().split(/\s+/)];
+    expect(runs.length).toBeGreaterThanOrEqual(2);
+    for (const argv of runs) {
+      const r = await runKlet([...argv, ...endpointArgs()]);
+      expect(r.code, `klet ${argv.join(' ')}: ${explain(r)}`).toBe(3);
+      expect(nonEmptyLines(r.stderr), explain(r)).toEqual([`error: klet ${name}: not implemented yet`]);
+    }
+  });
+});

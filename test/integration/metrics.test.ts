@@ -1,0 +1,233 @@
+/**
+ * Every metric family `klet sync` exposes on /metrics is recorded by the code
+ * path it describes: the BUILT CLI against a private containerd, with pods
+ * that exercise each path (an init container, a pod that runs, one that
+ * crashes and is restarted, one whose container cannot start, one removed
+ * from its source), then one test per family reading the scrape. A family
+ * that /metrics exposes and no test here covers fails the last test.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CriClient } from '../../src/lib/cri/index.js';
+import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+import { apiEvents, apiGet, eventually, killAllSyncs, startSync, type SyncProcess } from '../helpers/sync.js';
+
+const NODE = 'metricsnode';
+const NS = 'kmetrics';
+const LOG_ROOT = '/var/log/pods';
+const SLEEP_FOREVER = "trap 'exit 0' TERM; sleep 1000000 & wait";
+
+let rt: TestRuntime;
+let cri: CriClient;
+let sync: SyncProcess;
+let manifests = '';
+/** The scrape the family tests read, taken once every path has run. */
+let scrape = '';
+
+function pod(name: string, spec: Record<string, unknown>): string {
+  return JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: NS }, spec: { terminationGracePeriodSeconds: 2, ...spec } });
+}
+
+function container(name: string, command: string[]): Record<string, unknown> {
+  return { name, image: rt.images.busybox, command };
+}
+
+interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+function samples(text: string): Sample[] {
+  const out: Sample[] = [];
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue;
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!m) throw new Error(`unparsable exposition line: ${line}`);
+    const labels: Record<string, string> = {};
+    for (const l of (m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[l[1] as string] = l[2] as string;
+    out.push({ name: m[1] as string, labels, value: Number(m[3]) });
+  }
+  return out;
+}
+
+/** Sum of the samples named `name` whose labels include `labels`. */
+function value(name: string, labels: Record<string, string> = {}): number {
+  return samples(scrape)
+    .filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
+    .reduce((sum, s) => sum + s.value, 0);
+}
+
+async function metricsText(): Promise<string> {
+  const res = await apiGet(sync.socketPath, '/metrics');
+  expect(res.status).toBe(200);
+  return res.body;
+}
+
+/** Families the tests below cover; the last test compares it with what /metrics exposes. */
+const covered = new Set<string>();
+function family(name: string, fn: () => void | Promise<void>): void {
+  covered.add(name);
+  it(name, fn);
+}
+
+beforeAll(async () => {
+  rt = await startTestRuntime();
+  cri = CriClient.connect(rt.endpoint, { timeoutMs: 30_000 });
+  manifests = fs.mkdtempSync(path.join(os.tmpdir(), 'klet-metrics-m-'));
+  fs.writeFileSync(
+    path.join(manifests, 'web.json'),
+    pod('web', { initContainers: [container('init', ['true'])], containers: [container('c', ['sh', '-c', SLEEP_FOREVER])] }),
+  );
+  fs.writeFileSync(path.join(manifests, 'crash.json'), pod('crash', { containers: [container('c', ['sh', '-c', 'exit 1'])] }));
+  // No such executable: CreateContainer succeeds, StartContainer fails (RunContainerError).
+  fs.writeFileSync(path.join(manifests, 'nostart.json'), pod('nostart', { containers: [container('c', ['/no/such/executable'])] }));
+  sync = await startSync({
+    rootDir: rt.rootDir,
+    endpoint: rt.endpoint,
+    manifestDir: manifests,
+    nodeName: NODE,
+    args: ['--crash-loop-backoff-initial', '1s', '--crash-loop-backoff-max', '2s'],
+  });
+  // Every path has run: web running, crash restarted, nostart failed to start.
+  await eventually(
+    async () => {
+      const events = await apiEvents(sync.socketPath);
+      const reasons = (p: string) => events.filter((e) => e.kind === 'Event' && e.pod === `${NS}/${p}-${NODE}`).map((e) => e.reason);
+      expect(reasons('web').filter((r) => r === 'Started'), sync.tail()).toHaveLength(2);
+      expect(reasons('crash').filter((r) => r === 'Started').length, sync.tail()).toBeGreaterThanOrEqual(2);
+      expect(reasons('nostart'), sync.tail()).toContain('Failed');
+    },
+    45_000,
+    250,
+  );
+  // A pod removed from its source: the pod worker's kill.
+  fs.rmSync(path.join(manifests, 'crash.json'));
+  await eventually(async () => {
+    const events = await apiEvents(sync.socketPath);
+    expect(events.some((e) => e.kind === 'PodLifecycle' && e.pod === `${NS}/crash-${NODE}` && e.state === 'Removed'), sync.tail()).toBe(true);
+  }, 30_000);
+  // Housekeeping (2 s) has counted the running pods since.
+  await eventually(async () => {
+    scrape = await metricsText();
+    expect(value('kubelet_running_pods')).toBe(2);
+  }, 10_000);
+}, 180_000);
+
+afterAll(async () => {
+  await killAllSyncs();
+  if (cri) {
+    for (const c of (await cri.listContainers()).containers) {
+      await cri.stopContainer({ containerId: c.id, timeout: 0n }).catch(() => undefined);
+      await cri.removeContainer({ containerId: c.id }).catch(() => undefined);
+    }
+    for (const s of (await cri.listPodSandbox()).items) {
+      await cri.stopPodSandbox({ podSandboxId: s.id }).catch(() => undefined);
+      await cri.removePodSandbox({ podSandboxId: s.id }).catch(() => undefined);
+    }
+    cri.close();
+  }
+  for (const d of fs.existsSync(LOG_ROOT) ? fs.readdirSync(LOG_ROOT) : []) {
+    if (d.startsWith(`${NS}_`)) fs.rmSync(path.join(LOG_ROOT, d), { recursive: true, force: true });
+  }
+  if (manifests) fs.rmSync(manifests, { recursive: true, force: true });
+  await rt?.stop();
+});
+
+describe('every /metrics family moves on its code path', () => {
+  family('kubelet_pleg_relist_duration_seconds', () => {
+    // One relist a second for the several seconds this file has run.
+    expect(value('kubelet_pleg_relist_duration_seconds_count')).toBeGreaterThanOrEqual(3);
+    expect(value('kubelet_pleg_relist_duration_seconds_sum')).toBeGreaterThan(0);
+  });
+
+  family('kubelet_pleg_relist_interval_seconds', () => {
+    const count = value('kubelet_pleg_relist_interval_seconds_count');
+    expect(count).toBeGreaterThanOrEqual(2);
+    // Relists start about a period (1 s) plus a relist apart: the mean is near a second, not 0.
+    const mean = value('kubelet_pleg_relist_interval_seconds_sum') / count;
+    expect(mean).toBeGreaterThanOrEqual(0.9);
+  });
+
+  family('klet_sync_loop_iteration_duration_seconds', () => {
+    expect(value('klet_sync_loop_iteration_duration_seconds_count', { trigger: 'config' })).toBeGreaterThanOrEqual(1);
+    expect(value('klet_sync_loop_iteration_duration_seconds_count', { trigger: 'pleg' })).toBeGreaterThanOrEqual(1);
+  });
+
+  family('kubelet_running_pods', () => {
+    // web and nostart have a ready sandbox; crash was removed.
+    expect(value('kubelet_running_pods')).toBe(2);
+  });
+
+  family('kubelet_running_containers', () => {
+    expect(value('kubelet_running_containers', { container_state: 'running' })).toBe(1);
+    // web's finished init container, nostart's container that never ran.
+    expect(value('kubelet_running_containers', { container_state: 'exited' }) + value('kubelet_running_containers', { container_state: 'created' })).toBeGreaterThanOrEqual(2);
+  });
+
+  family('kubelet_pod_worker_duration_seconds', () => {
+    expect(value('kubelet_pod_worker_duration_seconds_count', { operation: 'create' })).toBeGreaterThanOrEqual(3);
+    expect(value('kubelet_pod_worker_duration_seconds_count', { operation: 'sync' })).toBeGreaterThanOrEqual(1);
+    expect(value('kubelet_pod_worker_duration_seconds_count', { operation: 'kill' })).toBeGreaterThanOrEqual(1);
+  });
+
+  family('kubelet_started_containers_total', () => {
+    expect(value('kubelet_started_containers_total', { container_type: 'init_container' })).toBe(1);
+    // web's c, crash twice or more, nostart's attempts (counted, as the kubelet does).
+    expect(value('kubelet_started_containers_total', { container_type: 'container' })).toBeGreaterThanOrEqual(4);
+  });
+
+  family('kubelet_started_containers_errors_total', () => {
+    // nostart: StartContainer failed; the gRPC code, spelled as Go does.
+    const errs = samples(scrape).filter((s) => s.name === 'kubelet_started_containers_errors_total' && s.value > 0);
+    expect(errs.length, scrape).toBeGreaterThanOrEqual(1);
+    for (const e of errs) {
+      expect(e.labels.container_type).toBe('container');
+      expect(e.labels.code).toMatch(/^[A-Z][A-Za-z]+$/);
+    }
+    // Back-offs are not start errors: crash's restarts add none.
+    expect(value('kubelet_started_containers_errors_total')).toBeLessThanOrEqual(value('kubelet_started_containers_total', { container_type: 'container' }) - 3);
+  });
+
+  family('klet_container_restarts_total', () => {
+    // crash was restarted at least once; web never was.
+    expect(value('klet_container_restarts_total')).toBeGreaterThanOrEqual(1);
+  });
+
+  family('kubelet_runtime_operations_total', () => {
+    for (const op of ['list_podsandbox', 'list_containers', 'run_podsandbox', 'create_container', 'start_container']) {
+      expect(value('kubelet_runtime_operations_total', { operation_type: op }), op).toBeGreaterThanOrEqual(1);
+    }
+  });
+
+  family('kubelet_runtime_operations_duration_seconds', () => {
+    expect(value('kubelet_runtime_operations_duration_seconds_count', { operation_type: 'list_containers' })).toBe(
+      value('kubelet_runtime_operations_total', { operation_type: 'list_containers' }),
+    );
+    expect(value('kubelet_runtime_operations_duration_seconds_sum', { operation_type: 'run_podsandbox' })).toBeGreaterThan(0);
+  });
+
+  family('kubelet_runtime_operations_errors_total', () => {
+    expect(value('kubelet_runtime_operations_errors_total', { operation_type: 'start_container' })).toBeGreaterThanOrEqual(1);
+  });
+
+  family('kubelet_pod_start_duration_seconds', () => {
+    // web and crash, once each (crash's restarts are not pod starts); nostart never ran.
+    expect(value('kubelet_pod_start_duration_seconds_count')).toBe(2);
+    expect(value('kubelet_pod_start_duration_seconds_sum')).toBeGreaterThan(0);
+  });
+
+  it("Node's process metrics (prom-client's default collectors) have samples", () => {
+    for (const name of ['process_cpu_seconds_total', 'process_resident_memory_bytes', 'nodejs_heap_size_used_bytes']) {
+      expect(value(name), name).toBeGreaterThan(0);
+    }
+  });
+
+  it('no family is exposed without a test above', () => {
+    const families = [...scrape.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1] as string);
+    const untested = families.filter((f) => !covered.has(f) && !f.startsWith('process_') && !f.startsWith('nodejs_'));
+    expect(untested).toEqual([]);
+  });
+});
