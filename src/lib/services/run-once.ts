@@ -123,8 +123,18 @@ export async function runOnce(opts: RunOnceOptions, deps: ServiceDeps): Promise<
   for (const e of invalid) deps.onEvent?.({ kind: 'SourceError', source: e.file, message: e.text });
   const ctx = syncContext(deps, objects);
   const runnable: LoadedPod[] = [];
+  // A pod whose checks could not even run (a runtime error) fails in its own row.
+  const failedEarly: { loaded: LoadedPod; goal: WaitGoal; out: PodOutcome }[] = [];
   for (const p of pods) {
-    const problems = await preflightPod(ctx, p.pod);
+    let problems: Awaited<ReturnType<typeof preflightPod>>;
+    const startedAt = Date.now();
+    try {
+      problems = await preflightPod(ctx, p.pod);
+    } catch (err) {
+      if (deps.signal.aborted) throw err;
+      failedEarly.push({ loaded: p, goal: goalFor(p.pod, opts.waitReady), out: failedOutcome(p.pod, err, startedAt) });
+      continue;
+    }
     if (problems.length === 0) {
       runnable.push(p);
       continue;
@@ -137,7 +147,7 @@ export async function runOnce(opts: RunOnceOptions, deps: ServiceDeps): Promise<
   }
 
   const t0 = Date.now();
-  const outcomes = await Promise.all(
+  const started = await Promise.all(
     runnable.map(async (p) => {
       const key = podKey(p.pod);
       const uid = p.pod.metadata?.uid ?? '';
@@ -165,6 +175,7 @@ export async function runOnce(opts: RunOnceOptions, deps: ServiceDeps): Promise<
       return { loaded: p, goal, out };
     }),
   );
+  const outcomes = [...failedEarly, ...started];
 
   if (opts.cleanup) await Promise.all(outcomes.map(({ loaded }) => deletePod(ctx, loaded.pod)));
 
