@@ -1,8 +1,10 @@
 /**
- * Ctrl-C during a wait, against a real containerd: `klet run-pod --wait`
- * and `klet runonce` stop waiting within a second of SIGINT, exit 130 (as a
- * shell reports an interrupted command), and leave the pods as they are —
- * still running, not deleted even with --rm or --cleanup.
+ * The one-shot services end to end, against a real containerd. Ctrl-C
+ * during a wait: `klet run-pod --wait` and `klet runonce` stop waiting within
+ * a second of SIGINT, exit 130 (as a shell reports an interrupted command),
+ * and leave the pods as they are — still running, not deleted even with --rm
+ * or --cleanup. One-off runs: `run-pod --rm` is a fresh docker-run-like run
+ * with the output on stdout; runonce's EXIT column shows a job's exit code.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -74,7 +76,7 @@ async function podOf(name: string): Promise<V1Pod> {
 
 beforeAll(async () => {
   rt = await startTestRuntime();
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'klet-interrupt-'));
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'klet-one-shot-'));
 });
 
 afterAll(async () => {
@@ -108,5 +110,33 @@ describe('Ctrl-C during a wait', () => {
       const pod = await podOf(name);
       expect(pod.status?.phase, name).toBe('Running');
     }
+  });
+});
+
+describe('one-off runs', () => {
+  it('run-pod examples/job.yaml --rm after a previous run: a fresh run, its output on stdout, exit 0, nothing left', async () => {
+    const job = path.join(PROJECT_ROOT, 'examples', 'job.yaml');
+    const first = await runKlet(['run-pod', job, '--wait', 'completed', ...common()]);
+    expect(first.code, explain(first)).toBe(0);
+    const firstUid = (await podOf('job')).metadata?.uid;
+
+    const again = await runKlet(['run-pod', job, '--rm', ...common()]);
+    expect(again.code, explain(again)).toBe(0);
+    // docker run --rm: the container's output is the result.
+    expect(again.stdout).toBe('step 1\nstep 2\nstep 3\ndone\n');
+    // It ran again (a new container started), rather than reporting the old finished pod.
+    expect(again.stderr).toMatch(/pod default\/job-intnode: container count started/);
+    const gone = await runKlet(['status', `job-${NODE}`, ...common()]);
+    expect(gone.code, explain(gone)).not.toBe(0);
+    expect(firstUid).toBeDefined();
+  });
+
+  it('runonce reports a finished job with its exit code in the EXIT column', async () => {
+    const manifests = path.join(dir, 'jobs');
+    fs.mkdirSync(manifests, { recursive: true });
+    fs.copyFileSync(path.join(PROJECT_ROOT, 'examples', 'job.yaml'), path.join(manifests, 'job.yaml'));
+    const r = await runKlet(['runonce', '--manifest-dir', manifests, '--cleanup', ...common()]);
+    expect(r.code, explain(r)).toBe(0);
+    expect(r.stdout).toMatch(new RegExp(`\\ndefault +job-${NODE} +Never +ok +Succeeded +0 +`));
   });
 });
