@@ -39,49 +39,40 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
   async run(): Promise<void> {
     const { flags } = await this.parse(Sync);
     const dir = flags['manifest-dir'] ?? (flags['manifest-url'] ? undefined : '/etc/kubernetes/manifests');
-    const backoff = {
-      initialMs: flags['crash-loop-backoff-initial'],
-      maxMs: flags['crash-loop-backoff-max'],
-      resetAfterMs: flags['crash-loop-backoff-reset'],
-    };
-    const timing = {
-      fileCheckFrequencyMs: flags['file-check-frequency'],
-      httpCheckFrequencyMs: flags['http-check-frequency'],
-      plegRelistPeriodMs: flags['pleg-relist-period'],
-      resyncIntervalMs: flags['sync-frequency'],
-    };
-    let listen: { host: string; port: number; token: string } | undefined;
-    if (flags.listen !== undefined) {
-      const { parseListen, readAuthTokenFile } = await import('../lib/server/auth.js');
-      const addr = parseListen(flags.listen);
-      if (flags['auth-token-file'] === undefined) throw new InputError('--listen needs --auth-token-file: the TCP listener never serves without a token');
-      listen = { host: addr.host, port: addr.port, token: await readAuthTokenFile(flags['auth-token-file']) };
-    }
     const { parseHeaders } = await import('../lib/config/manifest-url.js');
-    const headers = parseHeaders(flags['manifest-url-header']);
-
-    const cri = await this.cri();
+    const manifestUrlHeaders = parseHeaders(flags['manifest-url-header']);
+    const listen = await this.listenFlags(flags.listen, flags['auth-token-file']);
+    const deps = await this.deps();
+    deps.signal.addEventListener('abort', () => this.notice(`klet sync: ${this.interruptedBy}: stopping the sync loop; pods keep running`), { once: true });
     const { runSync } = await import('../lib/syncloop/run-sync.js');
-    const signal = this.signal;
-    signal.addEventListener('abort', () => this.notice(`klet sync: ${this.interruptedBy}: stopping the sync loop; pods keep running`), { once: true });
+    const sources = [dir, flags['manifest-url']].filter(Boolean).join(', ');
     await runSync(
       {
-        cri,
-        rootDir: this.flags['root-dir'],
-        nodeName: this.nodeName(),
+        cri: await this.cri(),
+        rootDir: deps.rootDir,
+        nodeName: deps.nodeName,
         manifestDir: dir,
         manifestUrl: flags['manifest-url'],
-        manifestUrlHeaders: headers,
-        ...timing,
-        backoff,
+        manifestUrlHeaders,
+        fileCheckFrequencyMs: flags['file-check-frequency'],
+        httpCheckFrequencyMs: flags['http-check-frequency'],
+        plegRelistPeriodMs: flags['pleg-relist-period'],
+        resyncIntervalMs: flags['sync-frequency'],
+        backoff: { initialMs: flags['crash-loop-backoff-initial'], maxMs: flags['crash-loop-backoff-max'], resetAfterMs: flags['crash-loop-backoff-reset'] },
         concurrency: flags['max-parallel-syncs'],
         listen,
-        onReady: (a) =>
-          this.notice(
-            `klet sync: node ${this.nodeName()}, sources ${[dir, flags['manifest-url']].filter(Boolean).join(', ')}; local API on ${a.socketPath}${a.tcp ? ` and ${a.tcp}` : ''}`,
-          ),
+        onReady: (a) => this.notice(`klet sync: node ${deps.nodeName}, sources ${sources}; local API on ${a.socketPath}${a.tcp ? ` and ${a.tcp}` : ''}`),
       },
-      signal,
+      deps.signal,
     );
+  }
+
+  /** --listen with its token from --auth-token-file (never one without the other). */
+  private async listenFlags(value: string | undefined, tokenFile: string | undefined): Promise<{ host: string; port: number; token: string } | undefined> {
+    if (value === undefined) return undefined;
+    const { parseListen, readAuthTokenFile } = await import('../lib/server/auth.js');
+    const addr = parseListen(value);
+    if (tokenFile === undefined) throw new InputError('--listen needs --auth-token-file: the TCP listener never serves without a token');
+    return { host: addr.host, port: addr.port, token: await readAuthTokenFile(tokenFile) };
   }
 }
