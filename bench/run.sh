@@ -15,3 +15,5 @@ echo "== PLEG relist + diff vs the bare list calls, 110 pods"
 node bench/pleg.js 50 110
 echo "== klet sync holding 110 pods: CPU, RSS, exit-to-status latency"
 node bench/sync.js 110 60 20
+echo "== klet sync probing pods (1 s exec readiness + 1 s httpGet liveness): CPU, lateness, RSS growth"
+node bench/probes.js 110 600

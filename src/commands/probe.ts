@@ -1,24 +1,111 @@
 import { Args, Flags } from '@oclif/core';
-import { BaseCommand } from '../base-command.js';
-import { NotImplementedError } from '../lib/errors.js';
+import { PodCommand, outputFlags } from '../base-command.js';
+import { InputError, isKletError } from '../lib/errors.js';
+import { parseDuration } from '../lib/util/duration.js';
 
-export default class Probe extends BaseCommand<typeof Probe> {
-  static override summary = "Run a pod's liveness, readiness or startup probes once.";
-  static override description = `Runs exec, httpGet, tcpSocket or grpc probes of a running pod the way the kubelet prober does and prints the results.
+export default class Probe extends PodCommand<typeof Probe> {
+  static override summary = "Run a pod's liveness, readiness or startup probes once, now, and show the result.";
+  static override description = `Runs the pod's configured probes (exec through CRI ExecSync in the container; httpGet, tcpSocket and grpc against the pod's IP, or httpGet.host when set) the way the kubelet's prober does, and prints each result, its duration and the handler's detail: status code and body excerpt, exit code and output, or the connect error. Nothing is recorded and nothing is restarted; it works with or without a running klet sync.
 
-Not implemented yet: exits 3.`;
-  static override examples = ['<%= config.bin %> <%= command.id %> kube-system/etcd-node1 --type readiness'];
-  static override args = {
-    pod: Args.string({ description: 'The pod, as [NAMESPACE/]NAME' }),
-  };
+Ad-hoc probes instead of the configured ones: --exec 'CMD' (sh -c in the container), --http [SCHEME://]PORT/PATH, --tcp PORT, --grpc PORT[/SERVICE], against the pod's network (-c names the container when the pod has several). --watch repeats each probe at its periodSeconds (an ad-hoc probe every second) until Ctrl-C.
+
+Exit status: 0 when every probe passed (a redirect to another host passes with a warning, as on the kubelet), 1 when one failed, 2 when one could not be run (no such pod or container, container not running, no such probe, a named port the container does not declare).`;
+  static override examples = [
+    '<%= config.bin %> <%= command.id %> kube-system/etcd-node1',
+    '<%= config.bin %> <%= command.id %> kube-system/kube-apiserver-node1 --type readiness -o json',
+    '<%= config.bin %> <%= command.id %> web-node1 -c app --http 8080/healthz',
+    "<%= config.bin %> <%= command.id %> web-node1 --exec 'test -f /tmp/ready' --watch",
+    '<%= config.bin %> <%= command.id %> etcd-node1 --tcp 2379',
+    '<%= config.bin %> <%= command.id %> app-node1 --grpc 9090/my.Service',
+  ];
+  static override args = { pod: Args.string({ description: 'Pod: ns/name, name, or a UID prefix', required: true }) };
   static override flags = {
-    type: Flags.option({
-      summary: 'Which probes to run.',
-      options: ['liveness', 'readiness', 'startup'] as const,
-    })(),
+    ...outputFlags,
+    container: Flags.string({ char: 'c', summary: 'Only this container.' }),
+    type: Flags.option({ summary: 'Which configured probes.', options: ['startup', 'liveness', 'readiness', 'all'] as const, default: 'all' as const })(),
+    exec: Flags.string({ summary: "Ad-hoc: run 'CMD' with sh -c in the container; exit 0 passes.", exclusive: ['http', 'tcp', 'grpc'] }),
+    http: Flags.string({ summary: 'Ad-hoc: GET [SCHEME://]PORT/PATH on the pod IP; 200-399 passes.', exclusive: ['exec', 'tcp', 'grpc'] }),
+    tcp: Flags.string({ summary: 'Ad-hoc: open a TCP connection to PORT on the pod IP.', exclusive: ['exec', 'http', 'grpc'] }),
+    grpc: Flags.string({ summary: 'Ad-hoc: grpc.health.v1 Check on PORT[/SERVICE] of the pod IP; SERVING passes.', exclusive: ['exec', 'http', 'tcp'] }),
+    timeout: Flags.string({ summary: "An ad-hoc probe's timeout, as a duration (the kubelet's default 1s).", default: '1s' }),
+    watch: Flags.boolean({ char: 'w', summary: 'Repeat at each probe period until Ctrl-C.', default: false }),
   };
 
   async run(): Promise<void> {
-    throw new NotImplementedError('klet probe');
+    const { args, flags } = await this.parse(Probe);
+    const svc = await import('../lib/services/probe.js');
+    const timeoutMs = parseDuration(flags.timeout);
+    if (timeoutMs === null || timeoutMs < 1000 || timeoutMs % 1000 !== 0) throw new InputError(`--timeout "${flags.timeout}": not a whole number of seconds, at least 1s`);
+    const withFlag = <T>(flag: string, fn: () => T): T => {
+      try {
+        return fn();
+      } catch (err) {
+        if (isKletError(err) && err instanceof InputError) throw new InputError(`--${flag} ${err.message}`);
+        throw err;
+      }
+    };
+    const adHoc =
+      flags.exec !== undefined
+        ? ({ handler: 'exec', command: flags.exec } as const)
+        : flags.http !== undefined
+          ? withFlag('http', () => svc.parseHttpSpec(flags.http ?? ''))
+          : flags.tcp !== undefined
+            ? withFlag('tcp', () => svc.parseTcpSpec(flags.tcp ?? ''))
+            : flags.grpc !== undefined
+              ? withFlag('grpc', () => svc.parseGrpcSpec(flags.grpc ?? ''))
+              : undefined;
+
+    const deps = await this.deps();
+    const { formatTable } = await import('../lib/util/table.js');
+    const row = (r: import('../lib/services/probe.js').ProbeRunReport) => [
+      r.container,
+      r.probe,
+      r.handler,
+      r.result,
+      `${r.durationMs.toFixed(0)}ms`,
+      describeDetail(r),
+    ];
+    const header = ['CONTAINER', 'PROBE', 'HANDLER', 'RESULT', 'TIME', 'DETAIL'];
+    let printedHeader = false;
+    const res = await svc.probe(
+      { pod: args.pod, container: flags.container, type: flags.type, adHoc, timeoutSeconds: timeoutMs / 1000, watch: flags.watch },
+      {
+        ...deps,
+        // --watch streams: one JSON object per line, or one table row per run.
+        onResult: flags.watch
+          ? (r) => {
+              if (this.output === 'json') process.stdout.write(JSON.stringify(r) + '\n');
+              else {
+                const lines = formatTable(header, [row(r)]).split('\n');
+                process.stdout.write((printedHeader ? lines.slice(1) : lines).join('\n') + '\n');
+                printedHeader = true;
+              }
+            }
+          : undefined,
+      },
+    );
+    if (!flags.watch) await this.printObject(res, () => formatTable(header, res.results.map(row)));
+    if (res.exitCode !== 0) this.exit(res.exitCode);
+  }
+}
+
+function describeDetail(r: import('../lib/services/probe.js').ProbeRunReport): string {
+  const d = r.detail;
+  const oneLine = (s: string, n = 80) => {
+    const t = s.replace(/\s+/g, ' ').trim();
+    return t.length > n ? `${t.slice(0, n)}…` : t;
+  };
+  if (d === null) return r.message;
+  switch (d.handler) {
+    case 'exec':
+    return d.exitCode === null ? r.message : `exit ${d.exitCode}${d.output.trim() ? `: ${oneLine(d.output)}` : ''}`;
+    case 'httpGet':
+    return d.statusCode === null
+      ? r.message
+      : `HTTP ${d.statusCode} ${d.url}${d.redirects.length ? ` -> ${d.redirects.join(' -> ')}` : ''}${d.body.trim() ? ` body: ${oneLine(d.body)}` : ''}`;
+    case 'tcpSocket':
+    return d.error ?? `connected to ${d.address}`;
+    case 'grpc':
+    return d.status ?? r.message;
   }
 }

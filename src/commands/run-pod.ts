@@ -19,7 +19,7 @@ The pod keeps running after klet exits, unless --rm. With --rm (and --wait compl
   static override flags = {
     ...outputFlags,
     wait: Flags.option({
-      summary: 'What to wait for: running (all containers started), ready, completed, or none. Default: running, or completed with --rm.',
+      summary: "What to wait for: running (all containers started), ready (the Ready condition, readiness and startup probes included; a startup probe that gives up fails at once), completed, or none. Default: running, or completed with --rm.",
       options: ['running', 'ready', 'completed', 'none'] as const,
     })(),
     timeout: durationFlag({ summary: 'How long to wait, as a duration.', default: '5m' }),

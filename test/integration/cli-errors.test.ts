@@ -258,9 +258,9 @@ describe('usage errors: exit 2, one line naming the input', () => {
 });
 
 describe('not implemented yet', () => {
-  it('klet probe exits 3', async () => {
-    const r = await runKlet(['probe']);
-    expectOneLineError(r, 3, ['klet probe', 'not implemented yet']);
+  it('klet mount-volumes exits 3', async () => {
+    const r = await runKlet(['mount-volumes']);
+    expectOneLineError(r, 3, ['klet mount-volumes', 'not implemented yet']);
   });
 });
 

@@ -110,6 +110,14 @@ describe('kubeadm-shaped control plane', () => {
     expect(pod.spec?.priorityClassName).toBe('system-node-critical');
     // On the host network the pod's IP is the node's.
     expect(pod.status?.podIP).toBe(pod.status?.hostIP);
+    // kubeadm's probes (httpGet host 127.0.0.1 on the metrics port) pass against the real etcd.
+    const probe = await klet(['probe', `kube-system/etcd-${NODE}`, '-o', 'json']);
+    expect(probe.code, explain(probe)).toBe(0);
+    const probed = JSON.parse(probe.stdout) as { results: { probe: string; result: string; detail: { statusCode: number } }[] };
+    expect(probed.results.map((x) => [x.probe, x.result, x.detail.statusCode])).toEqual([
+      ['Startup', 'success', 200],
+      ['Liveness', 'success', 200],
+    ]);
 
     // Removed and brought back by sync: same data.
     const del = await klet(['delete', '--all']);

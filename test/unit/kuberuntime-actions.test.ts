@@ -438,3 +438,32 @@ describe('podSandboxChanged', () => {
     expect(podSandboxChanged(p ?? pod, rt(sandboxes))).toEqual(want);
   });
 });
+
+describe('computePodActions: failed liveness and startup probes', () => {
+  const verdicts = (failed: Record<string, 'Liveness' | 'Startup'>) => ({
+    get: (type: 'Liveness' | 'Startup', id: string) => (failed[id] === type ? ('Failure' as const) : undefined),
+  });
+
+  it('kills and restarts a container whose liveness probe failed, with the kubelet message and the probe grace period', () => {
+    const c = ctr('app', { livenessProbe: { exec: { command: ['true'] }, terminationGracePeriodSeconds: 3 } });
+    const other = ctr('side');
+    const pod = mkPod({ containers: [c, other] });
+    const st = cs(c, 'running');
+    const status: RuntimePodStatus = { uid: 'uid-1', name: 'web', namespace: 'default', sandboxes: [sandbox()], containers: [st, cs(other, 'running')] };
+    expect(isNoop(computePodActions(pod, status))).toBe(true);
+    const a = computePodActions(pod, status, verdicts({ [st.id]: 'Liveness' }));
+    expect(a.containersToStart).toEqual([0]);
+    expect(a.containersToKill).toEqual([{ id: st.id, name: 'app', message: 'Container app failed liveness probe, will be restarted', gracePeriodSeconds: 3 }]);
+    expect(a.killPod).toBe(false);
+  });
+
+  it('kills a container whose startup probe failed and, under Never, does not start it again', () => {
+    const c = ctr('app', { startupProbe: { exec: { command: ['true'] } } });
+    const pod = mkPod({ restartPolicy: 'Never', containers: [c] });
+    const st = cs(c, 'running');
+    const status: RuntimePodStatus = { uid: 'uid-1', name: 'web', namespace: 'default', sandboxes: [sandbox()], containers: [st] };
+    const a = computePodActions(pod, status, verdicts({ [st.id]: 'Startup' }));
+    expect(a.containersToStart).toEqual([]);
+    expect(a.containersToKill).toEqual([{ id: st.id, name: 'app', message: 'Container app failed startup probe' }]);
+  });
+});

@@ -1,3 +1,4 @@
+import type { PodProbeResults } from '../../src/lib/prober/results.js';
 import { describe, expect, it } from 'vitest';
 import type { V1Container, V1ContainerStatus, V1ObjectMeta, V1Pod, V1PodCondition, V1PodSpec, V1PodStatus } from '@kubernetes/client-node';
 import { containerHash } from '../../src/lib/kuberuntime/hash.js';
@@ -52,7 +53,7 @@ const exited = (c: V1Container, exitCode: number, extra: Partial<RuntimeContaine
 function status(
   pod: V1Pod,
   containers: RuntimeContainerStatus[],
-  opts: { sandboxes?: RuntimeSandboxStatus[]; sync?: PodSyncState; readiness?: Record<string, boolean>; hostIPs?: string[] } = {},
+  opts: { sandboxes?: RuntimeSandboxStatus[]; sync?: PodSyncState; probes?: PodProbeResults; hostIPs?: string[] } = {},
 ): V1PodStatus {
   const runtime: RuntimePodStatus = { uid: 'uid-1', name: 'web', namespace: 'default', sandboxes: opts.sandboxes ?? [sandbox()], containers };
   const inputs: StatusInputs = {
@@ -62,7 +63,7 @@ function status(
     runtimeName: 'containerd',
     hostIPs: opts.hostIPs ?? ['192.168.1.10'],
     startTime: START,
-    readiness: opts.readiness,
+    probes: opts.probes,
   };
   return generatePodStatus(inputs);
 }
@@ -199,7 +200,10 @@ describe('generatePodStatus: sidecars', () => {
   });
 
   it('lists an unready sidecar among the unready containers', () => {
-    const st = status(pod, [running(a1), running(side)], { readiness: { proxy: false } });
+    const probed = ctr('proxy', { restartPolicy: 'Always', readinessProbe: { exec: { command: ['true'] } } });
+    const p = mkPod({ restartPolicy: 'Never', initContainers: [probed], containers: [a1] });
+    const s1 = running(probed);
+    const st = status(p, [running(a1), s1], { probes: { proxy: { containerId: s1.id, readiness: 'Failure' } } });
     expect(st.phase).toBe('Running');
     expect(cond(st, 'ContainersReady').message).toBe('containers with unready status: [proxy]');
   });
@@ -229,11 +233,12 @@ describe('generatePodStatus: conditions', () => {
   });
 
   it('lists unready containers in Ready and ContainersReady', () => {
-    const a1 = ctr('a');
+    const a1 = ctr('a', { readinessProbe: { exec: { command: ['true'] } } });
     const b1 = ctr('b');
     const c1 = ctr('c');
     const pod = mkPod({ containers: [a1, b1, c1] });
-    const st = status(pod, [cs(b1, 'created'), running(c1), running(a1)], { readiness: { a: false } });
+    const ra = running(a1);
+    const st = status(pod, [cs(b1, 'created'), running(c1), ra], { probes: { a: { containerId: ra.id, readiness: 'Failure' } } });
     for (const t of ['Ready', 'ContainersReady']) {
       expect(cond(st, t)).toMatchObject({ status: 'False', reason: 'ContainersNotReady', message: 'containers with unready status: [a b]' });
     }
@@ -407,5 +412,48 @@ describe('getPhase', () => {
   it('counts an init container in back-off after a failure as failed', () => {
     const pod = mkPod({ restartPolicy: 'Never', initContainers: [ctr('i')], containers: [ctr('a')] });
     expect(getPhase(pod, [backoff('i', 1)], [{ ...waitingCreating, state: { waiting: { reason: 'PodInitializing' } } }])).toBe('Failed');
+  });
+});
+
+describe('generatePodStatus: probes and readiness gates', () => {
+  const probe = { exec: { command: ['true'] } };
+
+  it('holds a container with a startup probe not started (and not ready) until the probe passed', () => {
+    const a = ctr('a', { startupProbe: probe });
+    const pod = mkPod({ containers: [a] });
+    const r = running(a);
+    expect(app(status(pod, [r]), 'a')).toMatchObject({ started: false, ready: false });
+    expect(app(status(pod, [r], { probes: { a: { containerId: r.id, startup: 'Unknown' } } }), 'a')).toMatchObject({ started: false, ready: false });
+    const ok = status(pod, [r], { probes: { a: { containerId: r.id, startup: 'Success' } } });
+    expect(app(ok, 'a')).toMatchObject({ started: true, ready: true });
+    expect(cond(ok, 'Ready').status).toBe('True');
+  });
+
+  it('counts readiness only for the current container: a restarted one starts unready', () => {
+    const a = ctr('a', { readinessProbe: probe });
+    const pod = mkPod({ containers: [a] });
+    const old = exited(a, 137);
+    const now = running(a, { restartCount: 1 });
+    const st = status(pod, [now, old], { probes: { a: { containerId: old.id, readiness: 'Success' } } });
+    expect(app(st, 'a')).toMatchObject({ started: true, ready: false });
+    expect(cond(st, 'Ready')).toMatchObject({ status: 'False', reason: 'ContainersNotReady' });
+    const ready = status(pod, [now, old], { probes: { a: { containerId: now.id, readiness: 'Success' } } });
+    expect(cond(ready, 'ContainersReady').status).toBe('True');
+  });
+
+  it('keeps Ready False with the kubelet message while a readiness gate has no True condition', () => {
+    const a = ctr('a');
+    const gated = mkPod({ containers: [a], readinessGates: [{ conditionType: 'example.com/lb' }] });
+    const st = status(gated, [running(a)]);
+    expect(cond(st, 'ContainersReady').status).toBe('True');
+    expect(cond(st, 'Ready')).toMatchObject({
+      status: 'False',
+      reason: 'ReadinessGatesNotReady',
+      message: 'corresponding condition of pod readiness gate "example.com/lb" does not exist.',
+    });
+    const withFalse: V1Pod = { ...gated, status: { conditions: [{ type: 'example.com/lb', status: 'False' }] } };
+    expect(cond(status(withFalse, [running(a)]), 'Ready').message).toBe('the status of pod readiness gate "example.com/lb" is not "True", but False');
+    const withTrue: V1Pod = { ...gated, status: { conditions: [{ type: 'example.com/lb', status: 'True' }] } };
+    expect(cond(status(withTrue, [running(a)]), 'Ready').status).toBe('True');
   });
 });

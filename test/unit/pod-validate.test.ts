@@ -247,6 +247,16 @@ describe('validatePod', () => {
       'spec.containers[0].readinessProbe.httpGet.port: Invalid value: "HTTP": must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)',
       'spec.containers[0].readinessProbe.httpGet.port: Invalid value: "HTTP": must contain at least one letter (a-z)',
     ]],
+    ['probe port 0', (p) => (app(p).livenessProbe = { tcpSocket: { port: 0 } }), [
+      'spec.containers[0].livenessProbe.tcpSocket.port: Invalid value: 0: must be between 1 and 65535, inclusive',
+    ]],
+    ['probe port 70000', (p) => (app(p).readinessProbe = { grpc: { port: 70000 } }), [
+      'spec.containers[0].readinessProbe.grpc.port: Invalid value: 70000: must be between 1 and 65535, inclusive',
+    ]],
+    ['negative probe thresholds', (p) => (app(p).readinessProbe = { exec: { command: ['true'] }, failureThreshold: -1, successThreshold: -2 }), [
+      'spec.containers[0].readinessProbe.successThreshold: Invalid value: -2: must be greater than or equal to 0',
+      'spec.containers[0].readinessProbe.failureThreshold: Invalid value: -1: must be greater than or equal to 0',
+    ]],
     ['toleration Exists with a value', (p) => (p.spec!.tolerations = [{ key: 'k', operator: 'Exists', value: 'v' }]), [
       "spec.tolerations[0].operator: Invalid value: \"v\": value must be empty when `operator` is 'Exists'",
     ]],

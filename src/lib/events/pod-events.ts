@@ -32,8 +32,9 @@ export const podEvents = {
     return { ...base(pod), type: 'Normal', reason: 'Started', message: `Started container ${container}`, container, containerId, init, restartCount };
   },
   killing(pod: V1Pod, container: string, containerId: string, killReason: string): PodEvent {
-    const message = `Stopping container ${container}: ${killReason}`;
-    return { ...base(pod), type: 'Normal', reason: 'Killing', message, container, containerId, killReason };
+    // The kubelet's message is the reason itself ("Stopping container c",
+    // "Container c failed liveness probe, will be restarted").
+    return { ...base(pod), type: 'Normal', reason: 'Killing', message: killReason, container, containerId, killReason };
   },
   /**
    * A container could not be started (or its hook failed): BackOff while

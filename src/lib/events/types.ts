@@ -116,6 +116,25 @@ export interface PodWaitDoneEvent {
   summary: string;
 }
 
+/**
+ * A probe's result for a container changed (the kubelet's prober results
+ * managers): readiness drives the container's `ready`, a liveness or
+ * startup Failure gets the container restarted. Every failed run is also
+ * an Event (reason Unhealthy) with the kubelet's message.
+ */
+export interface ProbeResultEvent {
+  kind: 'ProbeResult';
+  /** `namespace/name`. */
+  pod: string;
+  uid: string;
+  container: string;
+  containerId: string;
+  probe: 'Liveness' | 'Readiness' | 'Startup';
+  result: 'Success' | 'Failure' | 'Unknown';
+  /** The output of the run that set the result (a failure's message), up to 1 KiB. */
+  message?: string;
+}
+
 /** A pod source (manifest directory, URL) could not be read or parsed. */
 export interface SourceErrorEvent {
   kind: 'SourceError';
@@ -130,6 +149,7 @@ export type KletEventBody =
   | PlegKletEvent
   | PodLifecycleEvent
   | PodEvent
+  | ProbeResultEvent
   | SourceErrorEvent
   | PodWaitStartedEvent
   | PodWaitDoneEvent;

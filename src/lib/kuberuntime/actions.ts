@@ -12,6 +12,16 @@ export interface ContainerToKill {
   name: string;
   /** Why, for events and logs ("Container spec hash changed", ...). */
   message: string;
+  /** A failed liveness or startup probe's terminationGracePeriodSeconds, instead of the pod's. */
+  gracePeriodSeconds?: number;
+}
+
+/**
+ * The prober's cached liveness and startup results by container ID (the
+ * kubelet's livenessManager / startupManager), as computePodActions reads them.
+ */
+export interface ProbeVerdicts {
+  get(type: 'Liveness' | 'Startup', containerId: string): 'Success' | 'Failure' | 'Unknown' | undefined;
 }
 
 export interface PodActions {
@@ -153,8 +163,8 @@ function computeInitContainerActions(pod: V1Pod, status: RuntimePodStatus, chang
   return initialized || appStarted;
 }
 
-export function computePodActions(pod: V1Pod, status: RuntimePodStatus): PodActions {
-  const changes = computeActions(pod, status);
+export function computePodActions(pod: V1Pod, status: RuntimePodStatus, probes?: ProbeVerdicts): PodActions {
+  const changes = computeActions(pod, status, probes);
   if (pod.metadata?.deletionTimestamp) {
     // A pod being deleted only has containers stopped, never started.
     changes.initContainersToStart = [];
@@ -163,7 +173,7 @@ export function computePodActions(pod: V1Pod, status: RuntimePodStatus): PodActi
   return changes;
 }
 
-function computeActions(pod: V1Pod, status: RuntimePodStatus): PodActions {
+function computeActions(pod: V1Pod, status: RuntimePodStatus, probes: ProbeVerdicts | undefined): PodActions {
   const sb = podSandboxChanged(pod, status);
   const changes: PodActions = {
     killPod: sb.changed,
@@ -229,6 +239,21 @@ function computeActions(pod: V1Pod, status: RuntimePodStatus): PodActions {
     if (st.hash !== containerHash(c)) {
       changes.containersToStart.push(idx);
       changes.containersToKill.push({ id: st.id, name: c.name, message: `Container ${c.name} definition changed, will be restarted` });
+      return;
+    }
+    // A failed liveness or startup probe kills the container; the restart policy says whether it starts again.
+    const failed =
+      probes?.get('Liveness', st.id) === 'Failure' ? 'liveness' : probes?.get('Startup', st.id) === 'Failure' ? 'startup' : null;
+    if (failed !== null) {
+      const restart = shouldRestartOnFailure(pod);
+      if (restart) changes.containersToStart.push(idx);
+      const probe = failed === 'liveness' ? c.livenessProbe : c.startupProbe;
+      changes.containersToKill.push({
+        id: st.id,
+        name: c.name,
+        message: `Container ${c.name} failed ${failed} probe${restart ? ', will be restarted' : ''}`,
+        ...(probe?.terminationGracePeriodSeconds !== undefined ? { gracePeriodSeconds: probe.terminationGracePeriodSeconds } : {}),
+      });
       return;
     }
     keepCount++;

@@ -12,7 +12,7 @@ import type { DeepPartial, PodSandboxConfig } from '../cri/gen/api.js';
 import { CriError } from '../cri/errors.js';
 import { errorMessage } from '../errors.js';
 import { log } from '../log.js';
-import { computePodActions, isNoop, isRestartableInit, type PodActions } from './actions.js';
+import { computePodActions, isNoop, isRestartableInit, type PodActions, type ProbeVerdicts } from './actions.js';
 import { generateContainerConfig, generatePodSandboxConfig, hostResolvConf, seccompProfileRoot, type ResolvConf } from './config.js';
 import { ContainerConfigError, type LocalObjects } from './env.js';
 import { ensureImageExists, ImageError } from './image.js';
@@ -76,6 +76,8 @@ export interface SyncContext {
   /** Host resolv.conf; read from the host (once per cache) when unset. */
   resolvConf?: ResolvConf;
   cache?: NodeCache;
+  /** The prober's liveness and startup results: a failed container is killed and restarted. */
+  probes?: ProbeVerdicts;
 }
 
 export interface SyncPodResult {
@@ -116,7 +118,7 @@ export async function killPod(
 ): Promise<void> {
   const grace = gracePeriod(pod, opts.gracePeriodSeconds);
   const running = status.containers.filter((c) => c.state === 'running' || c.state === 'created' || c.state === 'unknown');
-  await Promise.all(running.map((c) => killContainer(ctx, pod, c, grace, 'Stopping container', c.state === 'running')));
+  await Promise.all(running.map((c) => killContainer(ctx, pod, c, grace, `Stopping container ${c.name}`, c.state === 'running')));
   for (const sb of status.sandboxes) {
     if (!sb.ready) continue;
     await ctx.cri.stopPodSandbox({ podSandboxId: sb.id }, { signal: ctx.signal });
@@ -361,7 +363,7 @@ export async function syncPod(ctx: SyncContext, pod: V1Pod, opts: { startTime?: 
       return { actions: noop, status, failures, deadlineExceeded: true };
     }
   }
-  const actions = computePodActions(pod, status);
+  const actions = computePodActions(pod, status, ctx.probes);
   // Nothing to change (the common resync of a healthy pod): touch no file.
   if (isNoop(actions)) return { actions, status, failures, requeueAfterMs: deadlineInMs };
 
@@ -370,7 +372,7 @@ export async function syncPod(ctx: SyncContext, pod: V1Pod, opts: { startTime?: 
     if (!actions.createSandbox) return { actions, status, failures };
   }
   for (const k of actions.containersToKill) {
-    await killContainer(ctx, pod, k, gracePeriod(pod), k.message);
+    await killContainer(ctx, pod, k, k.gracePeriodSeconds ?? gracePeriod(pod), k.message);
   }
 
   let sandboxId = actions.sandboxId;

@@ -12,6 +12,7 @@ import { status as GrpcStatus } from '@grpc/grpc-js';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { CriError } from '../cri/errors.js';
 import type { SyncLoopTrigger } from '../events/types.js';
+import type { ProbeMetricLabels, ProbeMetricResult } from '../prober/manager.js';
 
 /** Prometheus' and the kubelet's default buckets (metrics.DefBuckets), in seconds. */
 export const DEFAULT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -89,6 +90,9 @@ export class KletMetrics {
   readonly runtimeOperationsDuration: Histogram<'operation_type'>;
   readonly runtimeOperationsErrors: Counter<'operation_type'>;
   readonly podStartDuration: Histogram<never>;
+  readonly proberProbeTotal: Counter<'probe_type' | 'result' | 'container' | 'pod' | 'namespace' | 'pod_uid'>;
+  readonly proberProbeDuration: Histogram<'probe_type' | 'container' | 'pod' | 'namespace'>;
+  readonly proberLateness: Histogram<never>;
 
   /** Start of the last successful PLEG relist (performance.now() ms), for the interval. */
   private lastRelistStart: number | undefined;
@@ -174,6 +178,27 @@ export class KletMetrics {
       buckets: POD_START_BUCKETS,
       registers,
     });
+    // The kubelet's prober metrics (pkg/kubelet/prober): counted per run,
+    // durations of the runs that gave a result.
+    this.proberProbeTotal = new Counter({
+      name: 'prober_probe_total',
+      help: 'Cumulative number of a liveness, readiness or startup probe for a container by result.',
+      labelNames: ['probe_type', 'result', 'container', 'pod', 'namespace', 'pod_uid'],
+      registers,
+    });
+    this.proberProbeDuration = new Histogram({
+      name: 'prober_probe_duration_seconds',
+      help: 'Duration in seconds for a probe response.',
+      labelNames: ['probe_type', 'container', 'pod', 'namespace'],
+      buckets: DEFAULT_BUCKETS,
+      registers,
+    });
+    this.proberLateness = new Histogram({
+      name: 'klet_prober_probe_lateness_seconds',
+      help: "How long after its period's tick a probe run started (klet's scheduling delay, not the handler's time).",
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers,
+    });
     // Zero series from the start, so a scrape shows the gauge before the first relist.
     this.setRunningContainers({});
     this.runningPods.set(0);
@@ -250,6 +275,25 @@ export class KletMetrics {
   }
 
   /** From first seeing the pod to all its containers running (the kubelet's pod startup latency). */
+  /** One probe run (the prober manager's ProberMetrics). */
+  observeProbe(l: ProbeMetricLabels, result: ProbeMetricResult, seconds: number): void {
+    this.proberProbeTotal.inc({ probe_type: l.probeType, result, container: l.container, pod: l.pod, namespace: l.namespace, pod_uid: l.podUid });
+    if (result !== 'unknown') {
+      this.proberProbeDuration.observe({ probe_type: l.probeType, container: l.container, pod: l.pod, namespace: l.namespace }, seconds);
+    }
+  }
+
+  observeProbeLateness(seconds: number): void {
+    this.proberLateness.observe(seconds);
+  }
+
+  /** A stopped worker's series go with it, as the kubelet's worker deletes its labels. */
+  forgetProbe(l: ProbeMetricLabels): void {
+    const base = { probe_type: l.probeType, container: l.container, pod: l.pod, namespace: l.namespace };
+    for (const result of ['successful', 'failed', 'unknown']) this.proberProbeTotal.remove({ ...base, result, pod_uid: l.podUid });
+    this.proberProbeDuration.remove(base);
+  }
+
   observePodStart(durationMs: number): void {
     this.podStartDuration.observe(ms(durationMs));
   }

@@ -11,6 +11,8 @@ import type { PodRecord } from '../kuberuntime/poddir.js';
 import { CREATE_POD_SANDBOX_ERROR, syncPod, type SyncContext } from '../kuberuntime/sync-pod.js';
 import type { PodPhase } from '../status/pod-status.js';
 import { podWithStatus } from '../status/pods.js';
+import { hostIPs } from '../node/addresses.js';
+import { ProberManager } from '../prober/manager.js';
 import { sleep } from './deps.js';
 
 export type WaitGoal = 'running' | 'ready' | 'completed' | 'none';
@@ -115,35 +117,70 @@ export async function syncUntil(
   const startedAt = Date.now();
   const deadline = startedAt + opts.timeoutMs;
   const poll = opts.pollMs ?? 200;
+  const uid = rec.pod.metadata?.uid ?? '';
+  // The pod's probes run while we wait: readiness decides `ready`, liveness
+  // restarts, and a startup probe that gives up fails the wait at once.
+  // Their events (Unhealthy, ProbeResult) go where the sync's go.
+  const prober = new ProberManager({ cri: ctx.cri, hostIPs, rootDir: ctx.rootDir, signal: ctx.signal, onEvent: ctx.onEvent });
+  const pctx: SyncContext = { ...ctx, probes: prober };
+  const done = (current: V1Pod, fields: Omit<PodOutcome, 'pod' | 'exitCode' | 'startedAt' | 'finishedAt'>): PodOutcome => ({
+    pod: current,
+    ...fields,
+    exitCode: firstFailedExitCode(current),
+    startedAt,
+    finishedAt: Date.now(),
+  });
   let current: V1Pod;
-  for (;;) {
-    ctx.signal?.throwIfAborted();
-    await syncPod(ctx, rec.pod);
-    current = await podWithStatus(ctx, rec);
-    const phase = current.status?.phase;
-    if (phase === 'Succeeded' || phase === 'Failed') {
-      // The last container may have exited after the sync above planned:
-      // sync once more, so that a finished pod is terminated (its sandbox
-      // stopped) as the kubelet's pod worker does, before we stop waiting.
-      await syncPod(ctx, rec.pod);
+  try {
+    for (;;) {
+      ctx.signal?.throwIfAborted();
+      // Reported as it is, before a sync would restart the container.
+      const failedStartup = goal === 'completed' ? null : startupFailure(rec.pod, prober);
+      if (failedStartup !== null) {
+        return done(await podWithStatus(ctx, rec), { ok: false, problem: failedStartup, reason: 'StartupProbeFailed', message: failedStartup });
+      }
+      const res = await syncPod(pctx, rec.pod);
+      prober.addPod(rec.pod);
+      prober.updatePodStatus(uid, res.status);
+      await prober.flush();
+      current = await podWithStatus(ctx, rec);
+      const phase = current.status?.phase;
+      if (phase === 'Succeeded' || phase === 'Failed') {
+        // The last container may have exited after the sync above planned:
+        // sync once more, so that a finished pod is terminated (its sandbox
+        // stopped) as the kubelet's pod worker does, before we stop waiting.
+        await syncPod(pctx, rec.pod);
+      }
+      opts.onStatus?.(current);
+      if (goalReached(current, goal)) {
+        const ok = goal !== 'completed' || current.status?.phase === 'Succeeded';
+        const problem = ok ? undefined : `pod failed (exit code ${firstFailedExitCode(current) ?? 'unknown'})`;
+        return done(current, { ok, problem, reason: ok ? undefined : 'PodFailed', message: problem });
+      }
+      const why = blocker(current, goal);
+      if (why !== null) return done(current, { ok: false, ...why });
+      if (Date.now() >= deadline) {
+        const problem = `timed out after ${Math.round(opts.timeoutMs / 1000)}s waiting for the pod to be ${goal} (phase ${current.status?.phase})`;
+        return done(current, { ok: false, problem, reason: 'Timeout', message: problem });
+      }
+      await sleep(poll, ctx.signal);
     }
-    opts.onStatus?.(current);
-    if (goalReached(current, goal)) {
-      const ok = goal !== 'completed' || current.status?.phase === 'Succeeded';
-      const exitCode = firstFailedExitCode(current);
-      const problem = ok ? undefined : `pod failed (exit code ${exitCode ?? 'unknown'})`;
-      return { pod: current, ok, problem, reason: ok ? undefined : 'PodFailed', message: problem, exitCode, startedAt, finishedAt: Date.now() };
-    }
-    const why = blocker(current, goal);
-    if (why !== null) {
-      return { pod: current, ok: false, ...why, exitCode: firstFailedExitCode(current), startedAt, finishedAt: Date.now() };
-    }
-    if (Date.now() >= deadline) {
-      const problem = `timed out after ${Math.round(opts.timeoutMs / 1000)}s waiting for the pod to be ${goal} (phase ${current.status?.phase})`;
-      return { pod: current, ok: false, problem, reason: 'Timeout', message: problem, exitCode: firstFailedExitCode(current), startedAt, finishedAt: Date.now() };
-    }
-    await sleep(poll, ctx.signal);
+  } finally {
+    prober.stop();
+    await prober.flush();
   }
+}
+
+/** A container whose startup probe exhausted its failureThreshold: why, in one line, with the probe's last message. */
+function startupFailure(pod: V1Pod, prober: ProberManager): string | null {
+  const st = prober.podStatus(pod.metadata?.uid ?? '');
+  for (const c of pod.spec?.containers ?? []) {
+    if (!c.startupProbe) continue;
+    const latest = st?.containers.find((x) => x.name === c.name);
+    if (latest === undefined || prober.get('Startup', latest.id) !== 'Failure') continue;
+    return `container ${c.name}: startup probe failed ${c.startupProbe.failureThreshold ?? 3} times: ${(prober.output('Startup', latest.id) ?? '').trim()}`;
+  }
+  return null;
 }
 
 /** An outcome for a pod whose sync itself threw (a runtime error): the pod's own failure, not the run's. */

@@ -15,6 +15,7 @@ import { isRestartableInit, podSandboxChanged, restartPolicy, shouldContainerBeR
 import type { PodSyncState } from '../kuberuntime/poddir.js';
 import { qosClass } from '../kuberuntime/resources.js';
 import type { RuntimeContainerStatus, RuntimePodStatus } from '../kuberuntime/runtime-status.js';
+import { probedContainerState, type PodProbeResults } from '../prober/results.js';
 
 export type PodPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Unknown';
 
@@ -27,8 +28,8 @@ export interface StatusInputs {
   hostIPs: string[];
   /** When klet first synced the pod. */
   startTime?: Date;
-  /** Readiness probe results by container name (prober issue); absent means no probe. */
-  readiness?: Record<string, boolean>;
+  /** The prober's results (probes.json): `started` and `ready` of probed containers. */
+  probes?: PodProbeResults;
 }
 
 const date = (ms: number): Date | undefined => (ms > 0 ? new Date(ms) : undefined);
@@ -97,9 +98,11 @@ function containerStatus(
     if (st.state?.terminated) st.lastState = st.state;
     st.state = { waiting: { reason: cached.reason, message: cached.message } };
   }
-  if (running) {
-    const probe = inputs.readiness?.[c.name];
-    st.ready = isInit && !isRestartableInit(c) ? false : (probe ?? true);
+  if (running && latest && !(isInit && !isRestartableInit(c))) {
+    // Probed: started once the startup probe passed, ready once the readiness probe passed (the prober manager's UpdatePodStatus).
+    const probed = probedContainerState(c, { id: latest.id, running }, inputs.probes);
+    st.started = probed.started;
+    st.ready = probed.ready;
   }
   if (isInit && !isRestartableInit(c) && latest?.state === 'exited' && latest.exitCode === 0) st.ready = true;
   return st;
@@ -187,6 +190,25 @@ function condition(type: string, ok: boolean, reason?: string, message?: string,
   };
 }
 
+/**
+ * The pod's Ready condition (status.GeneratePodReadyCondition): its
+ * containers ready, and every readinessGates condition True among the
+ * conditions the pod's source gave (a static pod's gates have nobody to
+ * set them, so they hold the pod unready, as on the kubelet).
+ */
+function readyCondition(pod: V1Pod, containersReady: boolean, reason: string, message: string | undefined, at?: Date): V1PodCondition {
+  if (!containersReady) return condition('Ready', false, reason, message, at);
+  const have = pod.status?.conditions ?? [];
+  const unready: string[] = [];
+  for (const gate of pod.spec?.readinessGates ?? []) {
+    const c = have.find((x) => x.type === gate.conditionType);
+    if (c === undefined) unready.push(`corresponding condition of pod readiness gate "${gate.conditionType}" does not exist.`);
+    else if (c.status !== 'True') unready.push(`the status of pod readiness gate "${gate.conditionType}" is not "True", but ${c.status}`);
+  }
+  if (unready.length > 0) return condition('Ready', false, 'ReadinessGatesNotReady', unready.join(', '), at);
+  return condition('Ready', true, undefined, undefined, at);
+}
+
 export function generatePodStatus(inputs: StatusInputs): V1PodStatus {
   const { pod, runtime } = inputs;
   const inits = pod.spec?.initContainers ?? [];
@@ -226,7 +248,7 @@ export function generatePodStatus(inputs: StatusInputs): V1PodStatus {
       `containers with incomplete status: [${incompleteInit.map((c) => c.name).join(' ')}]`,
       inputs.startTime,
     ),
-    condition('Ready', containersReady, readyReason, readyMessage, inputs.startTime),
+    readyCondition(pod, containersReady, readyReason, readyMessage, inputs.startTime),
     condition('ContainersReady', containersReady, readyReason, readyMessage, inputs.startTime),
     condition('PodScheduled', true, undefined, undefined, inputs.startTime),
   ];

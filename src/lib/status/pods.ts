@@ -10,6 +10,7 @@ import { getRuntimePodStatus, getRuntimePodStatuses, listRuntimePods, type Runti
 import { nodeHostIPs, type SyncContext } from '../kuberuntime/sync-pod.js';
 import { instanceSelector } from '../kuberuntime/labels.js';
 import { podKey } from '../pod/key.js';
+import { readProbeResults } from '../prober/results.js';
 import { generatePodStatus } from './pod-status.js';
 
 export type StatusContext = Pick<SyncContext, 'cri' | 'rootDir' | 'nodeName' | 'signal' | 'cache'>;
@@ -39,6 +40,7 @@ export async function podWithStatus(ctx: StatusContext, rec: PodRecord, runtime?
     runtimeName: await runtimeName(ctx),
     hostIPs: nodeHostIPs(ctx),
     startTime: new Date(rec.firstSeen),
+    probes: await readProbeResults(ctx.rootDir, md.uid ?? ''),
   });
   // Static pods have no API server to stamp creation: klet's first sync is their birth.
   const metadata = { ...rec.pod.metadata, creationTimestamp: rec.pod.metadata?.creationTimestamp ?? new Date(rec.firstSeen) };

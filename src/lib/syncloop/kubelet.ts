@@ -24,6 +24,9 @@ import { podKey as key } from '../pod/key.js';
 import { log } from '../log.js';
 import { grpcCodeLabel, type KletMetrics } from '../metrics/metrics.js';
 import type { GenericPLEG } from '../pleg/generic.js';
+import { hostIPs } from '../node/addresses.js';
+import { ProberManager, type ProbeUpdate } from '../prober/manager.js';
+import { Channel } from '../util/channel.js';
 import { PodWorkers, type SyncOutcome, type UpdateType, type WorkerState } from './pod-workers.js';
 
 export interface KubeletOptions {
@@ -65,8 +68,22 @@ export class Kubelet {
   readonly cache = new NodeCache();
   private readonly started = Date.now();
   private lastHousekeeping = 0;
+  /** Liveness, readiness and startup probes of the pods being synced. */
+  readonly prober: ProberManager;
+  /** Probe results that changed (the kubelet's liveness/readiness/startup update channels). */
+  private readonly probeUpdates = new Channel<ProbeUpdate>();
 
   constructor(private readonly opts: KubeletOptions) {
+    this.prober = new ProberManager({
+      cri: opts.cri,
+      hostIPs,
+      rootDir: opts.rootDir,
+      onEvent: (e) => opts.bus.emit(e),
+      onUpdate: (u) => this.probeUpdates.push(u),
+      metrics: opts.metrics,
+      jitterAtStart: true,
+      signal: this.abort.signal,
+    });
     this.workers = new PodWorkers({
       concurrency: opts.concurrency ?? 8,
       resyncIntervalMs: opts.resyncIntervalMs ?? 60_000,
@@ -107,6 +124,7 @@ export class Kubelet {
       signal: this.abort.signal,
       backoff: this.opts.backoff,
       cache: this.cache,
+      probes: this.prober,
       onEvent: (e) => {
         // Events carry the UID of the pod being synced (a pod being killed is no longer in `desired`).
         this.opts.bus.emit(e.kind === 'Event' ? { ...e, uid: forPod.metadata?.uid ?? e.uid } : e);
@@ -134,6 +152,9 @@ export class Kubelet {
     const started = new Set<string>();
     const res = await syncPod(this.ctx(d?.source ?? 'file', pod, (c) => started.add(c)), pod, { startTime: firstSeen });
     this.trackPodStart(pod, firstSeen, res.status, res.actions.containersToKill, started);
+    // The prober works from the runtime status each sync reads (its status provider).
+    this.prober.addPod(pod);
+    this.prober.updatePodStatus(uid, res.status);
     const a = res.actions;
     // A pod whose containers all finished under Never/OnFailure (or that hit
     // its deadline) is done: the worker terminates it and keeps its status.
@@ -169,6 +190,7 @@ export class Kubelet {
 
   private async handleTerminating(pod: V1Pod, grace: number | undefined): Promise<void> {
     const md = pod.metadata ?? {};
+    this.prober.stopLivenessAndStartup(md.uid ?? '');
     const status = await getRuntimePodStatus(
       this.opts.cri,
       { uid: md.uid ?? '', name: md.name ?? '', namespace: md.namespace ?? 'default' },
@@ -187,6 +209,7 @@ export class Kubelet {
 
   private async removePod(pod: V1Pod): Promise<void> {
     const uid = pod.metadata?.uid ?? '';
+    this.prober.removePod(uid);
     await removePod(this.ctx(this.desired.get(uid)?.source ?? 'file', pod), pod);
     this.removedAt.set(uid, Date.now());
     this.podStartObserved.delete(uid);
@@ -242,6 +265,19 @@ export class Kubelet {
     const d = this.desired.get(podUid);
     if (!d) return []; // an orphan: housekeeping deals with it once sources are ready
     if (this.workers.state(podUid) !== 'SyncPod') return [];
+    this.workers.updatePod({ pod: d.pod, type: 'sync' });
+    return [key(d.pod)];
+  }
+
+  /**
+   * A probe result changed: a failed liveness or startup probe gets the pod
+   * synced now, which kills and restarts the container (handleProbeSync).
+   * Readiness needs no sync: status is computed from the written results.
+   */
+  private handleProbeUpdate(u: ProbeUpdate): string[] {
+    if (u.type === 'Readiness' || u.result !== 'Failure') return [];
+    const d = this.desired.get(u.podUid);
+    if (!d || this.workers.state(u.podUid) !== 'SyncPod') return [];
     this.workers.updatePod({ pod: d.pod, type: 'sync' });
     return [key(d.pod)];
   }
@@ -381,6 +417,12 @@ export class Kubelet {
           this.record('pleg', t0, this.handlePleg(e.podUid));
           continue;
         }
+        const pu = this.probeUpdates.tryTake();
+        if (pu !== undefined) {
+          const t0 = performance.now();
+          this.record('probe', t0, this.handleProbeUpdate(pu));
+          continue;
+        }
         const now = Date.now();
         // Pods whose retry (back-off expiry) is due are synced at once, not at the next tick.
         let earliestDue = Infinity;
@@ -410,6 +452,7 @@ export class Kubelet {
         await Promise.race([
           config.updates.ready(wait.signal),
           pleg.events.ready(wait.signal),
+          this.probeUpdates.ready(wait.signal),
           new Promise<void>((r) => {
             const t = setTimeout(r, until);
             wait.signal.addEventListener('abort', () => clearTimeout(t), { once: true });
@@ -420,6 +463,8 @@ export class Kubelet {
       }
     } finally {
       signal.removeEventListener('abort', onAbort);
+      this.prober.stop();
+      await this.prober.flush();
       await pleg.stop();
       await config.stop();
     }
