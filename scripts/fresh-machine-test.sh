@@ -38,11 +38,13 @@ subnet_ns="10.231.$(($$ % 250)).2"
 nat_comment="klet fresh-machine-test $id"
 forward_was="$(sysctl -n net.ipv4.ip_forward)"
 
-# The Debian mirror this machine's apt uses (deb822 or one-line format).
+# The Debian mirror: $KLET_DEBIAN_MIRROR, else the one this machine's apt
+# uses (deb822 or one-line format), else deb.debian.org (an Ubuntu host).
 mirror() {
-  local m
-  m="$(grep -hsE '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{print $2}' | grep -v security | head -n1 || true)"
-  [ -n "$m" ] || m="$(grep -hsE '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | grep -E ' (bookworm|stable) ' | awk '{print $2}' | grep -v security | head -n1 || true)"
+  local m="${KLET_DEBIAN_MIRROR:-}"
+  if [ -n "$m" ]; then echo "$m"; return; fi
+  m="$(grep -hsE '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{print $2}' | grep -i '/debian' | grep -v security | head -n1 || true)"
+  [ -n "$m" ] || m="$(grep -hsE '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | grep -E ' (bookworm|stable) ' | awk '{print $2}' | grep -i '/debian' | grep -v security | head -n1 || true)"
   echo "${m:-http://deb.debian.org/debian}"
 }
 
