@@ -211,8 +211,15 @@ describe('FileSource', () => {
     const source = new FileSource({ path: dir, nodeName: NODE });
     const controller = new AbortController();
     const reads: number[] = [];
-    const done = source.run({ snapshot: () => reads.push(1), failed: () => reads.push(0) }, controller.signal);
-    await new Promise((r) => setTimeout(r, 100));
+    let firstRead!: () => void;
+    const first = new Promise<void>((r) => (firstRead = r));
+    const record = (n: number) => {
+      reads.push(n);
+      firstRead();
+    };
+    const done = source.run({ snapshot: () => record(1), failed: () => record(0) }, controller.signal);
+    // Stop after the first read however long it takes on a loaded machine.
+    await first;
     controller.abort();
     await done;
     await fs.writeFile(path.join(dir, 'a.yaml'), podYaml('a'));
