@@ -55,6 +55,8 @@ export class FakeCri {
   readonly images = new Set<string>(['localhost/klet/busybox:1.36']);
   /** Every call, by method name, in order. */
   readonly calls: string[] = [];
+  /** ExecSync answers by command line (argv joined with spaces): exit code and output; anything else exits 0. */
+  readonly execResults = new Map<string, { exitCode: number; stdout?: string }>();
   /** RunPodSandbox of a pod whose name starts with a key fails with the value. */
   readonly sandboxFailures = new Map<string, string>();
   private seq = 0;
@@ -195,6 +197,13 @@ export class FakeCri {
     const c = this.containers.get(req.containerId);
     if (!c) throw new CriNotFoundError('not found', { grpcCode: 5, method: 'ContainerStatus', endpoint: 'fake' });
     return { status: { ...c, message: '', mounts: [] } };
+  }
+
+  execSync(req: Req): object {
+    const c = this.containers.get(req.containerId);
+    if (!c) throw new CriNotFoundError(`container "${req.containerId}" not found`, { grpcCode: 5, method: 'ExecSync', endpoint: 'fake' });
+    const r = this.execResults.get((req.cmd ?? []).join(' ')) ?? { exitCode: 0 };
+    return { exitCode: r.exitCode, stdout: Buffer.from(r.stdout ?? ''), stderr: Buffer.alloc(0) };
   }
 
   imageStatus(req: Req): object {

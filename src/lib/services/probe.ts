@@ -66,6 +66,7 @@ export interface ProbeRunReport {
   message: string;
   durationMs: number;
   detail: HandlerDetail | null;
+  /** When the run started (RFC 3339). */
   time: string;
 }
 
@@ -168,6 +169,7 @@ export async function probe(opts: ProbeOptions, deps: ProbeDeps): Promise<ProbeS
   const results: ProbeRunReport[] = [];
   const runOne = async (p: Planned): Promise<ProbeRunReport> => {
     const t0 = performance.now();
+    const startedAt = new Date().toISOString();
     const handler = handlerName(p.probe) ?? 'exec';
     let r: ProbeRunReport;
     try {
@@ -178,7 +180,7 @@ export async function probe(opts: ProbeOptions, deps: ProbeDeps): Promise<ProbeS
       r = { pod: key, container: p.container.name, containerId: p.containerId, probe: p.type, handler, result: 'error', message: errorMessage(err), durationMs: 0, detail: null, time: '' };
     }
     r.durationMs = Number((performance.now() - t0).toFixed(1));
-    r.time = new Date().toISOString();
+    r.time = startedAt;
     deps.onResult?.(r);
     return r;
   };
