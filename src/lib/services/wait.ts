@@ -118,8 +118,14 @@ export async function syncUntil(
   let current: V1Pod;
   for (;;) {
     ctx.signal?.throwIfAborted();
-    await syncPod(ctx, rec.pod);
+    const res = await syncPod(ctx, rec.pod);
     current = await podWithStatus(ctx, rec);
+    // A one-shot command does not wait out mount retries: the volume problem is the answer.
+    if (res.mountFailed !== undefined) {
+      opts.onStatus?.(current);
+      const problem = `FailedMount: ${res.mountFailed}`;
+      return { pod: current, ok: false, problem, reason: 'FailedMount', message: res.mountFailed, exitCode: null, startedAt, finishedAt: Date.now() };
+    }
     const phase = current.status?.phase;
     if (phase === 'Succeeded' || phase === 'Failed') {
       // The last container may have exited after the sync above planned:
