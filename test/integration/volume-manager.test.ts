@@ -104,11 +104,11 @@ describe('VolumeManager', () => {
     await new Promise((r) => setTimeout(r, 300));
     expect(fs.readFileSync(file, 'utf8')).toBe('1');
     vm.objectsChanged();
-    await expect.poll(() => fs.readFileSync(file, 'utf8'), { timeout: 2000 }).toBe('2');
+    await expect.poll(() => fs.readFileSync(file, 'utf8'), { timeout: 15_000 }).toBe('2');
     expect(events.filter((e) => e.op === 'Updated').map((e) => e.volume)).toEqual(['cfg']);
 
     vm.podUpdated(mkPod(pod.spec?.volumes, { app: 'b' }));
-    await expect.poll(() => fs.readFileSync(path.join(volDir('kubernetes.io~downward-api', 'info'), 'labels'), 'utf8'), { timeout: 2000 }).toBe('app="b"');
+    await expect.poll(() => fs.readFileSync(path.join(volDir('kubernetes.io~downward-api', 'info'), 'labels'), 'utf8'), { timeout: 15_000 }).toBe('app="b"');
 
     objects.configMaps = [];
     vm.objectsChanged();
