@@ -27,7 +27,7 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
     'file-check-frequency': durationFlag({ summary: 'How often the manifest dir is re-read besides fs events.', default: '20s' }),
     'http-check-frequency': durationFlag({ summary: 'How often --manifest-url is polled.', default: '20s' }),
     'pleg-relist-period': durationFlag({ summary: 'How often the PLEG relists the runtime.', default: '1s' }),
-    'sync-frequency': durationFlag({ summary: 'Resync period of running pods.', default: '1m' }),
+    'sync-frequency': durationFlag({ summary: 'Resync period of running pods and of their configMap, secret, downwardAPI and projected volumes.', default: '1m' }),
     'max-parallel-syncs': Flags.integer({ summary: 'How many pods may sync at the same time.', default: 8, min: 1 }),
     listen: Flags.string({ summary: 'Also serve the local API on loopback TCP (127.0.0.1:PORT); needs --auth-token-file.' }),
     'auth-token-file': Flags.string({ summary: 'File holding the bearer token required on --listen.' }),

@@ -9,6 +9,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import type { CriClient } from '../../src/lib/cri/client.js';
 import { mountsUnder } from '../../src/lib/util/mounts.js';
 import { BUSYBOX_IMAGE, PAUSE_IMAGE } from '../../src/lib/runtime/containerd-config.js';
 import {
@@ -107,4 +108,25 @@ export async function cniNetnsNames(): Promise<string[]> {
   } catch {
     return [];
   }
+}
+
+/**
+ * Remove what a failed test left on its private runtime: every container and
+ * sandbox, the mounts and pod dirs under `rootDir`, and the pod log dirs of
+ * namespace `ns` (only that namespace: other tests' log dirs are not ours).
+ */
+export async function wipeNode(cri: CriClient, rootDir: string, ns: string, logRoot = '/var/log/pods'): Promise<void> {
+  for (const c of (await cri.listContainers()).containers) {
+    await cri.stopContainer({ containerId: c.id, timeout: 0n }).catch(() => undefined);
+    await cri.removeContainer({ containerId: c.id }).catch(() => undefined);
+  }
+  for (const s of (await cri.listPodSandbox()).items) {
+    await cri.stopPodSandbox({ podSandboxId: s.id }).catch(() => undefined);
+    await cri.removePodSandbox({ podSandboxId: s.id }).catch(() => undefined);
+  }
+  // Never rm -rf through a live mount (a volume tmpfs, a subPath bind).
+  for (const m of await mountsUnder(path.join(rootDir, 'pods'))) await execFileP('umount', ['-l', m]).catch(() => undefined);
+  await fs.rm(path.join(rootDir, 'pods'), { recursive: true, force: true });
+  const logDirs = await fs.readdir(logRoot).catch(() => [] as string[]);
+  for (const d of logDirs.filter((x) => x.startsWith(`${ns}_`))) await fs.rm(path.join(logRoot, d), { recursive: true, force: true });
 }

@@ -191,6 +191,15 @@ export async function startSync(opts: SyncOptions): Promise<SyncProcess> {
   return p;
 }
 
+/** Write a file atomically (a dotfile, which the manifest source ignores, renamed into place). */
+export function writeAtomic(dir: string, file: string, text: string): string {
+  const full = path.join(dir, file);
+  const tmp = path.join(dir, `.${file}.tmp`);
+  fs.writeFileSync(tmp, text);
+  fs.renameSync(tmp, full);
+  return full;
+}
+
 /** SIGKILL every sync a test left running (afterEach). */
 export async function killAllSyncs(): Promise<void> {
   await Promise.all([...live].map((p) => p.kill()));

@@ -22,7 +22,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ContainerState, CriClient, PodSandboxState } from '../../src/lib/cri/index.js';
 import { mountsUnder } from '../../src/lib/util/mounts.js';
 import { explain, runKlet, type CliResult } from '../helpers/cli.js';
-import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+import { startTestRuntime, wipeNode, type TestRuntime } from '../helpers/runtime.js';
 import {
   apiEvents,
   apiGet,
@@ -34,6 +34,7 @@ import {
   type SyncEvent,
   type SyncOptions,
   type SyncProcess,
+  writeAtomic,
 } from '../helpers/sync.js';
 
 const execFileP = promisify(execFile);
@@ -120,15 +121,6 @@ function podManifest(name: string, opts: PodSpecOpts = {}): string {
     },
   };
   return JSON.stringify(pod, null, 2) + '\n';
-}
-
-/** Write a file atomically (a dotfile, which the source ignores, renamed into place). */
-function writeAtomic(dir: string, file: string, text: string): string {
-  const full = path.join(dir, file);
-  const tmp = path.join(dir, `.${file}.tmp`);
-  fs.writeFileSync(tmp, text);
-  fs.renameSync(tmp, full);
-  return full;
 }
 
 interface PodView {
@@ -244,20 +236,6 @@ async function ctr(...args: string[]): Promise<string> {
   return stdout;
 }
 
-/** Remove everything from the runtime, the root dir and the log root (a failed test's leftovers). */
-async function wipeNode(): Promise<void> {
-  for (const c of (await cri.listContainers()).containers) {
-    await cri.stopContainer({ containerId: c.id, timeout: 0n }).catch(() => undefined);
-    await cri.removeContainer({ containerId: c.id }).catch(() => undefined);
-  }
-  for (const s of (await cri.listPodSandbox()).items) {
-    await cri.stopPodSandbox({ podSandboxId: s.id }).catch(() => undefined);
-    await cri.removePodSandbox({ podSandboxId: s.id }).catch(() => undefined);
-  }
-  fs.rmSync(path.join(rt.rootDir, 'pods'), { recursive: true, force: true });
-  for (const d of podLogDirs()) fs.rmSync(path.join(LOG_ROOT, d), { recursive: true, force: true });
-}
-
 beforeAll(async () => {
   rt = await startTestRuntime();
   cri = CriClient.connect(rt.endpoint, { timeoutMs: 30_000 });
@@ -271,7 +249,7 @@ afterEach(async () => {
   if (rt) {
     if ((await rt.pid()) === null) await rt.restart(); // a test that killed containerd and failed
     const left = (await cri.listPodSandbox()).items.length + (await cri.listContainers()).containers.length + podDirs().length + podLogDirs().length;
-    if (left > 0) await wipeNode();
+    if (left > 0) await wipeNode(cri, rt.rootDir, NS);
     await expectNodeEmpty();
   }
   for (const d of tempDirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });

@@ -261,8 +261,23 @@ describe('generateContainerConfig', () => {
       { containerPath: '/etc/hosts', hostPath: path.join(dir, 'etc-hosts'), readonly: false, propagation: MountPropagation.PROPAGATION_PRIVATE },
       { containerPath: '/dev/termination-log', hostPath: path.join(dir, 'containers', 'app', 'abcd'), readonly: false, propagation: MountPropagation.PROPAGATION_PRIVATE },
     ]);
-    // The subPath directory is created inside the volume.
-    expect(fs.statSync(path.join(data, 'cache', 'app')).isDirectory()).toBe(true);
+    // Planning creates nothing: the volume manager prepares subPaths (volume/subpath.ts).
+    expect(fs.existsSync(path.join(data, 'cache', 'app'))).toBe(false);
+  });
+
+  it('uses prepared subPath binds and mounts API-data volumes read-only', () => {
+    const c: V1Container = {
+      name: 'app',
+      volumeMounts: [
+        { name: 'data', mountPath: '/data' },
+        { name: 'data', mountPath: '/cache', subPath: 'cache' },
+      ],
+    };
+    const cfg = gen(c, {}, { readOnlyVolumes: new Set(['data']), subPaths: new Map([[1, '/bind/target']]) });
+    expect(cfg.mounts?.slice(0, 2)).toEqual([
+      { containerPath: '/data', hostPath: data, readonly: true, propagation: MountPropagation.PROPAGATION_PRIVATE },
+      { containerPath: '/cache', hostPath: '/bind/target', readonly: true, propagation: MountPropagation.PROPAGATION_PRIVATE },
+    ]);
   });
 
   it('leaves out /etc/hosts on the host network and when the container mounts its own', () => {

@@ -135,6 +135,7 @@ export class PodConfig {
   private readonly logged = new Map<string, Set<string>>();
   private controller: AbortController | undefined;
   private running: Promise<void>[] = [];
+  private readonly objectListeners = new Set<(source: string) => void>();
 
   constructor(opts: PodConfigOptions = {}) {
     this.keepIdentity = opts.keepIdentity ?? (() => true);
@@ -200,6 +201,15 @@ export class PodConfig {
     const out = new Map<string, ManifestError[]>();
     for (const s of this.sources.values()) out.set(s.name, [...s.sourceErrors, ...s.conflicts]);
     return out;
+  }
+
+  /**
+   * Call `listener` whenever a source's ConfigMaps or Secrets change (the
+   * volume manager re-projects volumes). Returns the unsubscribe function.
+   */
+  watchObjects(listener: (source: string) => void): () => void {
+    this.objectListeners.add(listener);
+    return () => this.objectListeners.delete(listener);
   }
 
   /** The ConfigMaps and Secrets of a source, for its pods' env and volumes. */
@@ -284,7 +294,9 @@ export class PodConfig {
     if (state === undefined) return;
     const first = state.desired === undefined;
     state.desired = [...snapshot.pods];
+    const objectsBefore = canonicalJson(state.objects);
     state.objects = { configMaps: [...snapshot.objects.configMaps], secrets: [...snapshot.objects.secrets] };
+    if (canonicalJson(state.objects) !== objectsBefore) for (const l of this.objectListeners) l(name);
     state.sourceErrors = [...snapshot.errors];
 
     const plan = this.plan();

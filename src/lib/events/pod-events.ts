@@ -36,6 +36,14 @@ export const podEvents = {
     // "Container c failed liveness probe, will be restarted").
     return { ...base(pod), type: 'Normal', reason: 'Killing', message: killReason, container, containerId, killReason };
   },
+  /** The kubelet's FailedMount: a volume could not be set up (per volume), or the pod's volumes are not ready (per pod). */
+  failedMount(pod: V1Pod, message: string): PodEvent {
+    return { ...base(pod), type: 'Warning', reason: 'FailedMount', message };
+  },
+  /** The eviction manager's Evicted (an emptyDir over its sizeLimit). */
+  evicted(pod: V1Pod, message: string): PodEvent {
+    return { ...base(pod), type: 'Warning', reason: 'Evicted', message };
+  },
   /**
    * A container could not be started (or its hook failed): BackOff while
    * backing off, Failed otherwise. `extra`: whether it is an init container,

@@ -143,6 +143,20 @@ export interface SourceErrorEvent {
   message: string;
 }
 
+/** What the volume manager did to one volume of one pod. */
+export interface VolumeEvent {
+  kind: 'Volume';
+  /** `namespace/name`. */
+  pod: string;
+  uid: string;
+  volume: string;
+  /** The kubelet's plugin dir name, e.g. `kubernetes.io~configmap`. */
+  plugin: string;
+  /** SetUp: mounted or created; Updated: new content published (`..data` swapped); TearDown: unmounted and removed. */
+  op: 'SetUp' | 'Updated' | 'TearDown';
+  hostPath: string;
+}
+
 /** An event as emitters write it: the bus adds `seq` and `time`. */
 export type KletEventBody =
   | SyncLoopIterationEvent
@@ -152,7 +166,8 @@ export type KletEventBody =
   | ProbeResultEvent
   | SourceErrorEvent
   | PodWaitStartedEvent
-  | PodWaitDoneEvent;
+  | PodWaitDoneEvent
+  | VolumeEvent;
 
 /** An event as readers see it. */
 export type KletEvent = KletEventMeta & KletEventBody;

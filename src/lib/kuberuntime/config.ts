@@ -181,8 +181,12 @@ export function generatePodSandboxConfig(
 
 export interface ContainerConfigContext {
   env: EnvContext;
-  /** Volume name → host path, from setupVolumes. */
+  /** Volume name → host path, from the volume manager. */
   volumes: Map<string, string>;
+  /** Volumes mounted read-only whatever the volumeMount says (configMap, secret, downwardAPI, projected). */
+  readOnlyVolumes?: ReadonlySet<string>;
+  /** volumeMounts index → host path prepared for its subPath (safe bind, see volume/subpath.ts). */
+  subPaths?: ReadonlyMap<number, string>;
   /** The image ID (sha256:...) the container runs. */
   imageRef: string;
   restartCount: number;
@@ -220,23 +224,36 @@ function expandSubPathExpr(expr: string, env: Map<string, string>): string {
   return out;
 }
 
+/** The container's subPath mounts with subPathExpr expanded: volumeMounts index → volume and relative path. */
+export function containerSubPaths(c: V1Container, env: EnvContext): Map<number, { volume: string; subPath: string }> {
+  const out = new Map<number, { volume: string; subPath: string }>();
+  const mounts = c.volumeMounts ?? [];
+  if (!mounts.some((vm) => vm.subPath || vm.subPathExpr)) return out;
+  const envMap = new Map(makeEnvironment(c, env).map((e) => [e.key, e.value]));
+  mounts.forEach((vm, i) => {
+    const sub = vm.subPathExpr ? expandSubPathExpr(vm.subPathExpr, envMap) : vm.subPath;
+    if (!sub) return;
+    const norm = path.posix.normalize(sub);
+    if (path.isAbsolute(sub) || norm === '..' || norm.startsWith('../')) {
+      throw new ContainerConfigError(`subPath "${sub}" of volume "${vm.name}" escapes the volume`);
+    }
+    out.set(i, { volume: vm.name, subPath: norm });
+  });
+  return out;
+}
+
 function makeMounts(c: V1Container, ctx: ContainerConfigContext): DeepPartial<Mount>[] {
   const mounts: DeepPartial<Mount>[] = [];
-  const envMap = new Map(makeEnvPairs(ctx, c).map((e) => [e.key, e.value]));
-  for (const vm of c.volumeMounts ?? []) {
+  const subs = containerSubPaths(c, ctx.env);
+  (c.volumeMounts ?? []).forEach((vm, i) => {
     const hostPath = ctx.volumes.get(vm.name);
     if (hostPath === undefined) throw new ContainerConfigError(`unable to find volume "${vm.name}" for container "${c.name}"`);
-    let src = hostPath;
-    const sub = vm.subPathExpr ? expandSubPathExpr(vm.subPathExpr, envMap) : vm.subPath;
-    if (sub) {
-      src = path.resolve(hostPath, sub);
-      if (src !== hostPath && !src.startsWith(hostPath + path.sep)) {
-        throw new ContainerConfigError(`subPath "${sub}" of volume "${vm.name}" escapes the volume`);
-      }
-      if (!fs.existsSync(src)) fs.mkdirSync(src, { recursive: true, mode: 0o755 });
-    }
-    mounts.push({ containerPath: vm.mountPath, hostPath: src, readonly: vm.readOnly === true, propagation: propagation(vm.mountPropagation) });
-  }
+    const sub = subs.get(i);
+    // Without a prepared bind (plans, unit tests) the path is only computed, never created.
+    const src = sub === undefined ? hostPath : (ctx.subPaths?.get(i) ?? path.join(hostPath, sub.subPath));
+    const readonly = vm.readOnly === true || ctx.readOnlyVolumes?.has(vm.name) === true;
+    mounts.push({ containerPath: vm.mountPath, hostPath: src, readonly, propagation: propagation(vm.mountPropagation) });
+  });
   const mounted = new Set(mounts.map((m) => m.containerPath));
   if (ctx.etcHostsPath !== null && !mounted.has('/etc/hosts')) {
     mounts.push({ containerPath: '/etc/hosts', hostPath: ctx.etcHostsPath, readonly: false, propagation: MountPropagation.PROPAGATION_PRIVATE });

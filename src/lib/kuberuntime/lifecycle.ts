@@ -49,6 +49,8 @@ export async function removePod(ctx: LifecycleContext, pod: V1Pod): Promise<void
     await ctx.cri.stopPodSandbox({ podSandboxId: sb.id }, opts);
     await ctx.cri.removePodSandbox({ podSandboxId: sb.id }, opts);
   }
+  // Volumes first (unmounted, their dirs removed); removePodDir would refuse a live mount.
+  await ctx.volumes?.unmountPod(pod);
   await removePodDir(ctx.rootDir, id.uid);
   await removePodLogDir(ctx, { metadata: id });
 }

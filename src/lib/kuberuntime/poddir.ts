@@ -5,19 +5,15 @@
  *   <root>/pods/<uid>/sync-state.json                the last sync's per-container errors and back-off
  *   <root>/pods/<uid>/etc-hosts                      the managed /etc/hosts
  *   <root>/pods/<uid>/containers/<name>/<id>          termination-message files
- *   <root>/pods/<uid>/volumes/kubernetes.io~empty-dir/<volume>
- *   <root>/pods/<uid>/volumes/kubernetes.io~configmap/<volume>
- *   <root>/pods/<uid>/volumes/kubernetes.io~secret/<volume>  (tmpfs)
+ *   <root>/pods/<uid>/volumes/<plugin>/<volume>       volumes (see volume/manager.ts)
+ *   <root>/pods/<uid>/volume-subpaths/<volume>/<container>/<index>  subPath binds
  */
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import type { V1KeyToPath, V1Pod, V1Volume } from '@kubernetes/client-node';
-import { errorMessage } from '../errors.js';
-import { mountTmpfs, mountsUnder, unmountAll } from '../util/mounts.js';
-import { parseQuantity } from '../pod/quantity.js';
-import { ContainerConfigError, configMapData, secretData, type LocalObjects } from './env.js';
+import type { V1Pod } from '@kubernetes/client-node';
+import { unmountAll } from '../util/mounts.js';
 
 export function podsDir(rootDir: string): string {
   return path.join(rootDir, 'pods');
@@ -141,149 +137,6 @@ export async function newTerminationMessageFile(rootDir: string, uid: string, co
   await fsp.writeFile(file, '', { mode: 0o666 });
   await fsp.chmod(file, 0o666);
   return file;
-}
-
-export class VolumeError extends ContainerConfigError {
-  override readonly code: string = 'VOLUME_SETUP_FAILED';
-}
-
-const HOST_PATH_TYPES = new Set([
-  '',
-  'DirectoryOrCreate',
-  'Directory',
-  'FileOrCreate',
-  'File',
-  'Socket',
-  'CharDevice',
-  'BlockDevice',
-]);
-
-/** hostPath type checks (pkg/volume/hostpath): create when asked, else the path must exist as the type says. */
-export async function checkHostPath(p: string, type: string): Promise<void> {
-  if (!HOST_PATH_TYPES.has(type)) throw new VolumeError(`hostPath type "${type}" is not supported`);
-  const st: fs.Stats | null = await fsp.stat(p).catch(() => null);
-  switch (type) {
-    case '':
-      return;
-    case 'DirectoryOrCreate':
-      if (st === null) {
-        await fsp.mkdir(p, { recursive: true, mode: 0o755 });
-        return;
-      }
-      if (!st.isDirectory()) throw new VolumeError(`hostPath type check failed: ${p} is not a directory`);
-      return;
-    case 'FileOrCreate':
-      if (st === null) {
-        await fsp.mkdir(path.dirname(p), { recursive: true, mode: 0o755 });
-        await fsp.writeFile(p, '', { mode: 0o644, flag: 'a' });
-        return;
-      }
-      if (!st.isFile()) throw new VolumeError(`hostPath type check failed: ${p} is not a file`);
-      return;
-  }
-  if (st === null) throw new VolumeError(`hostPath type check failed: ${p} does not exist`);
-  const ok =
-    (type === 'Directory' && st.isDirectory()) ||
-    (type === 'File' && st.isFile()) ||
-    (type === 'Socket' && st.isSocket()) ||
-    (type === 'CharDevice' && st.isCharacterDevice()) ||
-    (type === 'BlockDevice' && st.isBlockDevice());
-  if (!ok) throw new VolumeError(`hostPath type check failed: ${p} is not a ${type}`);
-}
-
-/** Write ConfigMap/Secret data into a volume dir, honouring items, defaultMode and per-item mode. */
-async function writeProjectedFiles(
-  dir: string,
-  data: Record<string, string>,
-  items: V1KeyToPath[] | undefined,
-  defaultMode: number,
-  what: string,
-  optional: boolean,
-): Promise<void> {
-  const entries: { path: string; content: string; mode: number }[] = [];
-  if (items && items.length > 0) {
-    for (const it of items) {
-      if (!(it.key in data)) {
-        if (optional) continue;
-        throw new VolumeError(`configuration of ${what}: no key "${it.key}"`);
-      }
-      entries.push({ path: it.path, content: data[it.key] as string, mode: it.mode ?? defaultMode });
-    }
-  } else {
-    for (const [k, v] of Object.entries(data)) entries.push({ path: k, content: v, mode: defaultMode });
-  }
-  for (const e of entries) {
-    const target = path.resolve(dir, e.path);
-    if (!target.startsWith(dir + path.sep)) throw new VolumeError(`${what}: item path "${e.path}" escapes the volume`);
-    await fsp.mkdir(path.dirname(target), { recursive: true });
-    await fsp.writeFile(target, e.content, { mode: e.mode });
-    await fsp.chmod(target, e.mode);
-  }
-}
-
-/**
- * Set up the pod's volumes and return volume name → host path. The volume
- * kinds static pods lean on (emptyDir, hostPath) plus ConfigMap and Secret
- * from local objects; other kinds come with the volume manager.
- */
-export async function setupVolumes(rootDir: string, pod: V1Pod, objects: LocalObjects): Promise<Map<string, string>> {
-  const uid = pod.metadata?.uid ?? '';
-  const ns = pod.metadata?.namespace ?? 'default';
-  const base = path.join(podDir(rootDir, uid), 'volumes');
-  const out = new Map<string, string>();
-  for (const v of pod.spec?.volumes ?? []) {
-    out.set(v.name, await setupVolume(base, ns, v, objects));
-  }
-  return out;
-}
-
-async function setupVolume(base: string, ns: string, v: V1Volume, objects: LocalObjects): Promise<string> {
-  try {
-    if (v.hostPath) {
-      await checkHostPath(v.hostPath.path, v.hostPath.type ?? '');
-      return v.hostPath.path;
-    }
-    if (v.emptyDir) {
-      const dir = path.join(base, 'kubernetes.io~empty-dir', v.name);
-      await fsp.mkdir(dir, { recursive: true, mode: 0o777 });
-      await fsp.chmod(dir, 0o777);
-      if (v.emptyDir.medium === 'Memory' && !(await mountsUnder(dir)).includes(dir)) {
-        const limit = v.emptyDir.sizeLimit === undefined ? undefined : parseQuantity(String(v.emptyDir.sizeLimit)).value();
-        await mountTmpfs(dir, { sizeBytes: limit, mode: 0o777 });
-      }
-      return dir;
-    }
-    if (v.configMap) {
-      const name = v.configMap.name ?? '';
-      const dir = path.join(base, 'kubernetes.io~configmap', v.name);
-      const cm = objects.configMaps.find((c) => c.metadata?.name === name && (c.metadata?.namespace ?? 'default') === ns);
-      await fsp.mkdir(dir, { recursive: true, mode: 0o755 });
-      if (!cm) {
-        if (v.configMap.optional) return dir;
-        throw new VolumeError(`configmap "${name}" not found`);
-      }
-      await writeProjectedFiles(dir, configMapData(cm), v.configMap.items, v.configMap.defaultMode ?? 0o644, `configmap ${name}`, v.configMap.optional === true);
-      return dir;
-    }
-    if (v.secret) {
-      const name = v.secret.secretName ?? '';
-      const dir = path.join(base, 'kubernetes.io~secret', v.name);
-      const s = objects.secrets.find((c) => c.metadata?.name === name && (c.metadata?.namespace ?? 'default') === ns);
-      await fsp.mkdir(dir, { recursive: true, mode: 0o750 });
-      if (!s) {
-        if (v.secret.optional) return dir;
-        throw new VolumeError(`secret "${name}" not found`);
-      }
-      // Secrets live in memory only, as the kubelet keeps them.
-      if (!(await mountsUnder(dir)).includes(dir)) await mountTmpfs(dir, { mode: 0o750 });
-      await writeProjectedFiles(dir, secretData(s), v.secret.items, v.secret.defaultMode ?? 0o644, `secret ${name}`, v.secret.optional === true);
-      return dir;
-    }
-  } catch (err) {
-    if (err instanceof VolumeError) throw err;
-    throw new VolumeError(`volume "${v.name}": ${errorMessage(err)}`);
-  }
-  throw new VolumeError(`volume "${v.name}": this volume type is not supported yet (emptyDir, hostPath, configMap and secret are)`);
 }
 
 /** Remove a pod's directory: unmount what is mounted in it first, never delete through a mount. */

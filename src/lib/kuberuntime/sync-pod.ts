@@ -15,11 +15,15 @@ import { log } from '../log.js';
 import { computePodActions, isNoop, isRestartableInit, type PodActions, type ProbeVerdicts } from './actions.js';
 import { generateContainerConfig, generatePodSandboxConfig, hostResolvConf, seccompProfileRoot, type ResolvConf } from './config.js';
 import { ContainerConfigError, type LocalObjects } from './env.js';
+import { containerSubPaths } from './config.js';
+import { localObjectSource } from '../volume/plugins.js';
+import { VolumeManager, VolumeMountError, type MountedVolumes, type PodVolumes } from '../volume/manager.js';
+import { prepareSubPath, SubPathError } from '../volume/subpath.js';
 import { ensureImageExists, ImageError } from './image.js';
 import {
   newTerminationMessageFile,
   readSyncState,
-  setupVolumes,
+  podDir,
   writeEtcHosts,
   writeSyncState,
   type ContainerSyncState,
@@ -78,6 +82,8 @@ export interface SyncContext {
   cache?: NodeCache;
   /** The prober's liveness and startup results: a failed container is killed and restarted. */
   probes?: ProbeVerdicts;
+  /** The volume manager; without one, a manager over `objects` is made for the sync. */
+  volumes?: PodVolumes;
 }
 
 export interface SyncPodResult {
@@ -87,10 +93,12 @@ export interface SyncPodResult {
   failures: { container: string; reason: string; message: string; retryInMs?: number }[];
   /** The soonest a retry makes sense (back-off or deadline expiry), in ms from now. */
   requeueAfterMs?: number;
-  /** The pod was ended by klet itself (activeDeadlineSeconds). */
+  /** The pod was ended by klet itself (activeDeadlineSeconds, or evicted). */
   deadlineExceeded?: boolean;
   /** The runtime refused the pod's sandbox in this sync (the kubelet's CreatePodSandboxError). */
   sandboxError?: { reason: string; message: string };
+  /** The pod's volumes could not be set up (nothing was started): the kubelet's WaitForAttachAndMount error. */
+  mountFailed?: string;
 }
 
 /** The kubelet's kubecontainer.ErrCreatePodSandbox. */
@@ -178,7 +186,7 @@ interface StartContext {
   sandboxId: string;
   sandboxConfig: DeepPartial<PodSandboxConfig>;
   podIPs: string[];
-  volumes: Map<string, string> | null;
+  volumes: MountedVolumes;
   state: PodSyncState;
   etcHosts: string | null;
 }
@@ -274,18 +282,30 @@ async function startContainer(
   const uid = pod.metadata?.uid ?? '';
   let containerId: string;
   try {
-    sc.volumes ??= await setupVolumes(ctx.rootDir, pod, ctx.objects);
+    const env = {
+      pod,
+      podIPs: sc.podIPs,
+      hostIPs: nodeHostIPs(ctx),
+      nodeName: ctx.nodeName,
+      objects: ctx.objects,
+      nodeAllocatable: { cpuMillis: os.cpus().length * 1000, memoryBytes: os.totalmem(), ephemeralStorageBytes: 0 },
+    };
+    // subPaths are resolved and bound at each start: a symlink planted since the last one is refused.
+    const subPaths = new Map<number, string>();
+    for (const [index, sp] of containerSubPaths(c, env)) {
+      const volumePath = sc.volumes.paths.get(sp.volume);
+      if (volumePath === undefined) continue;
+      subPaths.set(
+        index,
+        await prepareSubPath({ volumePath, subPath: sp.subPath, podDir: podDir(ctx.rootDir, uid), volumeName: sp.volume, containerName: c.name, index }),
+      );
+    }
     const tmFile = c.terminationMessagePath === '' ? null : await newTerminationMessageFile(ctx.rootDir, uid, c.name);
     const config = generateContainerConfig(pod, c, {
-      env: {
-        pod,
-        podIPs: sc.podIPs,
-        hostIPs: nodeHostIPs(ctx),
-        nodeName: ctx.nodeName,
-        objects: ctx.objects,
-        nodeAllocatable: { cpuMillis: os.cpus().length * 1000, memoryBytes: os.totalmem(), ephemeralStorageBytes: 0 },
-      },
-      volumes: sc.volumes,
+      env,
+      volumes: sc.volumes.paths,
+      readOnlyVolumes: sc.volumes.readOnly,
+      subPaths,
       imageRef,
       restartCount,
       type: init ? 'init' : 'regular',
@@ -301,7 +321,7 @@ async function startContainer(
     );
     containerId = created.containerId;
   } catch (err) {
-    if (err instanceof ContainerConfigError) return fail('CreateContainerConfigError', err.message);
+    if (err instanceof ContainerConfigError || err instanceof SubPathError) return fail('CreateContainerConfigError', err.message);
     return fail('CreateContainerError', errorMessage(err), undefined, runtimeCode(err));
   }
   try {
@@ -348,6 +368,13 @@ export async function syncPod(ctx: SyncContext, pod: V1Pod, opts: { startTime?: 
   const failures: SyncPodResult['failures'] = [];
   const state = await readSyncState(ctx.rootDir, uid);
 
+  // Evicted by housekeeping (the eviction manager's emptyDir sizeLimit check): killed and Failed.
+  if (state.reason === 'Evicted') {
+    await killPod(ctx, pod, status);
+    const noop = { killPod: true, createSandbox: false, sandboxId: null, attempt: 0, initContainersToStart: [], containersToStart: [], containersToKill: [] };
+    return { actions: noop, status, failures, deadlineExceeded: true };
+  }
+
   // activeDeadlineSeconds: a pod active longer than its deadline is killed and Failed.
   const deadline = pod.spec?.activeDeadlineSeconds;
   let deadlineInMs: number | undefined;
@@ -366,6 +393,29 @@ export async function syncPod(ctx: SyncContext, pod: V1Pod, opts: { startTime?: 
   const actions = computePodActions(pod, status, ctx.probes);
   // Nothing to change (the common resync of a healthy pod): touch no file.
   if (isNoop(actions)) return { actions, status, failures, requeueAfterMs: deadlineInMs };
+
+  // Wait for the pod's volumes before anything starts (the kubelet's WaitForAttachAndMount):
+  // on failure nothing is created and the pod stays ContainerCreating.
+  let volumes: MountedVolumes = { paths: new Map(), readOnly: new Set() };
+  if (actions.createSandbox || actions.initContainersToStart.length > 0 || actions.containersToStart.length > 0) {
+    const manager = ctx.volumes ?? new VolumeManager({ rootDir: ctx.rootDir, nodeName: ctx.nodeName, objects: () => localObjectSource(ctx.objects) });
+    try {
+      volumes = await manager.mountPod(pod, ctx.signal);
+    } catch (err) {
+      if (!(err instanceof VolumeMountError)) throw err;
+      for (const message of err.volumeMessages()) ctx.onEvent?.(podEvents.failedMount(pod, message));
+      ctx.onEvent?.(podEvents.failedMount(pod, `Unable to attach or mount volumes: ${err.message}`));
+      const retryInMs = manager instanceof VolumeManager ? manager.retryInMs(uid) : undefined;
+      state.reason = 'FailedMount';
+      state.message = err.message;
+      await writeSyncState(ctx.rootDir, uid, state).catch(() => undefined);
+      return { actions, status, failures, requeueAfterMs: retryInMs ?? 1000, mountFailed: err.message };
+    }
+    if (state.reason === 'FailedMount') {
+      delete state.reason;
+      delete state.message;
+    }
+  }
 
   if (actions.killPod) {
     await killPod(ctx, pod, status);
@@ -417,7 +467,7 @@ export async function syncPod(ctx: SyncContext, pod: V1Pod, opts: { startTime?: 
   if (pod.spec?.hostNetwork) podIPs = nodeHostIPs(ctx);
 
   const etcHosts = pod.spec?.hostNetwork ? null : await writeEtcHosts(ctx.rootDir, pod, podIPs);
-  const sc: StartContext = { pod, sandboxId, sandboxConfig, podIPs, volumes: null, state, etcHosts };
+  const sc: StartContext = { pod, sandboxId, sandboxConfig, podIPs, volumes, state, etcHosts };
   // After a new sandbox, earlier container statuses belong to the old one: restart counts continue.
   const inits = pod.spec?.initContainers ?? [];
   for (const idx of actions.initContainersToStart) {

@@ -22,6 +22,7 @@ import type {
   V1EnvFromSource,
   V1EnvVar,
   V1HTTPGetAction,
+  V1DownwardAPIVolumeFile,
   V1KeyToPath,
   V1Lifecycle,
   V1LifecycleHandler,
@@ -29,6 +30,7 @@ import type {
   V1ObjectMeta,
   V1Pod,
   V1PodSpec,
+  V1ProjectedVolumeSource,
   V1Probe,
   V1ResourceFieldSelector,
   V1ResourceRequirements,
@@ -206,6 +208,23 @@ function validateLocalDescendingPath(target: string, fld: FieldPath): FieldError
 function validateLocalNonReservedPath(target: string, fld: FieldPath): FieldError[] {
   const errs = validateLocalDescendingPath(target, fld);
   if (target.startsWith('..') && !target.startsWith('../')) errs.push(invalid(fld, target, "must not start with '..'"));
+  // klet: a file path with an empty segment (a//b, a/) names no file the atomic writer can project.
+  if (target !== '' && !path.isAbsolute(target) && target.split('/').some((seg) => seg === '')) {
+    errs.push(invalid(fld, target, 'must not contain empty path segments'));
+  }
+  return errs;
+}
+
+/** Two files of one volume written to the same path (the kubelet's projected "conflicting duplicate paths"). */
+function validateUniquePaths(paths: { path: string; fld: FieldPath }[]): FieldError[] {
+  const seen = new Set<string>();
+  const errs: FieldError[] = [];
+  for (const p of paths) {
+    if (p.path === '') continue;
+    const norm = path.posix.normalize(p.path);
+    if (seen.has(norm)) errs.push(invalid(p.fld, p.path, 'conflicting duplicate paths'));
+    seen.add(norm);
+  }
   return errs;
 }
 
@@ -521,10 +540,73 @@ function validateKeyToPaths(items: V1KeyToPath[] | undefined, fld: FieldPath): F
   (items ?? []).forEach((kp, i) => {
     const p = fld.index(i);
     if ((kp.key ?? '') === '') errs.push(required(p.child('key')));
+    else errs.push(...each(p.child('key'), kp.key, isConfigMapKey(kp.key)));
     if ((kp.path ?? '') === '') errs.push(required(p.child('path')));
     errs.push(...validateLocalNonReservedPath(kp.path ?? '', p.child('path')));
     errs.push(...validateFileMode(kp.mode, p.child('mode')));
   });
+  errs.push(...validateUniquePaths((items ?? []).map((kp, i) => ({ path: kp.path ?? '', fld: fld.index(i).child('path') }))));
+  return errs;
+}
+
+function validateDownwardAPIItems(items: V1DownwardAPIVolumeFile[] | undefined, fld: FieldPath): FieldError[] {
+  const errs: FieldError[] = [];
+  (items ?? []).forEach((item, i) => {
+    const ip = fld.index(i);
+    if ((item.path ?? '') === '') errs.push(required(ip.child('path')));
+    errs.push(...validateLocalNonReservedPath(item.path ?? '', ip.child('path')));
+    errs.push(...validateFileMode(item.mode, ip.child('mode')));
+    if (item.fieldRef !== undefined && item.resourceFieldRef !== undefined) {
+      errs.push(invalid(ip, '', 'fieldRef and resourceFieldRef can not be specified simultaneously'));
+    } else if (item.fieldRef !== undefined) {
+      errs.push(...validateFieldSelector(item.fieldRef, VOLUME_FIELD_PATHS, ip.child('fieldRef')));
+    } else if (item.resourceFieldRef !== undefined) {
+      errs.push(...validateResourceFieldSelector(item.resourceFieldRef, ip.child('resourceFieldRef'), true));
+    } else {
+      errs.push(required(ip, 'one of fieldRef and resourceFieldRef is required'));
+    }
+  });
+  errs.push(...validateUniquePaths((items ?? []).map((it, i) => ({ path: it.path ?? '', fld: fld.index(i).child('path') }))));
+  return errs;
+}
+
+function validateProjected(v: V1ProjectedVolumeSource, fld: FieldPath): FieldError[] {
+  const errs = validateFileMode(v.defaultMode, fld.child('defaultMode'));
+  const all: { path: string; fld: FieldPath }[] = [];
+  (v.sources ?? []).forEach((src, i) => {
+    const sp = fld.child('sources').index(i);
+    const kinds = (['configMap', 'secret', 'downwardAPI', 'serviceAccountToken', 'clusterTrustBundle', 'podCertificate'] as const).filter(
+      (k) => (src as Record<string, unknown>)[k] !== undefined,
+    );
+    if (kinds.length === 0) errs.push(required(sp, 'must specify exactly one projection source'));
+    for (const extra of kinds.slice(1)) errs.push(forbidden(sp.child(extra), 'may not specify more than 1 volume type per source'));
+    if (src.configMap !== undefined) {
+      const p = sp.child('configMap');
+      if ((src.configMap.name ?? '') === '') errs.push(required(p.child('name')));
+      errs.push(...validateKeyToPaths(src.configMap.items, p.child('items')));
+      (src.configMap.items ?? []).forEach((it, j) => all.push({ path: it.path ?? '', fld: p.child('items').index(j).child('path') }));
+    }
+    if (src.secret !== undefined) {
+      const p = sp.child('secret');
+      if ((src.secret.name ?? '') === '') errs.push(required(p.child('name')));
+      errs.push(...validateKeyToPaths(src.secret.items, p.child('items')));
+      (src.secret.items ?? []).forEach((it, j) => all.push({ path: it.path ?? '', fld: p.child('items').index(j).child('path') }));
+    }
+    if (src.downwardAPI !== undefined) {
+      const p = sp.child('downwardAPI');
+      errs.push(...validateDownwardAPIItems(src.downwardAPI.items, p.child('items')));
+      (src.downwardAPI.items ?? []).forEach((it, j) => all.push({ path: it.path ?? '', fld: p.child('items').index(j).child('path') }));
+    }
+    if (src.serviceAccountToken !== undefined) {
+      const p = sp.child('serviceAccountToken');
+      if ((src.serviceAccountToken.path ?? '') === '') errs.push(required(p.child('path')));
+      else errs.push(...validateLocalNonReservedPath(src.serviceAccountToken.path, p.child('path')));
+      all.push({ path: src.serviceAccountToken.path ?? '', fld: p.child('path') });
+    }
+  });
+  // Across sources (within one source the item checks above already report it).
+  const perSource = new Set(errs.filter((e) => e.detail === 'conflicting duplicate paths').map((e) => e.field));
+  for (const e of validateUniquePaths(all)) if (!perSource.has(e.field)) errs.push(e);
   return errs;
 }
 
@@ -564,25 +646,9 @@ function validateVolumeSource(v: V1Volume, fld: FieldPath): FieldError[] {
   if (v.downwardAPI !== undefined) {
     const p = fld.child('downwardAPI');
     errs.push(...validateFileMode(v.downwardAPI.defaultMode, p.child('defaultMode')));
-    (v.downwardAPI.items ?? []).forEach((item, i) => {
-      const ip = p.child('items').index(i);
-      if ((item.path ?? '') === '') errs.push(required(ip.child('path')));
-      errs.push(...validateLocalNonReservedPath(item.path ?? '', ip.child('path')));
-      errs.push(...validateFileMode(item.mode, ip.child('mode')));
-      if (item.fieldRef !== undefined && item.resourceFieldRef !== undefined) {
-        errs.push(invalid(ip, '', 'fieldRef and resourceFieldRef can not be specified simultaneously'));
-      } else if (item.fieldRef !== undefined) {
-        errs.push(...validateFieldSelector(item.fieldRef, VOLUME_FIELD_PATHS, ip.child('fieldRef')));
-      } else if (item.resourceFieldRef !== undefined) {
-        errs.push(...validateResourceFieldSelector(item.resourceFieldRef, ip.child('resourceFieldRef'), true));
-      } else {
-        errs.push(required(ip, 'one of fieldRef and resourceFieldRef is required'));
-      }
-    });
+    errs.push(...validateDownwardAPIItems(v.downwardAPI.items, p.child('items')));
   }
-  if (v.projected !== undefined) {
-    errs.push(...validateFileMode(v.projected.defaultMode, fld.child('projected', 'defaultMode')));
-  }
+  if (v.projected !== undefined) errs.push(...validateProjected(v.projected, fld.child('projected')));
   if (v.persistentVolumeClaim !== undefined && (v.persistentVolumeClaim.claimName ?? '') === '') {
     errs.push(required(fld.child('persistentVolumeClaim', 'claimName')));
   }

@@ -8,6 +8,8 @@ import type { CriClient } from '../cri/client.js';
 import type { KletEventBody } from '../events/types.js';
 import type { LocalObjects } from '../kuberuntime/env.js';
 import { NodeCache, type SyncContext } from '../kuberuntime/sync-pod.js';
+import { VolumeManager } from '../volume/manager.js';
+import { localObjectSource } from '../volume/plugins.js';
 
 export interface ServiceDeps {
   cri: CriClient;
@@ -34,6 +36,8 @@ export function syncContext(deps: ServiceDeps, objects: LocalObjects = { configM
     signal: deps.signal,
     onEvent: deps.onEvent,
     cache: deps.cache ?? new NodeCache(),
+    // One volume manager for the run: every sync of its pods, and their removal.
+    volumes: new VolumeManager({ rootDir: deps.rootDir, nodeName: deps.nodeName, objects: () => localObjectSource(objects), onEvent: deps.onEvent, resyncMs: 0 }),
   };
 }
 

@@ -140,6 +140,12 @@ export async function syncUntil(
         return done(await podWithStatus(ctx, rec), { ok: false, problem: failedStartup, reason: 'StartupProbeFailed', message: failedStartup });
       }
       const res = await syncPod(pctx, rec.pod);
+      // A one-shot command does not wait out mount retries: the volume problem is the answer.
+      if (res.mountFailed !== undefined) {
+        current = await podWithStatus(ctx, rec);
+        opts.onStatus?.(current);
+        return done(current, { ok: false, problem: `FailedMount: ${res.mountFailed}`, reason: 'FailedMount', message: res.mountFailed });
+      }
       prober.addPod(rec.pod);
       prober.updatePodStatus(uid, res.status);
       await prober.flush();

@@ -217,7 +217,8 @@ export function generatePodStatus(inputs: StatusInputs): V1PodStatus {
   const defaultReason = inits.length > 0 ? 'PodInitializing' : 'ContainerCreating';
   const initStatuses = inits.map((c) => containerStatus(c, byName(c.name), inputs, defaultReason, true));
   const appStatuses = containers.map((c) => containerStatus(c, byName(c.name), inputs, defaultReason, false));
-  const deadlineExceeded = inputs.syncState.reason === 'DeadlineExceeded';
+  // Ended by klet itself: activeDeadlineSeconds, or evicted (an emptyDir over its sizeLimit).
+  const deadlineExceeded = inputs.syncState.reason === 'DeadlineExceeded' || inputs.syncState.reason === 'Evicted';
   const phase = deadlineExceeded ? 'Failed' : getPhase(pod, initStatuses, appStatuses);
 
   const sandbox = runtime.sandboxes[0];
@@ -274,7 +275,7 @@ export function generatePodStatus(inputs: StatusInputs): V1PodStatus {
   };
   if (inits.length > 0) status.initContainerStatuses = initStatuses;
   if (deadlineExceeded) {
-    status.reason = 'DeadlineExceeded';
+    status.reason = inputs.syncState.reason;
     status.message = inputs.syncState.message;
   }
   return status;

@@ -17,7 +17,7 @@ import { restartPolicy } from '../kuberuntime/actions.js';
 import type { LocalObjects } from '../kuberuntime/env.js';
 import { admitPod, removePod, removePodLogDir } from '../kuberuntime/lifecycle.js';
 import { instanceSelector } from '../kuberuntime/labels.js';
-import { listPodRecordUids, listPodRecords, readPodRecord, removePodDir } from '../kuberuntime/poddir.js';
+import { listPodRecordUids, listPodRecords, readPodRecord, readSyncState, removePodDir, writeSyncState } from '../kuberuntime/poddir.js';
 import { getRuntimePodStatus, type RuntimePodStatus } from '../kuberuntime/runtime-status.js';
 import { killPod, NodeCache, syncPod, type SyncContext } from '../kuberuntime/sync-pod.js';
 import { podKey as key } from '../pod/key.js';
@@ -27,6 +27,8 @@ import type { GenericPLEG } from '../pleg/generic.js';
 import { hostIPs } from '../node/addresses.js';
 import { ProberManager, type ProbeUpdate } from '../prober/manager.js';
 import { Channel } from '../util/channel.js';
+import { localObjectSource } from '../volume/plugins.js';
+import { VolumeManager } from '../volume/manager.js';
 import { PodWorkers, type SyncOutcome, type UpdateType, type WorkerState } from './pod-workers.js';
 
 export interface KubeletOptions {
@@ -47,6 +49,10 @@ export interface KubeletOptions {
   /** Pods syncing at once. */
   concurrency?: number;
   logRoot?: string;
+  /** How often disk emptyDirs are checked against their sizeLimit (the eviction manager's 10 s). */
+  evictionIntervalMs?: number;
+  /** The volume manager (default: one over the sources' ConfigMaps and Secrets, resynced every resyncIntervalMs). */
+  volumes?: VolumeManager;
 }
 
 interface DesiredPod {
@@ -68,10 +74,12 @@ export class Kubelet {
   readonly cache = new NodeCache();
   private readonly started = Date.now();
   private lastHousekeeping = 0;
+  private lastEvictionCheck = 0;
   /** Liveness, readiness and startup probes of the pods being synced. */
   readonly prober: ProberManager;
   /** Probe results that changed (the kubelet's liveness/readiness/startup update channels). */
   private readonly probeUpdates = new Channel<ProbeUpdate>();
+  readonly volumes: VolumeManager;
 
   constructor(private readonly opts: KubeletOptions) {
     this.prober = new ProberManager({
@@ -84,6 +92,15 @@ export class Kubelet {
       jitterAtStart: true,
       signal: this.abort.signal,
     });
+    this.volumes =
+      opts.volumes ??
+      new VolumeManager({
+        rootDir: opts.rootDir,
+        nodeName: opts.nodeName,
+        objects: (pod) => localObjectSource(opts.config.objects(this.desired.get(pod.metadata?.uid ?? '')?.source ?? 'file')),
+        onEvent: (e) => opts.bus.emit(e),
+        resyncMs: opts.resyncIntervalMs ?? 60_000,
+      });
     this.workers = new PodWorkers({
       concurrency: opts.concurrency ?? 8,
       resyncIntervalMs: opts.resyncIntervalMs ?? 60_000,
@@ -125,6 +142,7 @@ export class Kubelet {
       backoff: this.opts.backoff,
       cache: this.cache,
       probes: this.prober,
+      volumes: this.volumes,
       onEvent: (e) => {
         // Events carry the UID of the pod being synced (a pod being killed is no longer in `desired`).
         this.opts.bus.emit(e.kind === 'Event' ? { ...e, uid: forPod.metadata?.uid ?? e.uid } : e);
@@ -246,6 +264,8 @@ export class Kubelet {
             this.workers.forget(uid);
           }
           this.workers.updatePod({ pod, type: u.op === 'ADD' ? 'create' : 'update' });
+          // Labels and annotations reach downwardAPI files without a restart.
+          if (u.op === 'UPDATE') this.volumes.podUpdated(pod);
           break;
         }
         case 'REMOVE':
@@ -313,6 +333,7 @@ export class Kubelet {
     }
     this.opts.metrics?.setRunningPods(runningPods);
     this.opts.metrics?.setRunningContainers(counts);
+    await this.evictionCheck(touched);
     if (!this.opts.config.sourcesReady()) return touched;
 
     // Only the pod dir names are read every pass; a record itself only for a pod being removed.
@@ -363,9 +384,33 @@ export class Kubelet {
       if (this.desired.has(uid) || running.has(uid) || this.workers.state(uid) !== undefined) continue;
       const rec = await readPodRecord(this.opts.rootDir, uid);
       await removePodDir(this.opts.rootDir, uid).catch((err) => log.warn(`removing pod dir ${uid}: ${errorMessage(err)}`));
+      this.volumes.forget(uid);
       if (rec) await removePodLogDir(this.opts, rec.pod).catch((err) => log.warn(`removing log dir of ${key(rec.pod)}: ${errorMessage(err)}`));
     }
     return touched;
+  }
+
+  /**
+   * The eviction manager's local-storage check, every 10 s (its monitoring
+   * period): a pod whose disk emptyDir exceeds its sizeLimit is evicted —
+   * killed, Failed with reason Evicted and the kubelet's message naming the volume.
+   */
+  private async evictionCheck(touched: string[]): Promise<void> {
+    const now = Date.now();
+    if (now - this.lastEvictionCheck < (this.opts.evictionIntervalMs ?? 10_000)) return;
+    this.lastEvictionCheck = now;
+    for (const over of await this.volumes.emptyDirsOverLimit()) {
+      const d = this.desired.get(over.uid);
+      if (d === undefined || this.workers.state(over.uid) !== 'SyncPod') continue;
+      const state = await readSyncState(this.opts.rootDir, over.uid);
+      if (state.reason === 'Evicted') continue;
+      state.reason = 'Evicted';
+      state.message = over.message;
+      await writeSyncState(this.opts.rootDir, over.uid, state);
+      this.opts.bus.emit({ kind: 'Event', pod: over.pod, uid: over.uid, type: 'Warning', reason: 'Evicted', message: over.message });
+      this.workers.updatePod({ pod: d.pod, type: 'sync' });
+      touched.push(over.pod);
+    }
   }
 
   /** Seed pod identities from the records, so an edited manifest keeps the UID of the pod already running. */
@@ -391,6 +436,8 @@ export class Kubelet {
     signal.addEventListener('abort', onAbort, { once: true });
     const { config, pleg } = this.opts;
     await this.seedIdentities();
+    await this.volumes.start(this.abort.signal);
+    const unwatch = config.watchObjects(() => this.volumes.objectsChanged());
     config.start(this.abort.signal);
     pleg.start();
     const syncTick = this.opts.syncTickMs ?? 1000;
@@ -465,6 +512,7 @@ export class Kubelet {
       signal.removeEventListener('abort', onAbort);
       this.prober.stop();
       await this.prober.flush();
+      unwatch();
       await pleg.stop();
       await config.stop();
     }
