@@ -3,7 +3,7 @@ import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { InputError } from '../../src/lib/errors.js';
 import { decodeModel, serializeModel } from '../../src/lib/pod/decode.js';
 import {
@@ -261,6 +261,33 @@ describe('static pod directories', () => {
       `${d}/10-a.yaml.bak:4: metadata.name: Duplicate value: "a-node1": Pod default/a-node1 is already defined at ${d}/10-a.yaml:1`,
       `${d}/zz-broken.yaml: no such file or directory`,
     ]);
+  });
+
+  it('skips a file removed (or removed and put back) while the directory is read, but not a dangling symlink', async () => {
+    const d = await dir('racing');
+    await fs.writeFile(path.join(d, 'a.yaml'), podYaml('a'));
+    await fs.writeFile(path.join(d, 'b.yaml'), podYaml('b'));
+    await fs.writeFile(path.join(d, 'c.yaml'), podYaml('c'));
+    await fs.symlink(path.join(d, 'missing.yaml'), path.join(d, 'z.yaml'));
+    // Between the listing and the read: b.yaml goes away; c.yaml goes away and comes back.
+    const realOpen = fs.open.bind(fs);
+    const spy = vi.spyOn(fs, 'open').mockImplementation(async (file, ...rest) => {
+      const name = path.basename(String(file));
+      if (name === 'b.yaml' || name === 'c.yaml') {
+        await fs.unlink(String(file));
+        const err = Object.assign(new Error(`ENOENT: no such file or directory, open '${String(file)}'`), { code: 'ENOENT' });
+        if (name === 'c.yaml') await fs.writeFile(String(file), podYaml('c'));
+        throw err;
+      }
+      return realOpen(file, ...(rest as [string]));
+    });
+    try {
+      const read = await readManifestDir(d);
+      expect(read.objects.map((o) => (o.object as V1Pod).metadata?.name)).toEqual(['a']);
+      expect(errorsOf(read)).toEqual([`${d}/z.yaml: no such file or directory`]);
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it('reports a missing directory by name', async () => {

@@ -160,8 +160,32 @@ export interface ParsedManifests {
 
 // ------------------------------------------------------------------ errors
 
-function fileError(file: string, message: string, line?: number): ManifestError {
-  return new ManifestError({ file, line, message });
+function fileError(file: string, message: string, line?: number, cause?: unknown): ManifestError {
+  return new ManifestError({ file, line, message }, cause === undefined ? {} : { cause });
+}
+
+/**
+ * A file that failed to read with ENOENT was removed (or removed and put back)
+ * while the directory was being read: not an error, the next read sees what
+ * is there now. A dangling symlink still fails, and is reported.
+ */
+async function removedWhileReading(file: string): Promise<boolean> {
+  try {
+    await fs.lstat(file);
+  } catch (err) {
+    return (err as { code?: unknown }).code === 'ENOENT';
+  }
+  try {
+    await fs.stat(file);
+    return true; // put back since: the next read has it
+  } catch {
+    return false; // dangling symlink
+  }
+}
+
+/** The error is the file system saying the file does not exist (it was removed while being read). */
+function isMissingFile(e: ManifestError): boolean {
+  return (e.cause as { code?: unknown } | undefined)?.code === 'ENOENT';
 }
 
 function fsReason(err: unknown): string {
@@ -415,7 +439,7 @@ async function readAtMost(handle: FileHandle, limit: number): Promise<Buffer> {
 /** Read and decode one manifest file. Never throws for bad input: problems are in `errors`. */
 export async function readManifestFile(file: string): Promise<ParsedManifests> {
   const failed = (error: ManifestError): ParsedManifests => ({ objects: [], errors: [error], files: [file] });
-  const fail = (message: string): ParsedManifests => failed(fileError(file, message));
+  const fail = (message: string, cause?: unknown): ParsedManifests => failed(fileError(file, message, undefined, cause));
   let size: number;
   try {
     // stat before open: opening a FIFO for reading would block.
@@ -424,7 +448,7 @@ export async function readManifestFile(file: string): Promise<ParsedManifests> {
     if (!st.isFile()) return fail('not a regular file');
     size = st.size;
   } catch (err) {
-    return fail(fsReason(err));
+    return fail(fsReason(err), err);
   }
   if (size > MAX_MANIFEST_BYTES) return failed(sizeError(file, size));
   let buf: Buffer;
@@ -436,7 +460,7 @@ export async function readManifestFile(file: string): Promise<ParsedManifests> {
       await handle.close();
     }
   } catch (err) {
-    return fail(fsReason(err));
+    return fail(fsReason(err), err);
   }
   if (buf.length > MAX_MANIFEST_BYTES) return failed(sizeError(file, undefined));
   const text = decodeText(buf, file);
@@ -464,6 +488,9 @@ export async function readManifestDir(dir: string): Promise<ParsedManifests> {
     try {
       st = await fs.stat(file);
     } catch (err) {
+      // Listed, then removed before it could be read: gone, not broken (a
+      // file put back since is seen by the next read).
+      if ((err as { code?: unknown }).code === 'ENOENT' && (await removedWhileReading(file))) continue;
       out.errors.push(fileError(file, fsReason(err)));
       out.files.push(file);
       continue;
@@ -476,7 +503,9 @@ export async function readManifestDir(dir: string): Promise<ParsedManifests> {
       log.debug(`${file}: skipped, not a regular file`);
       continue;
     }
-    mergeInto(out, await readManifestFile(file));
+    const one = await readManifestFile(file);
+    if (one.objects.length === 0 && one.errors.length > 0 && one.errors.every(isMissingFile) && (await removedWhileReading(file))) continue;
+    mergeInto(out, one);
   }
   return out;
 }
