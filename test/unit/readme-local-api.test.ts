@@ -63,7 +63,7 @@ function get(socketPath: string, urlPath: string, ms: number): Promise<{ outcome
 
 it('the README shows curl commands for every route, /events both ways', () => {
   const paths = curls.map((c) => c.path.split('?')[0]);
-  expect(new Set(paths)).toEqual(new Set(['/healthz', '/pods', '/events', '/metrics']));
+  expect(new Set(paths)).toEqual(new Set(['/healthz', '/pods', '/node', '/events', '/metrics']));
   expect(curls.some((c) => c.path.startsWith('/events') && !c.follows)).toBe(true);
   expect(curls.some((c) => c.path.startsWith('/events') && c.follows)).toBe(true);
 });
@@ -76,6 +76,16 @@ it('each README curl command returns, except the ones marked "# follows", which 
     handlers: {
       healthz: () => ({ ok: true, checks: { runtime: { ok: true, message: 'RuntimeReady' } } }),
       pods: async () => ({ apiVersion: 'v1', kind: 'PodList', items: [] }),
+      node: async () => ({
+        kind: 'KletNodeStatus',
+        nodeName: 'node',
+        startedAt: new Date().toISOString(),
+        runtime: { name: 'containerd', version: '1.6', conditions: [], error: null },
+        sources: [],
+        pleg: { healthy: true, message: 'ok', lastRelistAt: null, lastRelistDurationMs: 0, error: null },
+        podWorkers: { counts: {}, pending: 0, running: 0 },
+        lastEventSeq: bus.lastSeq,
+      }),
       events: bus,
       metrics: new KletMetrics({ defaultMetrics: false }),
     },

@@ -12,6 +12,7 @@ import {
   isLoopbackHost,
   LocalApiUnavailableError,
   localApiEvents,
+  isNodeStatus,
   localApiRequest,
   localApiSocketPath,
   parseListen,
@@ -53,6 +54,16 @@ function handlers(over: Partial<LocalApiHandlers> = {}): LocalApiHandlers {
       apiVersion: 'v1',
       kind: 'PodList',
       items: [{ metadata: { name: 'web', creationTimestamp: new Date('2024-05-01T10:00:00.123Z') }, status: { restarts: 3n } }],
+    }),
+    node: async () => ({
+      kind: 'KletNodeStatus',
+      nodeName: 'node1',
+      startedAt: '2024-05-01T10:00:00.000Z',
+      runtime: { name: 'containerd', version: 'v2.1.4', conditions: [{ type: 'RuntimeReady', status: true, reason: '', message: '' }], error: null },
+      sources: [{ name: '/etc/kubernetes/manifests', lastReadAt: '2024-05-01T10:00:01.000Z', errors: [] }],
+      pleg: { healthy: true, message: 'ok', lastRelistAt: '2024-05-01T10:00:02.000Z', lastRelistDurationMs: 3.2, error: null },
+      podWorkers: { counts: { SyncPod: 1 }, pending: 0, running: 1 },
+      lastEventSeq: 0,
     }),
     events: new EventBus(),
     metrics,
@@ -163,6 +174,15 @@ describe('startLocalApi: routes', () => {
       kind: 'PodList',
       items: [{ metadata: { name: 'web', creationTimestamp: '2024-05-01T10:00:00Z' }, status: { restarts: '3' } }],
     });
+  });
+
+  it('GET /node: the node status as JSON', async () => {
+    const { socket } = await start();
+    const res = await localApiRequest(socket, '/node');
+    expect(res.status).toBe(200);
+    const body = JSON.parse(res.body);
+    expect(isNodeStatus(body)).toBe(true);
+    expect(body).toMatchObject({ nodeName: 'node1', runtime: { name: 'containerd' }, podWorkers: { pending: 0, running: 1 } });
   });
 
   it('GET /pods: 500 with the reason when listing fails', async () => {
@@ -320,6 +340,21 @@ describe('startLocalApi: TCP with a bearer token', () => {
     // Debug logging was on for this file: the token is in no log line.
     expect(logs.some((l) => l.includes('/pods'))).toBe(true);
     expect(logs.join('\n')).not.toContain(TOKEN.slice(0, 12));
+  });
+
+  it('the client reaches the TCP listener with a URL and the token, never naming the token', async () => {
+    const { api } = await start({}, listen);
+    const target = { url: `http://${api.address.tcp}`, token: TOKEN };
+    const res = await localApiRequest(target, '/node');
+    expect(res.status).toBe(200);
+    expect(isNodeStatus(JSON.parse(res.body))).toBe(true);
+    const refused = await localApiRequest({ ...target, token: `${TOKEN}x` }, '/node');
+    expect(refused.status).toBe(401);
+    await api.close();
+    const err = await localApiRequest(target, '/node').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(LocalApiUnavailableError);
+    expect(String((err as Error).message)).toContain(`local API at http://${api.address.tcp}`);
+    expect(String((err as Error).message)).not.toContain(TOKEN.slice(0, 12));
   });
 
   it('the unix socket needs no token even with TCP on', async () => {

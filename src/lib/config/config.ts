@@ -83,6 +83,17 @@ interface SourceState {
   conflicts: ManifestError[];
   /** Accepted pods by UID, in order of arrival. */
   readonly current: Map<string, Entry>;
+  /** When the source last reported (a snapshot or a failure), ms since the epoch; undefined before. */
+  lastReadAt?: number;
+}
+
+/** One source as the local API's /node reports it. */
+export interface SourceStatus {
+  name: string;
+  /** When the source last reported, ms since the epoch; null before its first read. */
+  lastReadAt: number | null;
+  /** Its current problems, one line each ([] when fine). */
+  errors: string[];
 }
 
 interface Planned {
@@ -203,6 +214,15 @@ export class PodConfig {
     return out;
   }
 
+  /** Every source with its last read and its current problems. */
+  sourceStatus(): SourceStatus[] {
+    return [...this.sources.values()].map((s) => ({
+      name: s.name,
+      lastReadAt: s.lastReadAt ?? null,
+      errors: [...s.sourceErrors, ...s.conflicts].map((e) => e.toString()),
+    }));
+  }
+
   /**
    * Call `listener` whenever a source's ConfigMaps or Secrets change (the
    * volume manager re-projects volumes). Returns the unsubscribe function.
@@ -284,6 +304,7 @@ export class PodConfig {
   private fail(name: string, errors: ManifestError[]): void {
     const state = this.sources.get(name);
     if (state === undefined) return;
+    state.lastReadAt = Date.now();
     state.sourceErrors = [...errors];
     this.logErrors();
   }
@@ -293,6 +314,7 @@ export class PodConfig {
     const state = this.sources.get(name);
     if (state === undefined) return;
     const first = state.desired === undefined;
+    state.lastReadAt = Date.now();
     state.desired = [...snapshot.pods];
     const objectsBefore = canonicalJson(state.objects);
     state.objects = { configMaps: [...snapshot.objects.configMaps], secrets: [...snapshot.objects.secrets] };

@@ -49,7 +49,7 @@ export const podEvents = {
    * backing off, Failed otherwise. `extra`: whether it is an init container,
    * and the runtime's gRPC code when CreateContainer or StartContainer failed.
    */
-  failed(pod: V1Pod, container: string, containerReason: string, message: string, extra: { init?: boolean; grpcCode?: number } = {}): PodEvent {
+  failed(pod: V1Pod, container: string, containerReason: string, message: string, extra: { init?: boolean; grpcCode?: number; retryAt?: string } = {}): PodEvent {
     const reason = containerReason === 'CrashLoopBackOff' || containerReason === 'ImagePullBackOff' ? 'BackOff' : 'Failed';
     return { ...base(pod), type: 'Warning', reason, message, container, containerReason, ...extra };
   },

@@ -89,6 +89,13 @@ export interface PodEvent {
   containerReason?: string;
   /** With Killing: why the container is stopped. */
   killReason?: string;
+  /**
+   * With BackOff (crash loop, image pull back-off): when the sync loop next
+   * tries to start the container, as an RFC 3339 UTC timestamp. The
+   * dashboard's countdown reads it; the kubelet only puts the delay in the
+   * message ("back-off 20s restarting failed container=…").
+   */
+  retryAt?: string;
 }
 
 /**

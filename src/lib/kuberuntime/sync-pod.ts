@@ -248,7 +248,11 @@ async function startContainer(
   const fail = (reason: string, message: string, retryInMs?: number, grpcCode?: number): StartFailure => {
     cstate.reason = reason;
     cstate.message = message;
-    ctx.onEvent?.(podEvents.failed(pod, c.name, reason, message, grpcCode === undefined ? { init } : { init, grpcCode }));
+    const extra: { init: boolean; grpcCode?: number; retryAt?: string } = { init };
+    if (grpcCode !== undefined) extra.grpcCode = grpcCode;
+    // A back-off says when it ends (the dashboard's countdown).
+    if (retryInMs !== undefined && reason.endsWith('BackOff')) extra.retryAt = new Date((ctx.now?.() ?? Date.now()) + retryInMs).toISOString();
+    ctx.onEvent?.(podEvents.failed(pod, c.name, reason, message, extra));
     return { reason, message, retryInMs };
   };
 

@@ -5,6 +5,7 @@
  * LocalApiUnavailableError says no sync is serving.
  */
 import http from 'node:http';
+import https from 'node:https';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { KletError, TimeoutError, errorMessage } from '../errors.js';
@@ -21,6 +22,17 @@ export function localApiSocketPath(rootDir: string): string {
 /** Nothing serves the local API at that socket: no `klet sync` is running (or it is not ours to use). */
 export class LocalApiUnavailableError extends KletError {
   override readonly code: string = 'LOCAL_API_UNAVAILABLE';
+}
+
+/**
+ * Where the local API is: a unix socket path, or the loopback TCP listener
+ * of `klet sync --listen` as a URL with the bearer token it requires.
+ */
+export type LocalApiTarget = string | { url: string; token: string };
+
+/** How messages name a target: the socket path or the URL (never the token). */
+export function describeTarget(target: LocalApiTarget): string {
+  return typeof target === 'string' ? target : target.url;
 }
 
 export interface LocalApiRequestOptions {
@@ -40,7 +52,7 @@ const DEFAULT_TIMEOUT_MS = 10_000;
 /** Connection failures that mean "no sync here", as opposed to a sync that misbehaves. */
 const UNAVAILABLE_CODES = new Set(['ENOENT', 'ECONNREFUSED', 'ENOTSOCK', 'EACCES', 'EPERM']);
 
-function unavailable(socketPath: string, err: unknown): LocalApiUnavailableError | undefined {
+function unavailable(target: LocalApiTarget, err: unknown): LocalApiUnavailableError | undefined {
   const code = (err as NodeJS.ErrnoException | null)?.code;
   if (code === undefined || !UNAVAILABLE_CODES.has(code)) return undefined;
   const why =
@@ -49,20 +61,27 @@ function unavailable(socketPath: string, err: unknown): LocalApiUnavailableError
       : code === 'ENOTSOCK'
         ? 'not a socket'
         : 'no klet sync is running';
-  return new LocalApiUnavailableError(`local API at ${socketPath}: ${why}`, { cause: err });
+  return new LocalApiUnavailableError(`local API at ${describeTarget(target)}: ${why}`, { cause: err });
 }
 
 /** Opens a GET request; resolves with the response once its headers arrived. */
-function get(socketPath: string, urlPath: string, signal: AbortSignal): Promise<http.IncomingMessage> {
+function get(target: LocalApiTarget, urlPath: string, signal: AbortSignal): Promise<http.IncomingMessage> {
   return new Promise((resolve, reject) => {
-    const req = http.get({ socketPath, path: urlPath, signal, headers: { Accept: '*/*' } }, resolve);
+    let req: http.ClientRequest;
+    if (typeof target === 'string') {
+      req = http.get({ socketPath: target, path: urlPath, signal, headers: { Accept: '*/*' } }, resolve);
+    } else {
+      const url = new URL(urlPath, target.url);
+      const headers = { Accept: '*/*', Authorization: `Bearer ${target.token}` };
+      req = (url.protocol === 'https:' ? https : http).get(url, { signal, headers }, resolve);
+    }
     req.once('error', reject);
   });
 }
 
 /** A connection or protocol failure as LocalApiUnavailableError (no sync there) or KletError. */
-function failure(err: unknown, socketPath: string): KletError {
-  return unavailable(socketPath, err) ?? new KletError(`local API at ${socketPath}: ${errorMessage(err)}`, { cause: err });
+function failure(err: unknown, target: LocalApiTarget): KletError {
+  return unavailable(target, err) ?? new KletError(`local API at ${describeTarget(target)}: ${errorMessage(err)}`, { cause: err });
 }
 
 /**
@@ -73,7 +92,7 @@ function failure(err: unknown, socketPath: string): KletError {
  * `/events` with following: use localApiEvents.
  */
 export async function localApiRequest(
-  socketPath: string,
+  socketPath: LocalApiTarget,
   urlPath: string,
   opts: LocalApiRequestOptions = {},
 ): Promise<LocalApiResponse> {
@@ -87,7 +106,7 @@ export async function localApiRequest(
     return { status: res.statusCode ?? 0, contentType: res.headers['content-type'] ?? '', body };
   } catch (err) {
     if (opts.signal?.aborted) throw opts.signal.reason;
-    if (timeout.aborted) throw new TimeoutError(`local API at ${socketPath}: no answer to ${urlPath} in time`);
+    if (timeout.aborted) throw new TimeoutError(`local API at ${describeTarget(socketPath)}: no answer to ${urlPath} in time`);
     throw failure(err, socketPath);
   }
 }
@@ -107,7 +126,7 @@ export interface LocalApiEventsOptions {
  * LocalApiUnavailableError when no sync is serving.
  */
 export async function* localApiEvents(
-  socketPath: string,
+  socketPath: LocalApiTarget,
   opts: LocalApiEventsOptions = {},
 ): AsyncGenerator<BusMessage, void, undefined> {
   const query = new URLSearchParams();
@@ -125,7 +144,7 @@ export async function* localApiEvents(
   }
   if (res.statusCode !== 200) {
     res.resume();
-    throw new KletError(`local API at ${socketPath}: ${urlPath} answered HTTP ${res.statusCode}`);
+    throw new KletError(`local API at ${describeTarget(socketPath)}: ${urlPath} answered HTTP ${res.statusCode}`);
   }
   const lines = createInterface({ input: res, crlfDelay: Infinity });
   try {

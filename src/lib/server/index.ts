@@ -8,6 +8,7 @@ export {
   type LocalApiHandlers,
   type LocalApiOptions,
 } from './local-api.js';
+export { isNodeStatus, type NodeStatus, type RuntimeCondition } from './node-status.js';
 export {
   LISTEN_INPUT,
   assertValidToken,
@@ -21,10 +22,12 @@ export { MAX_SOCKET_PATH_BYTES, SOCKET_MODE } from './socket.js';
 export {
   LOCAL_API_SOCKET_NAME,
   LocalApiUnavailableError,
+  describeTarget,
   localApiEvents,
   localApiRequest,
   localApiSocketPath,
   type LocalApiEventsOptions,
   type LocalApiRequestOptions,
   type LocalApiResponse,
+  type LocalApiTarget,
 } from './client.js';

@@ -4,6 +4,8 @@
  *
  *   GET /healthz   `ok`, or 500 listing the failing checks; `?verbose`: JSON
  *   GET /pods      the pods as a V1PodList (JSON)
+ *   GET /node      the node and the sync loop: runtime version and
+ *                  conditions, sources, PLEG, pod-worker queue (NodeStatus)
  *   GET /events    newline-delimited JSON: the retained events after
  *                  `?since=SEQ` (all retained without it), then live ones
  *                  while the connection stays open; `?follow=false` stops
@@ -25,6 +27,7 @@ import type { EventBus } from '../events/bus.js';
 import type { BusMessage } from '../events/types.js';
 import { log } from '../log.js';
 import type { KletMetrics } from '../metrics/metrics.js';
+import type { NodeStatus } from './node-status.js';
 import { LISTEN_INPUT, assertValidToken, bearerTokenMatches, isLoopbackHost } from './auth.js';
 import { listenUnixSocket } from './socket.js';
 
@@ -43,6 +46,8 @@ export interface LocalApiHandlers {
   healthz(): Health;
   /** The pods as a V1PodList; Date and bigint values are serialized as everywhere in klet. */
   pods(): Promise<unknown>;
+  /** The node and the sync loop (GET /node). */
+  node(): Promise<NodeStatus>;
   events: EventBus;
   metrics: KletMetrics;
 }
@@ -69,7 +74,7 @@ export const NDJSON_CONTENT_TYPE = 'application/x-ndjson; charset=utf-8';
 
 type Headers = Record<string, string>;
 
-const ROUTES = new Set(['/healthz', '/pods', '/events', '/metrics']);
+const ROUTES = new Set(['/healthz', '/pods', '/node', '/events', '/metrics']);
 
 /** Headers on every response: nothing here may be cached or sniffed into something else. */
 const COMMON_HEADERS = { 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' };
@@ -144,6 +149,8 @@ class Api {
           return this.healthz(res, flag(url.searchParams, 'verbose') ?? false);
         case '/pods':
           return await this.pods(res);
+        case '/node':
+          return sendJson(res, 200, await this.handlers.node());
         case '/events': {
           const stream = this.events(res, url.searchParams);
           this.streams.add(stream);

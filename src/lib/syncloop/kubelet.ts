@@ -129,6 +129,16 @@ export class Kubelet {
     return this.workers.counts();
   }
 
+  /** Pod workers with an update waiting, and running now. */
+  workerQueue(): { pending: number; running: number } {
+    return this.workers.queueDepth();
+  }
+
+  /** When this sync loop started, ms since the epoch. */
+  get startedAt(): number {
+    return this.started;
+  }
+
   /** The sync context for one pod: its events carry that pod's UID (a pod being killed is no longer in `desired`). */
   private ctx(source: string, forPod: V1Pod, onStarted?: (container: string) => void): SyncContext {
     const objects: LocalObjects = this.opts.config.objects(source);

@@ -271,6 +271,17 @@ export class PodWorkers {
     return c;
   }
 
+  /** The pod-worker queue: workers with an update waiting, and workers running a sync now. */
+  queueDepth(): { pending: number; running: number } {
+    let pending = 0;
+    let running = 0;
+    for (const w of this.workers.values()) {
+      if (w.pending !== null) pending++;
+      if (w.running) running++;
+    }
+    return { pending, running };
+  }
+
   isBusy(uid: string): boolean {
     const w = this.workers.get(uid);
     return w !== undefined && (w.running || w.pending !== null);

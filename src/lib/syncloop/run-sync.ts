@@ -17,7 +17,8 @@ import { instrumentCri } from '../metrics/instrument-cri.js';
 import { KletMetrics } from '../metrics/metrics.js';
 import { GenericPLEG } from '../pleg/generic.js';
 import { localApiSocketPath } from '../server/client.js';
-import { startLocalApi, type LocalApi } from '../server/local-api.js';
+import { startLocalApi, type LocalApi, type LocalApiHandlers } from '../server/local-api.js';
+import type { NodeStatus, RuntimeCondition } from '../server/node-status.js';
 import { Kubelet } from './kubelet.js';
 
 export interface SyncOptions {
@@ -35,8 +36,12 @@ export interface SyncOptions {
   concurrency?: number;
   /** Also serve the local API on loopback TCP, with this bearer token. */
   listen?: { host: string; port: number; token: string };
-  /** Called once everything is up (tests, the CLI's one-line notice). */
-  onReady?: (info: { socketPath: string; tcp?: string }) => void;
+  /**
+   * Called once everything is up (tests, the CLI's one-line notice), with
+   * the handlers the local API serves, so an in-process reader (`klet sync
+   * --tui`) reads exactly what /node, /pods and /events serve.
+   */
+  onReady?: (info: { socketPath: string; tcp?: string; handlers: LocalApiHandlers }) => void;
 }
 
 /**
@@ -90,13 +95,36 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
   };
   const sourceTimer = setInterval(reportSourceErrors, 1000);
 
+  /** CRI Version and Status for /node, asked at most every 2 s however many readers poll. */
+  let runtimeInfo: { at: number; value: Promise<NodeStatus['runtime']> } | null = null;
+  const runtime = (): Promise<NodeStatus['runtime']> => {
+    if (runtimeInfo === null || Date.now() - runtimeInfo.at >= 2000) {
+      runtimeInfo = {
+        at: Date.now(),
+        value: (async () => {
+          try {
+            const [v, st] = await Promise.all([cri.version({}, { signal }), cri.status({}, { signal })]);
+            const conditions: RuntimeCondition[] = (st.status?.conditions ?? []).map((c) => ({
+              type: c.type,
+              status: c.status,
+              reason: c.reason,
+              message: c.message,
+            }));
+            return { name: v.runtimeName, version: v.runtimeVersion, conditions, error: null };
+          } catch (err) {
+            return { name: '', version: '', conditions: [], error: errorMessage(err) };
+          }
+        })(),
+      };
+    }
+    return runtimeInfo.value;
+  };
+  const iso = (ms: number | null): string | null => (ms === null || ms === 0 ? null : new Date(ms).toISOString());
+
   let api: LocalApi | null = null;
   const socketPath = localApiSocketPath(opts.rootDir);
   try {
-    api = await startLocalApi({
-      socketPath,
-      listen: opts.listen,
-      handlers: {
+    const handlers: LocalApiHandlers = {
         healthz: () => {
           const p = pleg.healthy();
           const relist = pleg.lastRelist;
@@ -115,11 +143,31 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
           metadata: {},
           items: await listPodsWithStatus({ cri, rootDir: opts.rootDir, nodeName: opts.nodeName, cache: kubelet.cache }),
         }),
+        node: async (): Promise<NodeStatus> => {
+          const health = pleg.healthy();
+          const relist = pleg.lastRelist;
+          return {
+            kind: 'KletNodeStatus',
+            nodeName: opts.nodeName,
+            startedAt: new Date(kubelet.startedAt).toISOString(),
+            runtime: await runtime(),
+            sources: config.sourceStatus().map((s) => ({ name: s.name, lastReadAt: iso(s.lastReadAt), errors: s.errors })),
+            pleg: {
+              healthy: health.ok,
+              message: health.message,
+              lastRelistAt: iso(relist.at),
+              lastRelistDurationMs: Number(relist.durationMs.toFixed(3)),
+              error: relist.error,
+            },
+            podWorkers: { counts: kubelet.workerCounts(), ...kubelet.workerQueue() },
+            lastEventSeq: bus.lastSeq,
+          };
+        },
         events: bus,
         metrics,
-      },
-    });
-    opts.onReady?.({ socketPath: api.address.socketPath, tcp: api.address.tcp });
+    };
+    api = await startLocalApi({ socketPath, listen: opts.listen, handlers });
+    opts.onReady?.({ socketPath: api.address.socketPath, tcp: api.address.tcp, handlers });
     await kubelet.run(signal);
   } catch (err) {
     log.debug(`sync stopped: ${errorMessage(err)}`);
