@@ -1,0 +1,82 @@
+/**
+ * `klet dashboard` and `klet sync --tui`: feed a DashboardStore from a
+ * running sync and either hand it to the interactive screen (which the
+ * command layer supplies: src/lib imports no UI package) or, when there is
+ * no terminal, print one plain snapshot and return.
+ */
+import { DashboardStore } from '../ui/dashboard/store.js';
+import { connect, followContainerLog, runFeed, type DashboardSource, type FeedOptions } from '../ui/dashboard/feed.js';
+import { renderScreen, screenText, snapshotSize } from '../ui/dashboard/screen.js';
+import { INITIAL_VIEW } from '../ui/dashboard/view.js';
+import type { V1Pod } from '@kubernetes/client-node';
+
+export interface DashboardOptions {
+  source: DashboardSource;
+  /** A terminal to draw on: the live screen; otherwise one plain snapshot. */
+  interactive: boolean;
+  /** Width of the plain snapshot. */
+  columns: number;
+  /** Root of the pod log dirs (default /var/log/pods). */
+  logRoot?: string;
+  feed?: FeedOptions;
+  /** The first contact already happened (in-process: the sync is up by construction). */
+  store?: DashboardStore;
+}
+
+/** What the interactive screen needs; it resolves when the person quits. */
+export interface ScreenArgs {
+  store: DashboardStore;
+  followLog: (pod: V1Pod, container: string, signal: AbortSignal) => void;
+  signal: AbortSignal;
+}
+
+export interface DashboardDeps {
+  signal: AbortSignal;
+  /** Plain output (the snapshot). */
+  write: (text: string) => void;
+  /** The interactive screen (ink), lazy-loaded by the command. */
+  screen?: (args: ScreenArgs) => Promise<void>;
+}
+
+export interface DashboardResult {
+  exitCode: number;
+  /** 'snapshot' when printed once, 'screen' when the screen ran until quit. */
+  mode: 'snapshot' | 'screen';
+}
+
+/**
+ * Connects first (a socket with nothing behind it, or one that is not
+ * klet's, rejects here: LocalApiUnavailableError, NotKletApiError), then
+ * prints or runs the screen. Once connected it never fails: a sync that
+ * goes away is shown and reconnected to.
+ */
+export async function runDashboard(opts: DashboardOptions, deps: DashboardDeps): Promise<DashboardResult> {
+  const store = opts.store ?? new DashboardStore();
+  if (opts.store === undefined) await connect(store, opts.source, deps.signal);
+
+  if (!opts.interactive || deps.screen === undefined) {
+    for await (const m of opts.source.history(deps.signal)) store.applyMessage(m);
+    store.setConnection('live', `connected to ${opts.source.name}`);
+    const snap = store.flush();
+    deps.write(screenText(renderScreen(snap, INITIAL_VIEW, snapshotSize(snap, opts.columns))));
+    store.close();
+    return { exitCode: 0, mode: 'snapshot' };
+  }
+
+  const running = new AbortController();
+  const signal = AbortSignal.any([deps.signal, running.signal]);
+  store.startClock(signal);
+  const feed = runFeed(store, opts.source, signal, opts.feed);
+  try {
+    await deps.screen({
+      store,
+      signal,
+      followLog: (pod, container, s) => void followContainerLog(store, pod, container, AbortSignal.any([s, signal]), opts.logRoot),
+    });
+  } finally {
+    running.abort();
+    await feed;
+    store.close();
+  }
+  return { exitCode: 0, mode: 'screen' };
+}

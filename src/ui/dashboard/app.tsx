@@ -1,0 +1,101 @@
+/**
+ * The dashboard's ink component: the store's snapshot through
+ * useSyncExternalStore, the person's choices (view.ts), and the screen
+ * laid out by screen.ts, drawn as one Text per line — no Box per cell, so a
+ * frame costs the same whatever the history and about one Text per row.
+ * Only `klet dashboard` and `klet sync --tui` import this (ink and React are
+ * loaded by them alone).
+ */
+import { useEffect, useState, useSyncExternalStore } from 'react';
+import { Box, Text, useApp, useInput, useWindowSize } from 'ink';
+import type { V1Pod } from '@kubernetes/client-node';
+import { detailContainer, renderScreen, type Line, type Size } from '../../lib/ui/dashboard/screen.js';
+import type { DashboardStore } from '../../lib/ui/dashboard/store.js';
+import { INITIAL_VIEW, reduceKey, visiblePods, type ViewState } from '../../lib/ui/dashboard/view.js';
+
+export interface DashboardAppProps {
+  store: DashboardStore;
+  /** Colour (false with NO_COLOR). */
+  color: boolean;
+  /** Tail a container's log into the store until the signal aborts (the detail view's `l`). */
+  followLog?: (pod: V1Pod, container: string, signal: AbortSignal) => void;
+  /** A fixed size instead of the terminal's (tests). */
+  size?: Size;
+  /** Called on q / Ctrl-C, after ink has been asked to exit. */
+  onQuit?: () => void;
+  initialView?: ViewState;
+}
+
+function ScreenLine({ line, color }: { line: Line; color: boolean }) {
+  if (line.length === 1 && !line[0]?.color && !line[0]?.bold && !line[0]?.inverse) return <Text wrap="truncate">{line[0]?.text || ' '}</Text>;
+  return (
+    <Text wrap="truncate">
+      {line.map((s, i) => (
+        <Text key={i} color={color ? s.color : undefined} bold={s.bold} inverse={s.inverse}>
+          {s.text}
+        </Text>
+      ))}
+      {line.length === 0 ? ' ' : ''}
+    </Text>
+  );
+}
+
+export function DashboardApp({ store, color, followLog, size, onQuit, initialView }: DashboardAppProps) {
+  const snap = useSyncExternalStore(store.subscribe, store.getSnapshot);
+  const window = useWindowSize();
+  const screen: Size = size ?? { columns: window.columns || 80, rows: window.rows || 24 };
+  const [view, setView] = useState<ViewState>(initialView ?? INITIAL_VIEW);
+  const { exit } = useApp();
+
+  useInput((input, key) => {
+    const rows = visiblePods(snap.pods, view);
+    const next = reduceKey(
+      view,
+      {
+        input,
+        upArrow: key.upArrow,
+        downArrow: key.downArrow,
+        pageUp: key.pageUp,
+        pageDown: key.pageDown,
+        return: key.return,
+        escape: key.escape,
+        backspace: key.backspace,
+        delete: key.delete,
+        tab: key.tab,
+        ctrl: key.ctrl,
+      },
+      rows,
+      Math.max(1, screen.rows - 12),
+    );
+    if (next === 'quit') {
+      exit();
+      onQuit?.();
+      return;
+    }
+    if (next !== view) setView(next);
+  });
+
+  // The detail view's log tail: one follower for the selected container while `l` is on.
+  const pod = view.mode === 'detail' && view.follow ? snap.pods.find((p) => p.key === view.selected)?.pod : undefined;
+  const container = pod === undefined ? undefined : detailContainer(pod, view.container)?.name;
+  const uid = pod?.metadata?.uid;
+  useEffect(() => {
+    if (pod === undefined || container === undefined || followLog === undefined) return;
+    const ac = new AbortController();
+    followLog(pod, container, ac.signal);
+    return () => {
+      ac.abort();
+      store.setLogTarget(null);
+    };
+    // Restart only when the pod (by UID) or container changes, not on every /pods answer.
+  }, [uid, container, followLog, store]);
+
+  const lines = renderScreen(snap, view, screen);
+  return (
+    <Box flexDirection="column" width={screen.columns} height={screen.rows} overflow="hidden">
+      {lines.map((l, i) => (
+        <ScreenLine key={i} line={l} color={color} />
+      ))}
+    </Box>
+  );
+}
