@@ -316,7 +316,7 @@ function detailLines(snap: DashboardSnapshot, view: ViewState, row: PodRow | und
   for (const cs of [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])]) statuses.set(cs.name, cs);
   const containers = [...(pod.spec?.initContainers ?? []).map((c) => ({ c, init: true })), ...(pod.spec?.containers ?? []).map((c) => ({ c, init: false }))];
   const nameW = Math.min(20, Math.max(9, ...containers.map(({ c }) => c.name.length + 2)));
-  out.push(plain(`${fit('CONTAINER', nameW)} ${fit('STATE', 28)} ${fit('LAST STATE', 22)} ${fit('EXIT', 4)} ${fit('RESTARTS', 8)} READY`.slice(0, width), { bold: true }));
+  out.push(plain(`${fit('CONTAINER', nameW)} ${fit('STATE', 31)} ${fit('LAST STATE', 18)} ${fit('EXIT', 4)} ${fit('RESTARTS', 8)} READY`.slice(0, width), { bold: true }));
   const selected = detailContainer(pod, view.container);
   for (const { c, init } of containers) {
     const cs = statuses.get(c.name);
@@ -328,8 +328,8 @@ function detailLines(snap: DashboardSnapshot, view: ViewState, row: PodRow | und
     const mark = c === selected ? '›' : ' ';
     out.push(clip([
       { text: `${fit(`${mark}${c.name}${init ? '*' : ''}`, nameW)} ` },
-      { text: fit(state, 28), color: statusColor(state) },
-      { text: ` ${fit(stateText(cs?.lastState), 22)} ${fit(exitCode(cs), 4)} ${fit(String(cs?.restartCount ?? 0), 8)} ${cs?.ready ? 'true' : 'false'}` },
+      { text: fit(state, 31), color: statusColor(state) },
+      { text: ` ${fit(stateText(cs?.lastState), 18)} ${fit(exitCode(cs), 4)} ${fit(String(cs?.restartCount ?? 0), 8)} ${cs?.ready ? 'true' : 'false'}` },
     ], width));
     const waitingMsg = cs?.state?.waiting?.message ?? cs?.state?.terminated?.message;
     if (waitingMsg) out.push(clip(plain(`    ${waitingMsg}`, { color: 'gray' }), width));

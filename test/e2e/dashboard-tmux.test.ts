@@ -1,0 +1,209 @@
+/**
+ * `klet dashboard` in a real terminal: tmux (a private server, `-L`, so no
+ * other tmux is touched) runs a shell, the test types the command into it,
+ * drives it with send-keys and reads what a person would see with
+ * capture-pane. Behind it, the BUILT `klet sync` runs three real pods on a
+ * private containerd: one serving (sleeps), one crash-looping, one writing
+ * a log line every half second.
+ *
+ * What it asserts is what someone at the terminal relies on: the pods are
+ * listed with their status; the crash-looping pod shows CrashLoopBackOff
+ * with a countdown to its next restart that goes down; Enter opens the
+ * detail view with the container's state and exit code, `l` tails the log;
+ * a 40x10 terminal gets the compact view with no line wider than the
+ * terminal; a sync that goes away is reported (no stack trace) and the
+ * screen comes back when the sync does; `q` exits 0 and leaves the
+ * terminal as it was (primary screen, cursor visible).
+ *
+ * (A pod with a failing readiness probe joins once the prober lands.)
+ */
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CriClient } from '../../src/lib/cri/index.js';
+import { KLET_BIN, explain, runKlet } from '../helpers/cli.js';
+import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+import { eventually, killAllSyncs, sleep, startSync, type SyncProcess } from '../helpers/sync.js';
+
+const execFileP = promisify(execFile);
+
+const NODE = 'dashnode';
+const NS = 'kdash';
+const LOG_ROOT = '/var/log/pods';
+/** A tmux server of this test file alone. */
+const TMUX_SERVER = `klet-dash-${process.pid}`;
+const SESSION = 'dash';
+
+let rt: TestRuntime;
+let cri: CriClient;
+let manifestDir: string;
+let sync: SyncProcess | undefined;
+
+async function tmux(...args: string[]): Promise<string> {
+  const { stdout } = await execFileP('tmux', ['-L', TMUX_SERVER, ...args]);
+  return stdout;
+}
+
+/** The visible screen, as text. */
+async function screen(): Promise<string> {
+  return tmux('capture-pane', '-p', '-t', SESSION);
+}
+
+/** Wait until the screen matches, and return it. */
+async function screenMatching(re: RegExp, timeoutMs = 20_000): Promise<string> {
+  let last = '';
+  try {
+    return await eventually(async () => {
+      last = await screen();
+      if (!re.test(last)) throw new Error(`screen does not match ${re}`);
+      return last;
+    }, timeoutMs, 200);
+  } catch {
+    throw new Error(`the screen never matched ${re}; it shows:\n${last}\n--- sync:\n${sync?.tail() ?? ''}`);
+  }
+}
+
+async function keys(...k: string[]): Promise<void> {
+  await tmux('send-keys', '-t', SESSION, ...k);
+}
+
+function manifest(name: string, script: string, extra: Record<string, unknown> = {}): string {
+  return JSON.stringify({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: NS },
+    spec: {
+      terminationGracePeriodSeconds: 2,
+      containers: [{ name: 'app', image: rt.images.busybox, command: ['sh', '-c', script], ...extra }],
+    },
+  });
+}
+
+function startKletSync(): Promise<SyncProcess> {
+  return startSync({
+    rootDir: rt.rootDir,
+    endpoint: rt.endpoint,
+    nodeName: NODE,
+    manifestDir,
+    // A long first back-off, so the countdown is seen going down for a while.
+    args: ['--crash-loop-backoff-initial', '30s'],
+  });
+}
+
+async function podLogDirs(): Promise<string[]> {
+  return (await fs.promises.readdir(LOG_ROOT).catch(() => [] as string[])).filter((d) => d.startsWith(`${NS}_`));
+}
+
+beforeAll(async () => {
+  rt = await startTestRuntime();
+  cri = CriClient.connect(rt.endpoint, { timeoutMs: 30_000 });
+  manifestDir = fs.mkdtempSync(path.join(os.tmpdir(), 'klet-dash-m-'));
+  fs.writeFileSync(path.join(manifestDir, 'web.json'), manifest('web', "trap 'exit 0' TERM; sleep 1000000 & wait"));
+  fs.writeFileSync(path.join(manifestDir, 'crash.json'), manifest('crash', 'echo starting; sleep 1; echo failing >&2; exit 3'));
+  fs.writeFileSync(
+    path.join(manifestDir, 'worker.json'),
+    manifest('worker', "trap 'exit 0' TERM; i=0; while true; do i=$((i+1)); echo tick $i; sleep 0.5; done"),
+  );
+  sync = await startKletSync();
+  // A terminal of 100x30 with a plain shell in it.
+  await tmux('-f', '/dev/null', 'new-session', '-d', '-s', SESSION, '-x', '100', '-y', '30', 'env', '-i', `PATH=${process.env.PATH}`, 'TERM=xterm-256color', 'HOME=/tmp', 'PS1=$ ', 'bash', '--norc', '--noprofile');
+  await tmux('set-option', '-t', SESSION, 'remain-on-exit', 'on');
+});
+
+afterAll(async () => {
+  await tmux('kill-server').catch(() => undefined);
+  // The pods go with their manifests: the sync stops them and removes them.
+  if (sync !== undefined && manifestDir !== undefined) {
+    for (const f of fs.readdirSync(manifestDir)) fs.rmSync(path.join(manifestDir, f));
+    await eventually(async () => {
+      expect((await cri.listPodSandbox()).items).toEqual([]);
+    }, 60_000).catch(() => undefined);
+  }
+  await killAllSyncs();
+  for (const c of (await cri?.listContainers().catch(() => null))?.containers ?? []) {
+    await cri.stopContainer({ containerId: c.id, timeout: 0n }).catch(() => undefined);
+    await cri.removeContainer({ containerId: c.id }).catch(() => undefined);
+  }
+  for (const s of (await cri?.listPodSandbox().catch(() => null))?.items ?? []) {
+    await cri.stopPodSandbox({ podSandboxId: s.id }).catch(() => undefined);
+    await cri.removePodSandbox({ podSandboxId: s.id }).catch(() => undefined);
+  }
+  for (const d of await podLogDirs()) fs.rmSync(path.join(LOG_ROOT, d), { recursive: true, force: true });
+  cri?.close();
+  await rt?.stop();
+  if (manifestDir) fs.rmSync(manifestDir, { recursive: true, force: true });
+}, 180_000);
+
+describe('klet dashboard in a terminal', () => {
+  it('shows the pods and a crash loop counting down, opens details, survives a sync restart, goes compact, and quits cleanly', async () => {
+    await keys(`node ${KLET_BIN} dashboard --root-dir ${rt.rootDir}; echo "exit=$?"`, 'Enter');
+
+    // The pods, with the node and the sync loop around them.
+    const first = await screenMatching(/kdash\/worker-dashnode .*Running/);
+    expect(first).toMatch(/node dashnode/);
+    expect(first).toMatch(/kdash\/web-dashnode .*Running/);
+    expect(first).toMatch(/SYNC LOOP/);
+    expect(first).toMatch(/EVENTS/);
+
+    // The crash-looping pod: CrashLoopBackOff with a countdown that goes down.
+    const a = await screenMatching(/kdash\/crash-dashnode .*CrashLoopBackOff \d+s/, 60_000);
+    const left = (s: string) => Number(/kdash\/crash-dashnode .*CrashLoopBackOff (\d+)s/.exec(s)?.[1]);
+    const t0 = left(a);
+    await sleep(3000);
+    const b = await screenMatching(/kdash\/crash-dashnode .*CrashLoopBackOff \d+s/);
+    const t1 = left(b);
+    expect(t1, `${a}\n---\n${b}`).toBeLessThan(t0);
+    expect(t0 - t1, `${a}\n---\n${b}`).toBeGreaterThanOrEqual(2);
+
+    // Enter: the detail view of the selected pod (the first by name: crash).
+    await keys('Enter');
+    const detail = await screenMatching(/CONTAINER +STATE/);
+    expect(detail).toMatch(/kdash\/crash/);
+    expect(detail).toMatch(/app +Waiting: CrashLoopBackOff \d+s +Terminated: Error +3 /);
+    // Down to the worker (crash, web, worker) and follow its log.
+    await keys('j');
+    await keys('j');
+    await keys('l');
+    await screenMatching(/kdash\/worker[\s\S]*LOG app following[\s\S]*tick \d+/);
+    // Esc: back to the table.
+    await keys('Escape');
+    await screenMatching(/PODS 3/);
+
+    // The sync goes away: the screen says so, without a stack trace, and keeps trying.
+    await sync!.stop();
+    const lost = await screenMatching(/klet sync is not answering/);
+    expect(lost).not.toMatch(/\s+at \S+ \(/); // no stack frame
+    sync = await startKletSync();
+    await screenMatching(/PODS 3/);
+    await eventually(async () => expect(await screen()).not.toMatch(/not answering/), 20_000);
+
+    // A 40x10 terminal: the compact view, nothing wider than the terminal.
+    await tmux('resize-window', '-t', SESSION, '-x', '40', '-y', '10');
+    const compact = await screenMatching(/^klet dashnode PLEG ok\s*$/m);
+    expect(compact).toMatch(/crash-dashnode +(CrashLoop|Running|Error)/);
+    for (const line of compact.split('\n')) expect(line.length).toBeLessThanOrEqual(40);
+    expect(compact).not.toMatch(/SYNC LOOP/);
+    await tmux('resize-window', '-t', SESSION, '-x', '100', '-y', '30');
+    await screenMatching(/SYNC LOOP/);
+
+    // q: exit 0, back on the primary screen with the cursor shown.
+    await keys('q');
+    await screenMatching(/exit=0/);
+    expect((await tmux('display-message', '-p', '-t', SESSION, '#{alternate_on} #{cursor_flag}')).trim()).toBe('0 1');
+    const after = await screen();
+    expect(after).not.toMatch(/SYNC LOOP|PODS 3/);
+  }, 240_000);
+
+  it('prints one plain snapshot when stdout is not a terminal', async () => {
+    const r = await runKlet(['dashboard', '--root-dir', rt.rootDir]);
+    expect(r.code, explain(r)).toBe(0);
+    expect(r.stdout).toMatch(/kdash\/web-dashnode +1\/1 +Running/);
+    expect(r.stdout).toMatch(/kdash\/crash-dashnode /);
+    expect(r.stdout).toMatch(/SYNC LOOP/);
+    expect(r.stdout).not.toContain('\x1b');
+    expect(r.stderr).toBe('');
+  }, 60_000);
+});
