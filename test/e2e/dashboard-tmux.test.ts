@@ -24,6 +24,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CriClient } from '../../src/lib/cri/index.js';
+import { localApiRequest } from '../../src/lib/server/index.js';
 import { KLET_BIN, explain, runKlet } from '../helpers/cli.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 import { eventually, killAllSyncs, sleep, startSync, type SyncProcess } from '../helpers/sync.js';
@@ -157,6 +158,18 @@ describe('klet dashboard in a terminal', () => {
     const t1 = left(b);
     expect(t1, `${a}\n---\n${b}`).toBeLessThan(t0);
     expect(t0 - t1, `${a}\n---\n${b}`).toBeGreaterThanOrEqual(2);
+
+    // KLET_RECORD_DASHBOARD=DIR keeps this moment: the screen (the README's
+    // capture) and what the local API served (the component tests' recordings).
+    const record = process.env.KLET_RECORD_DASHBOARD;
+    if (record) {
+      fs.mkdirSync(record, { recursive: true });
+      fs.writeFileSync(path.join(record, 'screen-100x30.txt'), b);
+      const get = async (p: string) => (await localApiRequest(sync!.socketPath, p)).body;
+      fs.writeFileSync(path.join(record, 'events.ndjson'), await get('/events?follow=false'));
+      fs.writeFileSync(path.join(record, 'pods.json'), await get('/pods'));
+      fs.writeFileSync(path.join(record, 'node.json'), await get('/node'));
+    }
 
     // Enter: the detail view of the selected pod (the first by name: crash).
     await keys('Enter');

@@ -98,7 +98,6 @@ export function inProcessSource(handlers: Pick<LocalApiHandlers, 'node' | 'pods'
       return list.items ?? [];
     },
     events: (since, signal) => handlers.events.subscribe(signal, { since }),
-    // eslint-disable-next-line @typescript-eslint/require-await
     history: async function* () {
       yield* handlers.events.recent();
     },
@@ -183,7 +182,7 @@ export async function runFeed(store: DashboardStore, source: DashboardSource, si
       await poller;
     }
     attempts++;
-    store.setConnection('lost', `klet sync is not answering: ${lost}; retrying every ${Math.round(retryMs / 1000)}s (attempt ${attempts})`);
+    store.setConnection('lost', `klet sync is not answering (retrying every ${Math.round(retryMs / 1000)}s, attempt ${attempts}): ${lost}`);
     await sleep(retryMs, undefined, { signal }).catch(() => undefined);
   }
 }

@@ -394,7 +394,7 @@ function compactLines(snap: DashboardSnapshot, view: ViewState, rows: PodRow[], 
   if (room > 0) {
     const sel = selectedIndex(rows, view.selected);
     const start = Math.max(0, Math.min(sel - Math.floor(room / 2), rows.length - room));
-    const statusW = Math.min(22, Math.max(8, Math.floor(w * 0.45)));
+    const statusW = Math.min(24, Math.max(8, w - 16));
     for (const [i, row] of rows.slice(start, start + room).entries()) {
       const status = statusCell(row, snap);
       const line = clip([{ text: `${fit(row.name, w - statusW - 1)} ` }, { text: fit(status, statusW), color: statusColor(row.status) }], w);
