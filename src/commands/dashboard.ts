@@ -55,6 +55,7 @@ Keys: ↑/↓ select, Enter details, Esc back, l follow the log, Tab next contai
           screen: interactive
             ? async (args) => {
                 const { runScreen } = await import('../ui/dashboard/screen.js');
+                const { colorWanted } = await import('../lib/ui/dashboard/screen.js');
                 await runScreen(args, { color: colorWanted() });
               }
             : undefined,
@@ -72,9 +73,4 @@ Keys: ↑/↓ select, Enter details, Esc back, l follow the log, Tab next contai
       process.off('SIGHUP', stop);
     }
   }
-}
-
-/** NO_COLOR (any non-empty value, https://no-color.org) turns colour off. */
-export function colorWanted(env: NodeJS.ProcessEnv = process.env): boolean {
-  return (env.NO_COLOR ?? '') === '';
 }

@@ -2,6 +2,7 @@ import { Flags } from '@oclif/core';
 import { PodCommand } from '../base-command.js';
 import { InputError } from '../lib/errors.js';
 import { durationFlag } from '../flags.js';
+import type { LocalApiHandlers } from '../lib/server/local-api.js';
 
 export default class Sync extends PodCommand<typeof Sync> {
   static override summary = 'Run the kubelet sync loop: keep this node converged with its pod sources.';
@@ -31,6 +32,10 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
     'max-parallel-syncs': Flags.integer({ summary: 'How many pods may sync at the same time.', default: 8, min: 1 }),
     listen: Flags.string({ summary: 'Also serve the local API on loopback TCP (127.0.0.1:PORT); needs --auth-token-file.' }),
     'auth-token-file': Flags.string({ summary: 'File holding the bearer token required on --listen.' }),
+    tui: Flags.boolean({
+      summary: 'Show the live dashboard (as klet dashboard draws it) in this terminal; q stops the sync, pods keep running.',
+      default: false,
+    }),
     'crash-loop-backoff-initial': durationFlag({ summary: 'First crash-loop back-off delay (tests).', default: '10s', hidden: true }),
     'crash-loop-backoff-max': durationFlag({ summary: 'Crash-loop back-off cap (tests).', default: '5m', hidden: true }),
     'crash-loop-backoff-reset': durationFlag({ summary: 'Clean running time that resets the back-off (tests).', default: '10m', hidden: true }),
@@ -42,7 +47,13 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
     const { parseHeaders } = await import('../lib/config/manifest-url.js');
     const manifestUrlHeaders = parseHeaders(flags['manifest-url-header']);
     const listen = await this.listenFlags(flags.listen, flags['auth-token-file']);
+    if (flags.tui && !(process.stdout.isTTY && process.stdin.isTTY)) {
+      throw new InputError('--tui needs a terminal on stdin and stdout; without one, watch with klet dashboard (it prints a snapshot when not on a terminal)');
+    }
     const deps = await this.deps();
+    // Quitting the dashboard of --tui stops the sync, as a signal does.
+    const controller = new AbortController();
+    let tui: Promise<void> | undefined;
     deps.signal.addEventListener('abort', () => this.notice(`klet sync: ${this.interruptedBy}: stopping the sync loop; pods keep running`), { once: true });
     const { runSync } = await import('../lib/syncloop/run-sync.js');
     const sources = [dir, flags['manifest-url']].filter(Boolean).join(', ');
@@ -61,11 +72,56 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
         backoff: { initialMs: flags['crash-loop-backoff-initial'], maxMs: flags['crash-loop-backoff-max'], resetAfterMs: flags['crash-loop-backoff-reset'] },
         concurrency: flags['max-parallel-syncs'],
         listen,
-        onReady: (a) => this.notice(`klet sync: node ${deps.nodeName}, sources ${sources}; local API on ${a.socketPath}${a.tcp ? ` and ${a.tcp}` : ''}`),
+        onReady: (a) => {
+          if (flags.tui) {
+            tui = this.tui(a.handlers, controller, deps.signal);
+            return;
+          }
+          this.notice(`klet sync: node ${deps.nodeName}, sources ${sources}; local API on ${a.socketPath}${a.tcp ? ` and ${a.tcp}` : ''}`);
+        },
       },
-      deps.signal,
+      AbortSignal.any([deps.signal, controller.signal]),
     );
+    await tui;
   }
+
+  /**
+   * The dashboard in this process, fed by the handlers the local API serves.
+   * While it is up, log lines go to its events panel instead of stderr (the
+   * screen owns the terminal). Quitting it stops the sync.
+   */
+  private async tui(handlers: LocalApiHandlers, controller: AbortController, interrupted: AbortSignal): Promise<void> {
+    const { DashboardStore } = await import('../lib/ui/dashboard/store.js');
+    const { inProcessSource } = await import('../lib/ui/dashboard/feed.js');
+    const { colorWanted } = await import('../lib/ui/dashboard/screen.js');
+    const { runDashboard } = await import('../lib/services/dashboard.js');
+    const { setLogSink } = await import('../lib/log.js');
+    const store = new DashboardStore();
+    setLogSink((line) => store.noteLog(line));
+    try {
+      await runDashboard(
+        { source: inProcessSource(handlers), interactive: true, columns: process.stdout.columns || 100, store },
+        {
+          signal: AbortSignal.any([controller.signal, interrupted]),
+          write: (text) => process.stdout.write(text),
+          screen: async (args) => {
+            const { runScreen } = await import('../ui/dashboard/screen.js');
+            await runScreen(args, { color: colorWanted() });
+          },
+        },
+      );
+    } catch (err) {
+      setLogSink((line) => process.stderr.write(line + '\n'));
+      this.notice(`klet sync: the dashboard failed: ${err instanceof Error ? err.message : String(err)}`);
+    } finally {
+      setLogSink((line) => process.stderr.write(line + '\n'));
+    }
+    if (!controller.signal.aborted && !interrupted.aborted) {
+      this.notice('klet sync: dashboard closed: stopping the sync loop; pods keep running');
+      controller.abort();
+    }
+  }
+
 
   /** --listen with its token from --auth-token-file (never one without the other). */
   private async listenFlags(value: string | undefined, tokenFile: string | undefined): Promise<{ host: string; port: number; token: string } | undefined> {

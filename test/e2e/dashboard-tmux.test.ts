@@ -219,4 +219,25 @@ describe('klet dashboard in a terminal', () => {
     expect(r.stdout).not.toContain('\x1b');
     expect(r.stderr).toBe('');
   }, 60_000);
+
+  it('klet sync --tui: the same screen in the sync itself; q stops the sync and restores the terminal, the pods keep running', async () => {
+    await sync!.stop();
+    sync = undefined;
+    await keys('clear', 'Enter');
+    const args = ['sync', '--tui', '--root-dir', rt.rootDir, '--container-runtime-endpoint', rt.endpoint, '--node-name', NODE, '--manifest-dir', manifestDir, '--crash-loop-backoff-initial', '30s'];
+    await keys(`node ${KLET_BIN} ${args.join(' ')} 2>/tmp/klet-dash-tui-${process.pid}.err; echo "exit=$?"`, 'Enter');
+    const s = await screenMatching(/kdash\/crash-dashnode .*(CrashLoopBackOff|Running|Error)/);
+    expect(s).toMatch(/kdash\/web-dashnode +1\/1 +Running/);
+    expect(s).toMatch(/SYNC LOOP/);
+    await keys('q');
+    await screenMatching(/exit=0/);
+    expect((await tmux('display-message', '-p', '-t', SESSION, '#{alternate_on} #{cursor_flag}')).trim()).toBe('0 1');
+    const err = fs.readFileSync(`/tmp/klet-dash-tui-${process.pid}.err`, 'utf8');
+    fs.rmSync(`/tmp/klet-dash-tui-${process.pid}.err`);
+    expect(err).toMatch(/dashboard closed: stopping the sync loop; pods keep running/);
+    expect(err).not.toMatch(/\s+at \S+ \(/);
+    // The pods are still there for the next sync to adopt (and afterAll to remove).
+    expect((await cri.listPodSandbox()).items.length).toBe(3);
+    sync = await startKletSync();
+  }, 120_000);
 });

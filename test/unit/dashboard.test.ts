@@ -14,10 +14,9 @@ import type { BusMessage, KletEvent } from '../../src/lib/events/types.js';
 import { LocalApiUnavailableError } from '../../src/lib/server/client.js';
 import type { NodeStatus } from '../../src/lib/server/node-status.js';
 import { NotKletApiError, remoteSource, runFeed, type DashboardSource } from '../../src/lib/ui/dashboard/feed.js';
-import { clip, countdown, fit, lineText, renderScreen, sparkline } from '../../src/lib/ui/dashboard/screen.js';
+import { clip, colorWanted, countdown, fit, lineText, renderScreen, sparkline } from '../../src/lib/ui/dashboard/screen.js';
 import { DashboardStore, EVENT_LINES, FRAME_MS } from '../../src/lib/ui/dashboard/store.js';
 import { INITIAL_VIEW, reduceKey, visiblePods, type ViewState } from '../../src/lib/ui/dashboard/view.js';
-import { colorWanted } from '../../src/commands/dashboard.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
 const iso = (ms: number) => new Date(ms).toISOString();

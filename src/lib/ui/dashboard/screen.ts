@@ -449,3 +449,8 @@ export function screenText(lines: readonly Line[]): string {
 export function snapshotSize(snap: DashboardSnapshot, columns: number): Size {
   return { columns: Math.max(COMPACT_COLUMNS, columns), rows: Math.max(COMPACT_ROWS, snap.pods.length + 3 + 4 + 11 + 1) };
 }
+
+/** NO_COLOR (any non-empty value, https://no-color.org) turns colour off. */
+export function colorWanted(env: NodeJS.ProcessEnv = process.env): boolean {
+  return (env.NO_COLOR ?? '') === '';
+}
