@@ -56,7 +56,14 @@ Keys: ↑/↓ select, Enter details, Esc back, l follow the log, Tab next contai
             ? async (args) => {
                 const { runScreen } = await import('../ui/dashboard/screen.js');
                 const { colorWanted } = await import('../lib/ui/dashboard/screen.js');
-                await runScreen(args, { color: colorWanted() });
+                // bench/dashboard.js: KLET_DASHBOARD_FRAME_STATS=FILE gets every frame's render time on exit.
+                const statsFile = process.env.KLET_DASHBOARD_FRAME_STATS;
+                const frames: number[] = [];
+                try {
+                  await runScreen(args, { color: colorWanted(), onFrame: statsFile ? (ms) => frames.length < 1_000_000 && frames.push(ms) : undefined });
+                } finally {
+                  if (statsFile) (await import('node:fs')).writeFileSync(statsFile, JSON.stringify({ frames }));
+                }
               }
             : undefined,
         },

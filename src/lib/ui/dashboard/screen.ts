@@ -407,8 +407,26 @@ function compactLines(snap: DashboardSnapshot, view: ViewState, rows: PodRow[], 
   return body;
 }
 
+/** Adjacent segments of the same style as one: fewer nodes for ink to lay out per frame. */
+function merge(line: Line): Line {
+  const out: Line = [];
+  for (const seg of line) {
+    const prev = out.at(-1);
+    if (prev !== undefined && prev.color === seg.color && prev.bold === seg.bold && prev.inverse === seg.inverse) {
+      out[out.length - 1] = { ...prev, text: prev.text + seg.text };
+    } else {
+      out.push(seg);
+    }
+  }
+  return out;
+}
+
 /** The whole screen: at most `size.rows` lines of at most `size.columns` characters. */
 export function renderScreen(snap: DashboardSnapshot, view: ViewState, size: Size): Line[] {
+  return layout(snap, view, size).map(merge);
+}
+
+function layout(snap: DashboardSnapshot, view: ViewState, size: Size): Line[] {
   const width = Math.max(1, size.columns);
   const height = Math.max(1, size.rows);
   const rows = visiblePods(snap.pods, view);

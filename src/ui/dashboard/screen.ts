@@ -4,9 +4,7 @@
  * always restored by ink's own unmount). Lazy-imported by `klet dashboard`
  * and `klet sync --tui` only.
  */
-import { render } from 'ink';
 import type { ScreenArgs } from '../../lib/services/dashboard.js';
-import { DashboardApp } from './app.js';
 
 export interface ScreenOptions {
   /** Colour on (false with NO_COLOR). */
@@ -16,7 +14,13 @@ export interface ScreenOptions {
 }
 
 export async function runScreen(args: ScreenArgs, opts: ScreenOptions): Promise<void> {
-  const instance = render(<DashboardApp store={args.store} color={opts.color} followLog={args.followLog} />, {
+  // React's production build: its development build checks and records every
+  // render (several times the CPU and a growing heap). React and ink's
+  // reconciler each read NODE_ENV when first loaded — they must agree — so
+  // nothing here imports them statically (no JSX in this file).
+  process.env.NODE_ENV ??= 'production';
+  const [{ render }, { createElement }, { DashboardApp }] = await Promise.all([import('ink'), import('react'), import('./app.js')]);
+  const instance = render(createElement(DashboardApp, { store: args.store, color: opts.color, followLog: args.followLog }), {
     alternateScreen: true,
     exitOnCtrlC: false,
     patchConsole: true,
