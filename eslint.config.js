@@ -48,7 +48,7 @@ export default tseslint.config(
   {
     files: ['scripts/**/*.js', 'bin/**/*.js', 'bench/**/*.js'],
     languageOptions: {
-      globals: { process: 'readonly', console: 'readonly', URL: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', Buffer: 'readonly', performance: 'readonly' },
+      globals: { process: 'readonly', console: 'readonly', URL: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', AbortController: 'readonly', Buffer: 'readonly', performance: 'readonly' },
     },
   },
 );
