@@ -6,7 +6,7 @@
  * Only `klet dashboard` and `klet sync --tui` import this (ink and React are
  * loaded by them alone).
  */
-import { useEffect, useState, useSyncExternalStore } from 'react';
+import { memo, useEffect, useState, useSyncExternalStore } from 'react';
 import { Box, Text, useApp, useInput, useWindowSize } from 'ink';
 import type { V1Pod } from '@kubernetes/client-node';
 import { detailContainer, renderScreen, type Line, type Size } from '../../lib/ui/dashboard/screen.js';
@@ -26,7 +26,16 @@ export interface DashboardAppProps {
   initialView?: ViewState;
 }
 
-function ScreenLine({ line, color }: { line: Line; color: boolean }) {
+function sameLine(a: { line: Line; color: boolean }, b: { line: Line; color: boolean }): boolean {
+  if (a.color !== b.color || a.line.length !== b.line.length) return false;
+  return a.line.every((s, i) => {
+    const t = b.line[i];
+    return t !== undefined && s.text === t.text && s.color === t.color && s.bold === t.bold && s.inverse === t.inverse;
+  });
+}
+
+/** One line of the screen; unchanged lines (most of them, most frames) are not re-rendered. */
+const ScreenLine = memo(function ScreenLine({ line, color }: { line: Line; color: boolean }) {
   if (line.length === 1 && !line[0]?.color && !line[0]?.bold && !line[0]?.inverse) return <Text wrap="truncate">{line[0]?.text || ' '}</Text>;
   return (
     <Text wrap="truncate">
@@ -38,7 +47,7 @@ function ScreenLine({ line, color }: { line: Line; color: boolean }) {
       {line.length === 0 ? ' ' : ''}
     </Text>
   );
-}
+}, sameLine);
 
 export function DashboardApp({ store, color, followLog, size, onQuit, initialView }: DashboardAppProps) {
   const snap = useSyncExternalStore(store.subscribe, store.getSnapshot);

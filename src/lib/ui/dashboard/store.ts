@@ -7,8 +7,11 @@
  * Cost is independent of history: events, sparkline buckets and log lines
  * live in bounded rings; pod rows are formatted once when /pods answers,
  * not on every frame. Changes are batched: apply*() only mark the store
- * dirty, and listeners hear of it at most once per frame (100 ms, so ≤ 10
- * frames/s), when a new immutable snapshot is published. The one clock
+ * dirty, and listeners hear of it at most once per frame (250 ms: data
+ * changes reach the screen ≤ 4 times a second, keys redraw at once and ink
+ * caps all drawing at 10 frames/s; a frame costs ink about the same
+ * whatever changed, so fewer data frames is most of the CPU saved), when a
+ * new immutable snapshot is published. The one clock
  * (`now`) is part of the snapshot and ticks once a second, so every
  * countdown and age on the screen moves together.
  */
@@ -26,8 +29,8 @@ export const SPARK_SECONDS = 30;
 export const EVENT_LINES = 200;
 /** Log lines kept for the detail view. */
 export const LOG_LINES = 200;
-/** Minimum time between two published snapshots: 10 frames/s at most. */
-export const FRAME_MS = 100;
+/** Minimum time between two published snapshots: 4 a second at most. */
+export const FRAME_MS = 250;
 
 export type EventTone = 'normal' | 'warning' | 'pleg' | 'lifecycle' | 'error';
 
