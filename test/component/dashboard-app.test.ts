@@ -218,6 +218,12 @@ describe('DashboardApp: keys', () => {
     expect(frame).not.toMatch(/tick 1/);
   });
 
+  it('keys that arrive in one chunk each count ("jj" moves two rows)', async () => {
+    const app = mount();
+    const frame = await press(app, 'jj', KEY.enter);
+    expect(frame).toMatch(/^kdash\/worker-dashnode · Running/m);
+  });
+
   it('? shows the keys, any key closes them', async () => {
     const app = mount();
     const frame = await press(app, '?');

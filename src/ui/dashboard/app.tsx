@@ -7,7 +7,7 @@
  * loaded by them alone).
  */
 import { memo, useEffect, useState, useSyncExternalStore } from 'react';
-import { Box, Text, useApp, useInput, useWindowSize } from 'ink';
+import { Box, Text, useApp, useInput, useWindowSize, type Key } from 'ink';
 import type { V1Pod } from '@kubernetes/client-node';
 import { detailContainer, renderScreen, type Line, type Size } from '../../lib/ui/dashboard/screen.js';
 import type { DashboardStore } from '../../lib/ui/dashboard/store.js';
@@ -57,9 +57,25 @@ export function DashboardApp({ store, color, followLog, size, onQuit, initialVie
   const { exit } = useApp();
 
   useInput((input, key) => {
-    const rows = visiblePods(snap.pods, view);
-    const next = reduceKey(
-      view,
+    // Keys typed faster than the screen reads them arrive as one chunk ("jj"): each counts.
+    const plainChars = input.length > 1 && !key.ctrl && !key.meta && !key.escape && !key.return && !key.tab && !/[\x00-\x1f]/.test(input);
+    let current = view;
+    for (const ch of plainChars ? [...input] : [input]) {
+      const next = reduceKeyPress(current, ch, key);
+      if (next === 'quit') {
+        exit();
+        onQuit?.();
+        return;
+      }
+      current = next;
+    }
+    if (current !== view) setView(current);
+  });
+
+  function reduceKeyPress(v: ViewState, input: string, key: Key): ViewState | 'quit' {
+    const rows = visiblePods(snap.pods, v);
+    return reduceKey(
+      v,
       {
         input,
         upArrow: key.upArrow,
@@ -76,13 +92,7 @@ export function DashboardApp({ store, color, followLog, size, onQuit, initialVie
       rows,
       Math.max(1, screen.rows - 12),
     );
-    if (next === 'quit') {
-      exit();
-      onQuit?.();
-      return;
-    }
-    if (next !== view) setView(next);
-  });
+  }
 
   // The detail view's log tail: one follower for the selected container while `l` is on.
   const pod = view.mode === 'detail' && view.follow ? snap.pods.find((p) => p.key === view.selected)?.pod : undefined;
