@@ -17,3 +17,5 @@ echo "== klet sync holding 110 pods: CPU, RSS, exit-to-status latency"
 node bench/sync.js 110 60 20
 echo "== klet sync probing pods (1 s exec readiness + 1 s httpGet liveness): CPU, lateness, RSS growth"
 node bench/probes.js 110 600
+echo "== klet dashboard watching 110 pods that change state once a second: CPU, frame render time, RSS"
+node bench/dashboard.js 600 110

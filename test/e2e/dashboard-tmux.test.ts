@@ -202,6 +202,9 @@ describe('klet dashboard in a terminal', () => {
     await tmux('resize-window', '-t', SESSION, '-x', '100', '-y', '30');
     await screenMatching(/SYNC LOOP/);
 
+    // In colour (CrashLoopBackOff in red, Running in green).
+    expect(await tmux('capture-pane', '-e', '-p', '-t', SESSION)).toMatch(/\x1b\[(?:[0-9;]*;)?3[12]m/);
+
     // q: exit 0, back on the primary screen with the cursor shown.
     await keys('q');
     await screenMatching(/exit=0/);
@@ -209,6 +212,17 @@ describe('klet dashboard in a terminal', () => {
     const after = await screen();
     expect(after).not.toMatch(/SYNC LOOP|PODS 3/);
   }, 240_000);
+
+  it('NO_COLOR: no colour, the selection still shown in reverse video', async () => {
+    await keys('clear', 'Enter');
+    await keys(`NO_COLOR=1 node ${KLET_BIN} dashboard --root-dir ${rt.rootDir}; echo "exit=$?"`, 'Enter');
+    await screenMatching(/kdash\/web-dashnode .*Running/);
+    const styled = await tmux('capture-pane', '-e', '-p', '-t', SESSION);
+    expect(styled).not.toMatch(/\x1b\[(?:[0-9;]*;)?(?:3[0-7]|38;[25];[0-9;]+|9[0-7])m/);
+    expect(styled).toMatch(/\x1b\[(?:[0-9;]*;)?7m/);
+    await keys('q');
+    await screenMatching(/exit=0/);
+  }, 60_000);
 
   it('prints one plain snapshot when stdout is not a terminal', async () => {
     const r = await runKlet(['dashboard', '--root-dir', rt.rootDir]);
