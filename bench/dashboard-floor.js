@@ -3,8 +3,8 @@
 // nothing. bench/dashboard.js runs it side by side with `klet dashboard`;
 // the difference is what the screen costs.
 // Usage: node bench/dashboard-floor.js SOCKET
-import { DashboardStore } from '../dist/lib/ui/dashboard/store.js';
-import { remoteSource, runFeed } from '../dist/lib/ui/dashboard/feed.js';
+import { DashboardStore } from '../dist/lib/dashboard/store.js';
+import { remoteSource, runFeed } from '../dist/lib/dashboard/feed.js';
 
 const socket = process.argv[2];
 const store = new DashboardStore();

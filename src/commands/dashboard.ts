@@ -22,7 +22,7 @@ Keys: ↑/↓ select, Enter details, Esc back, l follow the log, Tab next contai
   async run(): Promise<void> {
     const { flags } = await this.parse(Dashboard);
     const { localApiSocketPath, LocalApiUnavailableError, readAuthTokenFile } = await import('../lib/server/index.js');
-    const { remoteSource } = await import('../lib/ui/dashboard/feed.js');
+    const { remoteSource } = await import('../lib/dashboard/feed.js');
     const { runDashboard } = await import('../lib/services/dashboard.js');
 
     let target: string | { url: string; token: string };
@@ -55,7 +55,7 @@ Keys: ↑/↓ select, Enter details, Esc back, l follow the log, Tab next contai
           screen: interactive
             ? async (args) => {
                 const { runScreen } = await import('../ui/dashboard/screen.js');
-                const { colorWanted } = await import('../lib/ui/dashboard/screen.js');
+                const { colorWanted } = await import('../lib/dashboard/screen.js');
                 // bench/dashboard.js: KLET_DASHBOARD_FRAME_STATS=FILE gets every frame's render time on exit.
                 const statsFile = process.env.KLET_DASHBOARD_FRAME_STATS;
                 const frames: number[] = [];

@@ -92,9 +92,9 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
    * screen owns the terminal). Quitting it stops the sync.
    */
   private async tui(handlers: LocalApiHandlers, controller: AbortController, interrupted: AbortSignal): Promise<void> {
-    const { DashboardStore } = await import('../lib/ui/dashboard/store.js');
-    const { inProcessSource } = await import('../lib/ui/dashboard/feed.js');
-    const { colorWanted } = await import('../lib/ui/dashboard/screen.js');
+    const { DashboardStore } = await import('../lib/dashboard/store.js');
+    const { inProcessSource } = await import('../lib/dashboard/feed.js');
+    const { colorWanted } = await import('../lib/dashboard/screen.js');
     const { runDashboard } = await import('../lib/services/dashboard.js');
     const { setLogSink } = await import('../lib/log.js');
     const store = new DashboardStore();

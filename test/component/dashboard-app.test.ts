@@ -14,7 +14,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { BusMessage } from '../../src/lib/events/types.js';
 import type { NodeStatus } from '../../src/lib/server/node-status.js';
-import { DashboardStore, EVENT_LINES } from '../../src/lib/ui/dashboard/store.js';
+import { DashboardStore, EVENT_LINES } from '../../src/lib/dashboard/store.js';
 import { DashboardApp } from '../../src/ui/dashboard/app.js';
 
 const FIXTURES = path.join(import.meta.dirname, '..', 'fixtures', 'dashboard');

@@ -1,3 +1,4 @@
+/* eslint-disable no-control-regex -- the assertions are about terminal escape sequences */
 /**
  * `klet dashboard` in a real terminal: tmux (a private server, `-L`, so no
  * other tmux is touched) runs a shell, the test types the command into it,

@@ -13,10 +13,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BusMessage, KletEvent } from '../../src/lib/events/types.js';
 import { LocalApiUnavailableError } from '../../src/lib/server/client.js';
 import type { NodeStatus } from '../../src/lib/server/node-status.js';
-import { NotKletApiError, remoteSource, runFeed, type DashboardSource } from '../../src/lib/ui/dashboard/feed.js';
-import { clip, colorWanted, countdown, fit, lineText, renderScreen, sparkline } from '../../src/lib/ui/dashboard/screen.js';
-import { DashboardStore, EVENT_LINES, FRAME_MS } from '../../src/lib/ui/dashboard/store.js';
-import { INITIAL_VIEW, reduceKey, visiblePods, type ViewState } from '../../src/lib/ui/dashboard/view.js';
+import { NotKletApiError, remoteSource, runFeed, type DashboardSource } from '../../src/lib/dashboard/feed.js';
+import { clip, colorWanted, countdown, fit, lineText, renderScreen, sparkline } from '../../src/lib/dashboard/screen.js';
+import { DashboardStore, EVENT_LINES, FRAME_MS } from '../../src/lib/dashboard/store.js';
+import { INITIAL_VIEW, reduceKey, visiblePods, type ViewState } from '../../src/lib/dashboard/view.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
 const iso = (ms: number) => new Date(ms).toISOString();

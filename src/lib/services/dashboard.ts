@@ -4,10 +4,10 @@
  * command layer supplies: src/lib imports no UI package) or, when there is
  * no terminal, print one plain snapshot and return.
  */
-import { DashboardStore } from '../ui/dashboard/store.js';
-import { connect, followContainerLog, runFeed, type DashboardSource, type FeedOptions } from '../ui/dashboard/feed.js';
-import { renderScreen, screenText, snapshotSize } from '../ui/dashboard/screen.js';
-import { INITIAL_VIEW } from '../ui/dashboard/view.js';
+import { DashboardStore } from '../dashboard/store.js';
+import { connect, followContainerLog, runFeed, type DashboardSource, type FeedOptions } from '../dashboard/feed.js';
+import { renderScreen, screenText, snapshotSize } from '../dashboard/screen.js';
+import { INITIAL_VIEW } from '../dashboard/view.js';
 import type { V1Pod } from '@kubernetes/client-node';
 
 export interface DashboardOptions {

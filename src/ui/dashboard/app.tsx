@@ -9,9 +9,9 @@
 import { memo, useEffect, useState, useSyncExternalStore } from 'react';
 import { Box, Text, useApp, useInput, useWindowSize, type Key } from 'ink';
 import type { V1Pod } from '@kubernetes/client-node';
-import { detailContainer, renderScreen, type Line, type Size } from '../../lib/ui/dashboard/screen.js';
-import type { DashboardStore } from '../../lib/ui/dashboard/store.js';
-import { INITIAL_VIEW, reduceKey, visiblePods, type ViewState } from '../../lib/ui/dashboard/view.js';
+import { detailContainer, renderScreen, type Line, type Size } from '../../lib/dashboard/screen.js';
+import type { DashboardStore } from '../../lib/dashboard/store.js';
+import { INITIAL_VIEW, reduceKey, visiblePods, type ViewState } from '../../lib/dashboard/view.js';
 
 export interface DashboardAppProps {
   store: DashboardStore;
@@ -58,7 +58,7 @@ export function DashboardApp({ store, color, followLog, size, onQuit, initialVie
 
   useInput((input, key) => {
     // Keys typed faster than the screen reads them arrive as one chunk ("jj"): each counts.
-    const plainChars = input.length > 1 && !key.ctrl && !key.meta && !key.escape && !key.return && !key.tab && !/[\x00-\x1f]/.test(input);
+    const plainChars = input.length > 1 && !key.ctrl && !key.meta && !key.escape && !key.return && !key.tab && ![...input].some((c) => c.charCodeAt(0) < 0x20);
     let current = view;
     for (const ch of plainChars ? [...input] : [input]) {
       const next = reduceKeyPress(current, ch, key);

@@ -16,9 +16,9 @@
  * countdown and age on the screen moves together.
  */
 import type { V1Pod } from '@kubernetes/client-node';
-import type { BusMessage, KletEvent, SyncLoopTrigger } from '../../events/types.js';
-import type { NodeStatus } from '../../server/node-status.js';
-import { podSummary } from '../../status/format.js';
+import type { BusMessage, KletEvent, SyncLoopTrigger } from '../events/types.js';
+import type { NodeStatus } from '../server/node-status.js';
+import { podSummary } from '../status/format.js';
 
 /** The triggers of the sync loop, in the order the panel lists them. */
 export const TRIGGERS: readonly SyncLoopTrigger[] = ['config', 'pleg', 'sync', 'housekeeping', 'probe'];

@@ -8,8 +8,8 @@
  * matters most: the connection, the pods and their status.
  */
 import type { V1Container, V1ContainerState, V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
-import { humanDuration } from '../../status/format.js';
-import type { SyncLoopTrigger } from '../../events/types.js';
+import { humanDuration } from '../status/format.js';
+import type { SyncLoopTrigger } from '../events/types.js';
 import type { DashboardSnapshot, EventTone, PodRow } from './store.js';
 import { TRIGGERS } from './store.js';
 import { KEY_HELP, selectedIndex, visiblePods, type ViewState } from './view.js';

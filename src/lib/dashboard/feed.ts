@@ -14,12 +14,12 @@
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { KletError, errorMessage } from '../../errors.js';
-import type { BusMessage } from '../../events/types.js';
-import { containerLogDir, latestLogFile, podLogDir, readContainerLog } from '../../logs/index.js';
-import { describeTarget, localApiEvents, localApiRequest, type LocalApiTarget } from '../../server/client.js';
-import type { LocalApiHandlers } from '../../server/local-api.js';
-import { isNodeStatus, type NodeStatus } from '../../server/node-status.js';
+import { KletError, errorMessage } from '../errors.js';
+import type { BusMessage } from '../events/types.js';
+import { containerLogDir, latestLogFile, podLogDir, readContainerLog } from '../logs/index.js';
+import { describeTarget, localApiEvents, localApiRequest, type LocalApiTarget } from '../server/client.js';
+import type { LocalApiHandlers } from '../server/local-api.js';
+import { isNodeStatus, type NodeStatus } from '../server/node-status.js';
 import type { DashboardStore } from './store.js';
 
 /** Where the dashboard reads from. */
