@@ -224,6 +224,19 @@ describe('DashboardApp: keys', () => {
     expect(frame).toMatch(/^kdash\/worker-dashnode · Running/m);
   });
 
+  it('the detail view shows each probe with its current result from ProbeResult events', async () => {
+    const withProbe = structuredClone(pods);
+    const web = withProbe.find((p) => p.metadata?.name === 'web-dashnode')!;
+    web.spec!.containers[0]!.readinessProbe = { httpGet: { path: '/healthz', port: 8080 as never }, periodSeconds: 2 };
+    store.applyPods(withProbe);
+    store.applyMessage({ seq: 1000, time: new Date(clock - 5000).toISOString(), kind: 'ProbeResult', pod: 'kdash/web-dashnode', uid: web.metadata!.uid!, container: 'app', containerId: 'c', probe: 'Readiness', result: 'Failure', message: 'HTTP probe failed with statuscode: 503' });
+    store.flush();
+    const app = mount();
+    expect(await press(app)).toMatch(/Probe +Readiness Failure kdash\/web-dashnode\/app: HTTP probe failed/);
+    const frame = await press(app, KEY.down, KEY.enter);
+    expect(frame).toMatch(/probe readiness http-get :8080\/healthz every 2s · Failure since 5s ago: HTTP probe failed with/);
+  });
+
   it('? shows the keys, any key closes them', async () => {
     const app = mount();
     const frame = await press(app, '?');

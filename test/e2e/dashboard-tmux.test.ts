@@ -4,8 +4,8 @@
  * other tmux is touched) runs a shell, the test types the command into it,
  * drives it with send-keys and reads what a person would see with
  * capture-pane. Behind it, the BUILT `klet sync` runs three real pods on a
- * private containerd: one serving (sleeps), one crash-looping, one writing
- * a log line every half second.
+ * private containerd: one serving (sleeps), one crash-looping, one whose
+ * readiness probe fails, one writing a log line every half second.
  *
  * What it asserts is what someone at the terminal relies on: the pods are
  * listed with their status; the crash-looping pod shows CrashLoopBackOff
@@ -15,8 +15,6 @@
  * terminal; a sync that goes away is reported (no stack trace) and the
  * screen comes back when the sync does; `q` exits 0 and leaves the
  * terminal as it was (primary screen, cursor visible).
- *
- * (A pod with a failing readiness probe joins once the prober lands.)
  */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -106,6 +104,12 @@ beforeAll(async () => {
   fs.writeFileSync(path.join(manifestDir, 'web.json'), manifest('web', "trap 'exit 0' TERM; sleep 1000000 & wait"));
   fs.writeFileSync(path.join(manifestDir, 'crash.json'), manifest('crash', 'echo starting; sleep 1; echo failing >&2; exit 3'));
   fs.writeFileSync(
+    path.join(manifestDir, 'unready.json'),
+    manifest('unready', "trap 'exit 0' TERM; sleep 1000000 & wait", {
+      readinessProbe: { exec: { command: ['sh', '-c', 'echo not yet; exit 1'] }, periodSeconds: 1 },
+    }),
+  );
+  fs.writeFileSync(
     path.join(manifestDir, 'worker.json'),
     manifest('worker', "trap 'exit 0' TERM; i=0; while true; do i=$((i+1)); echo tick $i; sleep 0.5; done"),
   );
@@ -148,6 +152,8 @@ describe('klet dashboard in a terminal', () => {
     expect(first).toMatch(/node dashnode/);
     expect(first).toMatch(/kdash\/web-dashnode .*Running/);
     expect(first).toMatch(/SYNC LOOP/);
+    // The pod whose readiness probe fails runs but is not ready.
+    await screenMatching(/kdash\/unready-dashnode +0\/1 +Running/);
     expect(first).toMatch(/EVENTS/);
 
     // The crash-looping pod: CrashLoopBackOff with a countdown that goes down.
@@ -177,21 +183,24 @@ describe('klet dashboard in a terminal', () => {
     const detail = await screenMatching(/CONTAINER +STATE/);
     expect(detail).toMatch(/kdash\/crash/);
     expect(detail).toMatch(/app +Waiting: CrashLoopBackOff \d+s +Terminated: Error +3 /);
-    // Down to the worker (crash, web, worker) and follow its log.
+    // Down to the pod whose readiness probe fails: the probe and its result.
+    await keys('j');
+    await screenMatching(/probe readiness exec sh -c echo not yet; exit 1 every 1s · Failure since/);
+    // Down to the worker (crash, unready, web, worker) and follow its log.
     await keys('j');
     await keys('j');
     await keys('l');
     await screenMatching(/kdash\/worker[\s\S]*LOG app following[\s\S]*tick \d+/);
     // Esc: back to the table.
     await keys('Escape');
-    await screenMatching(/PODS 3/);
+    await screenMatching(/PODS 4/);
 
     // The sync goes away: the screen says so, without a stack trace, and keeps trying.
     await sync!.stop();
     const lost = await screenMatching(/klet sync is not answering/);
     expect(lost).not.toMatch(/\s+at \S+ \(/); // no stack frame
     sync = await startKletSync();
-    await screenMatching(/PODS 3/);
+    await screenMatching(/PODS 4/);
     await eventually(async () => expect(await screen()).not.toMatch(/not answering/), 20_000);
 
     // A 40x10 terminal: the compact view, nothing wider than the terminal.
@@ -211,7 +220,7 @@ describe('klet dashboard in a terminal', () => {
     await screenMatching(/exit=0/);
     expect((await tmux('display-message', '-p', '-t', SESSION, '#{alternate_on} #{cursor_flag}')).trim()).toBe('0 1');
     const after = await screen();
-    expect(after).not.toMatch(/SYNC LOOP|PODS 3/);
+    expect(after).not.toMatch(/SYNC LOOP|PODS 4/);
   }, 240_000);
 
   it('NO_COLOR: no colour, the selection still shown in reverse video', async () => {
@@ -252,7 +261,7 @@ describe('klet dashboard in a terminal', () => {
     expect(err).toMatch(/dashboard closed: stopping the sync loop; pods keep running/);
     expect(err).not.toMatch(/\s+at \S+ \(/);
     // The pods are still there for the next sync to adopt (and afterAll to remove).
-    expect((await cri.listPodSandbox()).items.length).toBe(3);
+    expect((await cri.listPodSandbox()).items.length).toBe(4);
     sync = await startKletSync();
   }, 120_000);
 });
