@@ -160,6 +160,8 @@ export function formatEventLine(e: KletEvent): EventLine | null {
         tone: e.result === 'Failure' ? 'warning' : 'normal',
         text: `${t} Probe   ${`${e.probe} ${e.result}`.padEnd(14)} ${e.pod}/${e.container}${e.message ? `: ${e.message}` : ''}`,
       };
+    case 'Volume':
+      return { seq: e.seq, tone: 'lifecycle', text: `${t} Volume  ${e.op.padEnd(14)} ${e.pod}: ${e.volume} (${e.plugin})` };
     case 'SyncLoopIteration':
     case 'PodWaitStarted':
     case 'PodWaitDone':
