@@ -436,6 +436,56 @@ spec:
   });
 });
 
+describe('termination messages', () => {
+  it('the terminationMessagePath file, and FallbackToLogsOnError (last 80 lines, at most 2048 bytes), reach state.terminated.message', async () => {
+    const file = manifest(
+      'tmsg.yaml',
+      `apiVersion: v1
+kind: Pod
+metadata:
+  name: tmsg
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: file
+      image: ${rt.images.busybox}
+      command: ["sh", "-c", "printf 'bye from file' > /dev/termination-log; exit 1"]
+    - name: custom
+      image: ${rt.images.busybox}
+      terminationMessagePath: /tmp/why
+      command: ["sh", "-c", "echo ok > /tmp/why"]
+    - name: logs
+      image: ${rt.images.busybox}
+      terminationMessagePolicy: FallbackToLogsOnError
+      command: ["sh", "-c", "i=0; while [ $i -lt 100 ]; do echo line-$i; i=$((i+1)); done; exit 2"]
+    - name: longlogs
+      image: ${rt.images.busybox}
+      terminationMessagePolicy: FallbackToLogsOnError
+      command: ["sh", "-c", "i=0; while [ $i -lt 10 ]; do printf '%0500d\\n' $i; i=$((i+1)); done; exit 3"]
+    - name: quiet
+      image: ${rt.images.busybox}
+      terminationMessagePolicy: FallbackToLogsOnError
+      command: ["sh", "-c", "echo not shown; exit 0"]
+`,
+    );
+    const { r, json: pod } = await kletJson<V1Pod>(['run-pod', file, '--rm', '--timeout', '60s']);
+    expect(r.code, explain(r)).not.toBe(0);
+    const msg = (name: string) => pod.status?.containerStatuses?.find((c) => c.name === name)?.state?.terminated?.message;
+    expect(msg('file')).toBe('bye from file');
+    expect(msg('custom')).toBe('ok\n');
+    // The last 80 of 100 lines.
+    expect(msg('logs')).toBe(Array.from({ length: 80 }, (_, i) => `line-${i + 20}\n`).join(''));
+    // Ten 501-byte lines: the last 80 lines capped at 2048 bytes.
+    const long = msg('longlogs') ?? '';
+    expect(Buffer.byteLength(long)).toBe(2048);
+    expect(long.startsWith(`${'0'.repeat(500)}\n`)).toBe(true);
+    // Exit 0: no fallback to the logs.
+    expect(msg('quiet')).toBeUndefined();
+    await expectPodGone(ids(pod));
+  });
+});
+
 describe('seccomp', () => {
   it('a Localhost profile is found under <root-dir>/seccomp and applied', async () => {
     const dir = path.join(rt.rootDir, 'seccomp', 'profiles');
