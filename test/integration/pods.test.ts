@@ -486,6 +486,33 @@ spec:
   });
 });
 
+describe('hostPort admission', () => {
+  it('a second pod asking for a hostPort already held is rejected: Failed, NodePorts, the port named, nothing created', async () => {
+    const port = 31000 + Math.floor(Math.random() * 2000);
+    const withPort = (name: string) =>
+      simplePod(name, SLEEP_FOREVER, { grace: 1 }).replace(
+        `      command:`,
+        `      ports:\n        - { containerPort: 80, hostPort: ${port} }\n      command:`,
+      );
+    const first = await runPod(manifest('port-a.yaml', withPort('port-a')));
+    expect(first.status?.phase).toBe('Running');
+    const { r, json: second } = await kletJson<V1Pod>(['run-pod', manifest('port-b.yaml', withPort('port-b')), '--timeout', '60s']);
+    expect(r.code, explain(r)).not.toBe(0);
+    expect(second.status?.phase).toBe('Failed');
+    expect(second.status?.reason).toBe('NodePorts');
+    expect(second.status?.message).toBe(
+      `Pod was rejected: Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports (hostPort ${port}/TCP is held by pod default/port-a-${NODE})`,
+    );
+    expect(r.stderr).toContain(`pod failed: NodePorts: `);
+    // Rejected before anything was made for it.
+    expect(await sandboxesOf(ids(second).uid)).toEqual([]);
+    // status says the same afterwards.
+    const { json: again } = await kletJson<V1Pod>(['status', `port-b-${NODE}`]);
+    expect([again.status?.phase, again.status?.reason]).toEqual(['Failed', 'NodePorts']);
+    expectOk(await klet(['delete', '--all']));
+  });
+});
+
 describe('seccomp', () => {
   it('a Localhost profile is found under <root-dir>/seccomp and applied', async () => {
     const dir = path.join(rt.rootDir, 'seccomp', 'profiles');

@@ -45,11 +45,13 @@ export interface ContainerSyncState {
 
 export interface PodSyncState {
   containers: Record<string, ContainerSyncState>;
-  /** Pod-level end reason (DeadlineExceeded), as status.reason / status.message. */
+  /** Pod-level end reason (DeadlineExceeded, or the admission's, e.g. NodePorts), as status.reason / status.message. */
   reason?: string;
   message?: string;
   /** The last sandbox creation failed (CreatePodSandboxError), and the back-off before the next try. */
   sandboxError?: { reason: string; message: string; backoffMs: number };
+  /** Rejected at admission: never run, phase Failed. */
+  rejected?: boolean;
 }
 
 async function writeFileAtomic(file: string, data: string, mode = 0o644): Promise<void> {

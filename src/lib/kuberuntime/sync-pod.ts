@@ -21,7 +21,9 @@ import { VolumeManager, VolumeMountError, type MountedVolumes, type PodVolumes }
 import { prepareSubPath, SubPathError } from '../volume/subpath.js';
 import { ensureImageExists, ImageError } from './image.js';
 import {
+  listPodRecords,
   newTerminationMessageFile,
+  type PodRecord,
   readSyncState,
   podDir,
   writeEtcHosts,
@@ -33,7 +35,9 @@ import { findContainerStatus, getRuntimePodStatus, type RuntimePodStatus } from 
 import { hostIPs } from '../node/addresses.js';
 import { formatDuration } from '../util/duration.js';
 import { runHandler } from './hooks.js';
-import { instanceSelector, kletInstance } from './labels.js';
+import { POD_UID_LABEL, instanceSelector, kletInstance } from './labels.js';
+import { admitHostPorts, podHostPorts } from './admission.js';
+import { PodSandboxState } from '../cri/gen/api.js';
 import { podLogDirOf } from '../logs/paths.js';
 import type { KletEventBody } from '../events/types.js';
 import { podEvents } from '../events/pod-events.js';
@@ -95,10 +99,37 @@ export interface SyncPodResult {
   requeueAfterMs?: number;
   /** The pod was ended by klet itself (activeDeadlineSeconds, or evicted). */
   deadlineExceeded?: boolean;
+  /** The pod was rejected at admission (e.g. NodePorts) and never runs. */
+  rejected?: boolean;
   /** The runtime refused the pod's sandbox in this sync (the kubelet's CreatePodSandboxError). */
   sandboxError?: { reason: string; message: string };
   /** The pod's volumes could not be set up (nothing was started): the kubelet's WaitForAttachAndMount error. */
   mountFailed?: string;
+}
+
+/**
+ * The node's other active pods of this klet, as admission sees them: those
+ * with a ready sandbox, and those admitted before this one that have no
+ * sandbox yet (being started, e.g. by the same runonce). Rejected and
+ * finished pods hold nothing.
+ */
+async function activePods(ctx: SyncContext, self: string): Promise<V1Pod[]> {
+  const records = await listPodRecords(ctx.rootDir);
+  const mine = records.find((r) => r.pod.metadata?.uid === self);
+  const { items } = await ctx.cri.listPodSandbox({ filter: { labelSelector: instanceSelector(ctx) } }, { signal: ctx.signal });
+  const withSandbox = new Set(items.map((s) => s.labels[POD_UID_LABEL] ?? ''));
+  const ready = new Set(items.filter((s) => s.state === PodSandboxState.SANDBOX_READY).map((s) => s.labels[POD_UID_LABEL] ?? ''));
+  const earlier = (r: PodRecord) =>
+    mine === undefined || r.firstSeen < mine.firstSeen || (r.firstSeen === mine.firstSeen && (r.pod.metadata?.uid ?? '') < self);
+  const out: V1Pod[] = [];
+  for (const r of records) {
+    const uid = r.pod.metadata?.uid ?? '';
+    if (uid === self) continue;
+    if (!ready.has(uid) && (withSandbox.has(uid) || !earlier(r))) continue;
+    if ((await readSyncState(ctx.rootDir, uid)).rejected === true) continue;
+    out.push(r.pod);
+  }
+  return out;
 }
 
 /** The kubelet's kubecontainer.ErrCreatePodSandbox. */
@@ -367,6 +398,18 @@ export async function syncPod(ctx: SyncContext, pod: V1Pod, opts: { startTime?: 
   );
   const failures: SyncPodResult['failures'] = [];
   const state = await readSyncState(ctx.rootDir, uid);
+  const idle = { killPod: false, createSandbox: false, sandboxId: null, attempt: 0, initContainersToStart: [], containersToStart: [], containersToKill: [] };
+  if (state.rejected === true) return { actions: idle, status, failures, rejected: true };
+  // Admission, before anything of the pod exists: the kubelet's NodePorts predicate.
+  if (status.sandboxes.length === 0 && status.containers.length === 0 && podHostPorts(pod).length > 0) {
+    const rejection = admitHostPorts(pod, await activePods(ctx, uid));
+    if (rejection !== null) {
+      Object.assign(state, { rejected: true, reason: rejection.reason, message: rejection.message });
+      await writeSyncState(ctx.rootDir, uid, state);
+      ctx.onEvent?.(podEvents.rejected(pod, rejection.reason, rejection.message));
+      return { actions: idle, status, failures, rejected: true };
+    }
+  }
 
   // Evicted by housekeeping (the eviction manager's emptyDir sizeLimit check): killed and Failed.
   if (state.reason === 'Evicted') {

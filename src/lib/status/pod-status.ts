@@ -217,8 +217,9 @@ export function generatePodStatus(inputs: StatusInputs): V1PodStatus {
   const defaultReason = inits.length > 0 ? 'PodInitializing' : 'ContainerCreating';
   const initStatuses = inits.map((c) => containerStatus(c, byName(c.name), inputs, defaultReason, true));
   const appStatuses = containers.map((c) => containerStatus(c, byName(c.name), inputs, defaultReason, false));
-  // Ended by klet itself: activeDeadlineSeconds, or evicted (an emptyDir over its sizeLimit).
-  const deadlineExceeded = inputs.syncState.reason === 'DeadlineExceeded' || inputs.syncState.reason === 'Evicted';
+  // Ended by klet itself: activeDeadlineSeconds, evicted (an emptyDir over its sizeLimit), or rejected at admission (e.g. NodePorts).
+  const deadlineExceeded =
+    inputs.syncState.reason === 'DeadlineExceeded' || inputs.syncState.reason === 'Evicted' || inputs.syncState.rejected === true;
   const phase = deadlineExceeded ? 'Failed' : getPhase(pod, initStatuses, appStatuses);
 
   const sandbox = runtime.sandboxes[0];

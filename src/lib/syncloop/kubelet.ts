@@ -178,6 +178,7 @@ export class Kubelet {
     // its deadline) is done: the worker terminates it and keeps its status.
     const terminal =
       res.deadlineExceeded === true ||
+      res.rejected === true ||
       (a.killPod && !a.createSandbox && restartPolicy(pod) !== 'Always' && res.status.containers.length > 0);
     return { terminal, requeueAfterMs: res.requeueAfterMs };
   }
