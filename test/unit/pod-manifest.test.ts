@@ -13,6 +13,7 @@ import {
   manifestErrorsToError,
   nestingTooDeep,
   parseManifestText,
+  prepareManifests,
   readManifestDir,
   readManifestFile,
   type ManifestSet,
@@ -101,6 +102,29 @@ describe('reading manifests', () => {
     expect(set.errors.map((e) => e.toString())).toEqual([`http://host/pods.yaml:${line}: nested more than 1000 levels deep`]);
   });
 
+  it('a hostPath with ..: the first error is the path, not the mount that names the rejected volume', () => {
+    const text = [
+      'apiVersion: v1',
+      'kind: Pod',
+      'metadata: { name: hp }',
+      'spec:',
+      '  containers:',
+      '    - name: c',
+      '      image: busybox',
+      '      volumeMounts:',
+      '        - { name: v, mountPath: /data }',
+      '  volumes:',
+      '    - name: v',
+      '      hostPath: { path: /var/../etc }',
+      '',
+    ].join('\n');
+    const set = prepareManifests(parseManifestText(text, '/m/hp.yaml', 'file'), { nodeName: 'n' });
+    expect(set.errors.map((e) => e.toString())).toEqual([
+      `/m/hp.yaml:12: spec.volumes[0].hostPath.path: Invalid value: "/var/../etc": must not contain '..'`,
+      '/m/hp.yaml:9: spec.containers[0].volumeMounts[0].name: Not found: "v"',
+    ]);
+  });
+
   it('real manifests are not too deep: block scalars and quoted strings full of brackets do not count', () => {
     const script = `${'[[ -f x ]] && echo "[{" '.repeat(600)}`;
     const text = `apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\nspec:\n  containers:\n    - name: c\n      image: busybox\n      args:\n        - |\n          ${script}\n        - "${'['.repeat(1200)}"\n`;
@@ -167,9 +191,10 @@ describe('reading manifests', () => {
 
   it('reports API validation errors with lines, all of them', async () => {
     const dup = fixture('duplicate-containers.yaml');
+    // In the API server's order (containers are validated before init containers), not by line.
     expect(errorsOf(await load(dup))).toEqual([
-      `${dup}:7: spec.initContainers[0].name: Duplicate value: "setup"`,
       `${dup}:12: spec.containers[1].name: Duplicate value: "app"`,
+      `${dup}:7: spec.initContainers[0].name: Duplicate value: "setup"`,
     ]);
     const bad = fixture('bad-name.yaml');
     const errs = errorsOf(await load(bad));

@@ -547,15 +547,22 @@ function mergeInto(into: ParsedManifests, from: ParsedManifests): void {
 }
 
 /** Errors in reading order: by file, then line (stable, so field errors keep their order). */
-function sortErrors(errors: ManifestError[], files: readonly string[]): ManifestError[] {
+/**
+ * Errors by file, then by the line of the document they belong to; within
+ * one object, in the order validation found them (as the API server lists
+ * them: the volume whose path is invalid before the mount that names it),
+ * so the first error shown is the cause, not an echo of it.
+ */
+function sortErrors(errors: ManifestError[], files: readonly string[], docLine: ReadonlyMap<ManifestError, number> = new Map()): ManifestError[] {
   const rank = new Map<string, number>();
   files.forEach((f, i) => {
     if (!rank.has(f)) rank.set(f, i);
   });
   const r = (e: ManifestError): number => rank.get(e.file) ?? files.length;
+  const line = (e: ManifestError): number => docLine.get(e) ?? e.line ?? 0;
   return errors
     .map((e, i) => ({ e, i }))
-    .sort((a, b) => r(a.e) - r(b.e) || (a.e.line ?? 0) - (b.e.line ?? 0) || a.i - b.i)
+    .sort((a, b) => r(a.e) - r(b.e) || line(a.e) - line(b.e) || a.i - b.i)
     .map(({ e }) => e);
 }
 
@@ -580,11 +587,12 @@ export function prepareManifests(parsed: ParsedManifests, opts: PrepareOptions):
   const seen = new Map<string, ManifestSource>();
   const now = opts.now ?? new Date();
 
+  const docLine = new Map<ManifestError, number>();
   const report = (obj: ManifestObject, errs: readonly FieldError[]): void => {
     for (const e of errs) {
-      set.errors.push(
-        new ManifestError({ file: obj.display, line: obj.locate(e.path), fieldPath: e.path.under(obj.base).toString(), message: e.body }),
-      );
+      const err = new ManifestError({ file: obj.display, line: obj.locate(e.path), fieldPath: e.path.under(obj.base).toString(), message: e.body });
+      if (obj.source.line !== undefined) docLine.set(err, obj.source.line);
+      set.errors.push(err);
     }
   };
   /** True when this is the first object of its kind with that namespace/name. */
@@ -634,7 +642,7 @@ export function prepareManifests(parsed: ParsedManifests, opts: PrepareOptions):
       else if (first(obj, secret.metadata?.namespace ?? '', secret.metadata?.name ?? '')) set.secrets.push(applySecretDefaults(secret));
     }
   }
-  set.errors = sortErrors(set.errors, parsed.files);
+  set.errors = sortErrors(set.errors, parsed.files, docLine);
   return set;
 }
 
