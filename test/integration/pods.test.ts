@@ -513,6 +513,29 @@ describe('hostPort admission', () => {
   });
 });
 
+describe('the sandbox\'s pause process', () => {
+  it('is the static /pause as PID 1 of a shared-PID pod: reaps re-parented children, and the pod stops promptly on SIGTERM', async () => {
+    const file = manifest(
+      'shared-pid.yaml',
+      simplePod('sharedpid', SLEEP_FOREVER, { grace: 30 }).replace('spec:\n', 'spec:\n  shareProcessNamespace: true\n'),
+    );
+    const pod = await runPod(file);
+    const [c] = await containersOf(ids(pod).uid);
+    const sh = async (script: string) =>
+      Buffer.from((await cri.execSync({ containerId: c!.id, cmd: ['sh', '-c', script], timeout: 20n })).stdout).toString();
+    expect((await sh('cat /proc/1/cmdline | tr "\\0" " "')).trim()).toBe('/pause');
+    // Orphans: each subshell exits at once, its sleep is re-parented to PID 1 and exits 0.3 s later.
+    await sh('for i in 1 2 3 4 5; do (sleep 0.3 &); done; sleep 1.5');
+    const zombies = await sh('for s in /proc/[0-9]*/stat; do cut -d" " -f3 "$s"; done | grep -c Z || true');
+    expect(zombies.trim()).toBe('0');
+    // The pause process exits on SIGTERM at once: deleting the pod does not wait for a SIGKILL.
+    const t0 = Date.now();
+    expectOk(await klet(['delete', `sharedpid-${NODE}`]));
+    expect(Date.now() - t0).toBeLessThan(15_000);
+    await expectPodGone(ids(pod));
+  });
+});
+
 describe('seccomp', () => {
   it('a Localhost profile is found under <root-dir>/seccomp and applied', async () => {
     const dir = path.join(rt.rootDir, 'seccomp', 'profiles');
