@@ -54,10 +54,44 @@ export interface PodSyncState {
   rejected?: boolean;
 }
 
+/**
+ * Write a file atomically: a temp file next to it, then rename. A failed
+ * write (ENOSPC, EROFS) removes its temp file and names the file and the
+ * errno; temp files a killed process left next to it (its pid gone) are
+ * removed by the next write.
+ */
 async function writeFileAtomic(file: string, data: string, mode = 0o644): Promise<void> {
   const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-  await fsp.writeFile(tmp, data, { mode });
-  await fsp.rename(tmp, file);
+  try {
+    await fsp.writeFile(tmp, data, { mode });
+    await fsp.rename(tmp, file);
+  } catch (err) {
+    await fsp.rm(tmp, { force: true }).catch(() => undefined);
+    throw new Error(`cannot write ${file}: ${errorMessage(err)}`, { cause: err });
+  }
+  await removeStaleTmp(file);
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Remove `<file>.<pid>.<rand>.tmp` siblings whose writer is gone. */
+async function removeStaleTmp(file: string): Promise<void> {
+  const base = path.basename(file);
+  const names = await fsp.readdir(path.dirname(file)).catch(() => [] as string[]);
+  for (const n of names) {
+    const m = /^(.*)\.(\d+)\.[0-9a-f]+\.tmp$/.exec(n);
+    if (!m || m[1] !== base) continue;
+    const pid = Number(m[2]);
+    if (pid === process.pid || pidAlive(pid)) continue;
+    await fsp.rm(path.join(path.dirname(file), n), { force: true }).catch(() => undefined);
+  }
 }
 
 export async function writePodRecord(rootDir: string, rec: PodRecord): Promise<void> {

@@ -158,10 +158,29 @@ export async function killPod(
   const grace = gracePeriod(pod, opts.gracePeriodSeconds);
   const running = status.containers.filter((c) => c.state === 'running' || c.state === 'created' || c.state === 'unknown');
   await Promise.all(running.map((c) => killContainer(ctx, pod, c, grace, `Stopping container ${c.name}`, c.state === 'running')));
+  // Every sandbox, as the kubelet's killPodWithSyncResult does: one left not
+  // ready by a runtime crash still holds its network (netns, veth, IP lease)
+  // until StopPodSandbox tears it down.
   for (const sb of status.sandboxes) {
-    if (!sb.ready) continue;
     await ctx.cri.stopPodSandbox({ podSandboxId: sb.id }, { signal: ctx.signal });
-    ctx.onEvent?.(podEvents.sandboxStopped(pod, sb.id));
+    if (sb.ready) ctx.onEvent?.(podEvents.sandboxStopped(pod, sb.id));
+  }
+}
+
+/**
+ * After a new sandbox: remove the pod's older sandboxes that no container
+ * refers to (the kubelet's sandbox garbage collection keeps only the newest),
+ * so the leftovers of interrupted attempts do not pile up.
+ */
+async function removeOldSandboxes(ctx: SyncContext, status: RuntimePodStatus, current: string): Promise<void> {
+  for (const sb of status.sandboxes) {
+    if (sb.id === current || status.containers.some((c) => c.sandboxId === sb.id)) continue;
+    try {
+      await ctx.cri.stopPodSandbox({ podSandboxId: sb.id }, { signal: ctx.signal });
+      await ctx.cri.removePodSandbox({ podSandboxId: sb.id }, { signal: ctx.signal });
+    } catch (err) {
+      log.debug(`removing old sandbox ${sb.id.slice(0, 13)}: ${errorMessage(err)}`);
+    }
   }
 }
 
@@ -502,6 +521,7 @@ export async function syncPod(ctx: SyncContext, pod: V1Pod, opts: { startTime?: 
     const ip = st.status?.network?.ip ?? '';
     podIPs = [ip, ...(st.status?.network?.additionalIps ?? []).map((p) => p.ip)].filter((x) => x !== '');
     ctx.onEvent?.(podEvents.sandboxCreated(pod, sandboxId, ip));
+    await removeOldSandboxes(ctx, status, sandboxId);
   } else {
     const sb = status.sandboxes[0];
     podIPs = sb ? [sb.ip, ...sb.additionalIps].filter((x) => x !== '') : [];
