@@ -45,18 +45,15 @@ function network(): { bridge: string; leasesDir: string } {
 async function holdings() {
   const { bridge, leasesDir } = network();
   const sandboxes = (await cri.listPodSandbox()).items;
-  let leases: string[] = [];
-  try {
-    leases = fs.readdirSync(leasesDir).filter((f) => /^\d+\.\d+\.\d+\.\d+$/.test(f));
-  } catch {
-    leases = [];
-  }
-  let veths: string[] = [];
-  try {
-    veths = fs.readdirSync(`/sys/class/net/${bridge}/brif`);
-  } catch {
-    veths = [];
-  }
+  const list = (d: string): string[] => {
+    try {
+      return fs.readdirSync(d);
+    } catch {
+      return [];
+    }
+  };
+  const leases = list(leasesDir).filter((f) => /^\d+\.\d+\.\d+\.\d+$/.test(f));
+  const veths = list(`/sys/class/net/${bridge}/brif`);
   const tmpFiles: string[] = [];
   const walk = (d: string) => {
     for (const e of fs.readdirSync(d, { withFileTypes: true })) {
