@@ -388,9 +388,15 @@ async function reapOrphanShims(layout: ManagedRuntimeLayout, containerdPid: numb
   let known: Set<string>;
   try {
     const [sbs, ctrs] = await Promise.all([client.listPodSandbox({}), client.listContainers({})]);
-    // A sandbox the restarted containerd reports not ready is not running as
-    // far as it knows: a shim still serving it is a leftover as well.
-    known = new Set([...sbs.items.filter((s) => s.state === PodSandboxState.SANDBOX_READY).map((s) => s.id), ...ctrs.containers.map((c) => c.id)]);
+    // A sandbox the restarted containerd reports not ready, with no container
+    // in it, is not running as far as it knows: a shim still serving it is a
+    // leftover as well. (A shim serves its sandbox's containers too: one with
+    // containers is kept, they are stopped through it.)
+    const withContainers = new Set(ctrs.containers.map((c) => c.podSandboxId));
+    known = new Set([
+      ...sbs.items.filter((s) => s.state === PodSandboxState.SANDBOX_READY || withContainers.has(s.id)).map((s) => s.id),
+      ...ctrs.containers.map((c) => c.id),
+    ]);
   } finally {
     client.close();
   }
