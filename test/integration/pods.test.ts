@@ -536,6 +536,28 @@ describe('the sandbox\'s pause process', () => {
   });
 });
 
+describe('a pod being deleted', () => {
+  it('shows as Terminating with its deletionTimestamp and the IP it had, not ContainerCreating/<none>', async () => {
+    const file = manifest('term.yaml', simplePod('term', "trap '' TERM; sleep 1000000 & wait; sleep 1000000", { grace: 8 }));
+    const pod = await runPod(file);
+    const ip = pod.status?.podIP ?? '';
+    expect(ip).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+    const deleting = klet(['delete', `term-${NODE}`]);
+    // The container ignores SIGTERM: for 8 s the pod is terminating.
+    const seen = await eventually(async () => {
+      const { json } = await kletJson<V1Pod>(['status', `term-${NODE}`]);
+      if (json.metadata?.deletionTimestamp === undefined) throw new Error('no deletionTimestamp yet');
+      return json;
+    }, 6000);
+    expect(seen.metadata?.deletionGracePeriodSeconds).toBe(8);
+    expect(seen.status?.podIP).toBe(ip);
+    const table = await klet(['status']);
+    expect(table.stdout).toMatch(new RegExp(`^default +term-${NODE} +\\S+ +Terminating +0 +\\S+ +${ip.replaceAll('.', '\\.')}`, 'm'));
+    expectOk(await deleting);
+    await expectPodGone(ids(pod));
+  });
+});
+
 describe('seccomp', () => {
   it('a Localhost profile is found under <root-dir>/seccomp and applied', async () => {
     const dir = path.join(rt.rootDir, 'seccomp', 'profiles');

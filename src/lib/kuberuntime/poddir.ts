@@ -12,6 +12,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
+import { errorMessage } from '../errors.js';
 import type { V1Pod } from '@kubernetes/client-node';
 import { unmountAll } from '../util/mounts.js';
 
@@ -29,6 +30,8 @@ export interface PodRecord {
   source: string;
   /** When klet first synced the pod (RFC 3339), the pod's startTime. */
   firstSeen: string;
+  /** Set when klet started terminating the pod (delete, or no source wants it): its deletionTimestamp and grace. */
+  deletion?: { at: string; gracePeriodSeconds: number };
 }
 
 /** Per-container state of the last sync that CRI cannot tell: why a start failed, back-off. */
@@ -52,6 +55,8 @@ export interface PodSyncState {
   sandboxError?: { reason: string; message: string; backoffMs: number };
   /** Rejected at admission: never run, phase Failed. */
   rejected?: boolean;
+  /** The pod's IPs from its last sandbox, kept while the pod terminates and its sandbox no longer reports them. */
+  podIPs?: string[];
 }
 
 /**

@@ -529,6 +529,7 @@ export async function syncPod(ctx: SyncContext, pod: V1Pod, opts: { startTime?: 
   if (sandboxId === null) return { actions, status, failures };
   if (pod.spec?.hostNetwork) podIPs = nodeHostIPs(ctx);
 
+  if (!pod.spec?.hostNetwork && podIPs.length > 0) state.podIPs = podIPs;
   const etcHosts = pod.spec?.hostNetwork ? null : await writeEtcHosts(ctx.rootDir, pod, podIPs);
   const sc: StartContext = { pod, sandboxId, sandboxConfig, podIPs, volumes, state, etcHosts };
   // After a new sandbox, earlier container statuses belong to the old one: restart counts continue.

@@ -23,6 +23,8 @@ export interface StatusInputs {
   pod: V1Pod;
   runtime: RuntimePodStatus;
   syncState: PodSyncState;
+  /** The pod is being terminated (it has a deletionTimestamp). */
+  terminating?: boolean;
   /** Runtime name for container IDs (`containerd://<id>`). */
   runtimeName: string;
   hostIPs: string[];
@@ -224,7 +226,10 @@ export function generatePodStatus(inputs: StatusInputs): V1PodStatus {
 
   const sandbox = runtime.sandboxes[0];
   const hostNetwork = pod.spec?.hostNetwork === true;
-  const podIPs = hostNetwork ? inputs.hostIPs : sandbox && sandbox.ready && sandbox.ip ? [sandbox.ip, ...sandbox.additionalIps] : [];
+  let podIPs = hostNetwork ? inputs.hostIPs : sandbox && sandbox.ready && sandbox.ip ? [sandbox.ip, ...sandbox.additionalIps] : [];
+  // A pod being terminated keeps the IPs it had (the kubelet keeps the old
+  // status's podIPs): its sandbox stops before the pod is gone.
+  if (podIPs.length === 0 && inputs.terminating === true) podIPs = inputs.syncState.podIPs ?? [];
   const now = new Date();
 
   const terminal = phase === 'Succeeded' || phase === 'Failed';
