@@ -32,7 +32,7 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
     'sync-frequency': durationFlag({ summary: 'Resync period of running pods and of their configMap, secret, downwardAPI and projected volumes.', default: '1m' }),
     'max-parallel-syncs': Flags.integer({ summary: 'How many pods may sync at the same time.', default: 8, min: 1 }),
     listen: Flags.string({ summary: 'Also serve the local API on loopback TCP (127.0.0.1:PORT); needs --auth-token-file.' }),
-    'auth-token-file': Flags.string({ summary: 'File holding the bearer token required on --listen.' }),
+    'auth-token-file': Flags.string({ summary: 'File holding the bearer token required on --listen (an error without --listen).' }),
     tui: Flags.boolean({
       summary: 'Show the live dashboard (as klet dashboard draws it) in this terminal; q stops the sync, pods keep running.',
       default: false,
@@ -126,7 +126,10 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
 
   /** --listen with its token from --auth-token-file (never one without the other). */
   private async listenFlags(value: string | undefined, tokenFile: string | undefined): Promise<{ host: string; port: number; token: string } | undefined> {
-    if (value === undefined) return undefined;
+    if (value === undefined) {
+      if (tokenFile !== undefined) throw new InputError(`--auth-token-file "${tokenFile}" needs --listen: the token only guards the TCP listener`);
+      return undefined;
+    }
     const { parseListen, readAuthTokenFile } = await import('../lib/server/auth.js');
     const addr = parseListen(value);
     if (tokenFile === undefined) throw new InputError('--listen needs --auth-token-file: the TCP listener never serves without a token');

@@ -20,6 +20,8 @@ function describe(e: PodEvent): string | null {
       return `sandbox ${(e.sandboxId ?? '').slice(0, 13)} stopped`;
     case 'FailedCreatePodSandBox':
       return `sandbox: ${e.message}`;
+    case 'NodePorts':
+      return `rejected: ${e.message}`;
     case 'Pulled':
       return e.pulled ? `container ${e.container}: pulled image ${e.image}` : `container ${e.container}: image ${e.image} already present`;
     case 'Started':

@@ -255,12 +255,20 @@ describe('usage errors: exit 2, one line naming the input', () => {
     const r = await runKlet(['images', 'import', ...endpoint()]);
     expectOneLineError(r, 2, ['file']);
   });
+
+  it('sync --auth-token-file without --listen (the token would guard nothing)', async () => {
+    const token = path.join(tmp, 'token');
+    fs.writeFileSync(token, 'secret-token-value\n', { mode: 0o600 });
+    const r = await runKlet(['sync', '--auth-token-file', token, '--root-dir', path.join(tmp, 'root-token'), ...endpoint()]);
+    const line = expectOneLineError(r, 2, ['--auth-token-file', token, '--listen']);
+    expect(line).not.toContain('secret-token-value');
+  });
 });
 
 describe('not implemented yet', () => {
-  it('klet mount-volumes exits 3', async () => {
-    const r = await runKlet(['mount-volumes']);
-    expectOneLineError(r, 3, ['klet mount-volumes', 'not implemented yet']);
+  it('klet register-node exits 3', async () => {
+    const r = await runKlet(['register-node']);
+    expectOneLineError(r, 3, ['klet register-node', 'not implemented yet']);
   });
 });
 

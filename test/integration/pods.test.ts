@@ -436,6 +436,128 @@ spec:
   });
 });
 
+describe('termination messages', () => {
+  it('the terminationMessagePath file, and FallbackToLogsOnError (last 80 lines, at most 2048 bytes), reach state.terminated.message', async () => {
+    const file = manifest(
+      'tmsg.yaml',
+      `apiVersion: v1
+kind: Pod
+metadata:
+  name: tmsg
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: file
+      image: ${rt.images.busybox}
+      command: ["sh", "-c", "printf 'bye from file' > /dev/termination-log; exit 1"]
+    - name: custom
+      image: ${rt.images.busybox}
+      terminationMessagePath: /tmp/why
+      command: ["sh", "-c", "echo ok > /tmp/why"]
+    - name: logs
+      image: ${rt.images.busybox}
+      terminationMessagePolicy: FallbackToLogsOnError
+      command: ["sh", "-c", "i=0; while [ $i -lt 100 ]; do echo line-$i; i=$((i+1)); done; exit 2"]
+    - name: longlogs
+      image: ${rt.images.busybox}
+      terminationMessagePolicy: FallbackToLogsOnError
+      command: ["sh", "-c", "i=0; while [ $i -lt 10 ]; do printf '%0500d\\n' $i; i=$((i+1)); done; exit 3"]
+    - name: quiet
+      image: ${rt.images.busybox}
+      terminationMessagePolicy: FallbackToLogsOnError
+      command: ["sh", "-c", "echo not shown; exit 0"]
+`,
+    );
+    const { r, json: pod } = await kletJson<V1Pod>(['run-pod', file, '--rm', '--timeout', '60s']);
+    expect(r.code, explain(r)).not.toBe(0);
+    const msg = (name: string) => pod.status?.containerStatuses?.find((c) => c.name === name)?.state?.terminated?.message;
+    expect(msg('file')).toBe('bye from file');
+    expect(msg('custom')).toBe('ok\n');
+    // The last 80 of 100 lines.
+    expect(msg('logs')).toBe(Array.from({ length: 80 }, (_, i) => `line-${i + 20}\n`).join(''));
+    // Ten 501-byte lines: the last 80 lines capped at 2048 bytes.
+    const long = msg('longlogs') ?? '';
+    expect(Buffer.byteLength(long)).toBe(2048);
+    expect(long.startsWith(`${'0'.repeat(500)}\n`)).toBe(true);
+    // Exit 0: no fallback to the logs.
+    expect(msg('quiet')).toBeUndefined();
+    await expectPodGone(ids(pod));
+  });
+});
+
+describe('hostPort admission', () => {
+  it('a second pod asking for a hostPort already held is rejected: Failed, NodePorts, the port named, nothing created', async () => {
+    const port = 31000 + Math.floor(Math.random() * 2000);
+    const withPort = (name: string) =>
+      simplePod(name, SLEEP_FOREVER, { grace: 1 }).replace(
+        `      command:`,
+        `      ports:\n        - { containerPort: 80, hostPort: ${port} }\n      command:`,
+      );
+    const first = await runPod(manifest('port-a.yaml', withPort('port-a')));
+    expect(first.status?.phase).toBe('Running');
+    const { r, json: second } = await kletJson<V1Pod>(['run-pod', manifest('port-b.yaml', withPort('port-b')), '--timeout', '60s']);
+    expect(r.code, explain(r)).not.toBe(0);
+    expect(second.status?.phase).toBe('Failed');
+    expect(second.status?.reason).toBe('NodePorts');
+    expect(second.status?.message).toBe(
+      `Pod was rejected: Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports (hostPort ${port}/TCP is held by pod default/port-a-${NODE})`,
+    );
+    expect(r.stderr).toContain(`pod failed: NodePorts: `);
+    // Rejected before anything was made for it.
+    expect(await sandboxesOf(ids(second).uid)).toEqual([]);
+    // status says the same afterwards.
+    const { json: again } = await kletJson<V1Pod>(['status', `port-b-${NODE}`]);
+    expect([again.status?.phase, again.status?.reason]).toEqual(['Failed', 'NodePorts']);
+    expectOk(await klet(['delete', '--all']));
+  });
+});
+
+describe('the sandbox\'s pause process', () => {
+  it('is the static /pause as PID 1 of a shared-PID pod: reaps re-parented children, and the pod stops promptly on SIGTERM', async () => {
+    const file = manifest(
+      'shared-pid.yaml',
+      simplePod('sharedpid', SLEEP_FOREVER, { grace: 30 }).replace('spec:\n', 'spec:\n  shareProcessNamespace: true\n'),
+    );
+    const pod = await runPod(file);
+    const [c] = await containersOf(ids(pod).uid);
+    const sh = async (script: string) =>
+      Buffer.from((await cri.execSync({ containerId: c!.id, cmd: ['sh', '-c', script], timeout: 20n })).stdout).toString();
+    expect((await sh('cat /proc/1/cmdline | tr "\\0" " "')).trim()).toBe('/pause');
+    // Orphans: each subshell exits at once, its sleep is re-parented to PID 1 and exits 0.3 s later.
+    await sh('for i in 1 2 3 4 5; do (sleep 0.3 &); done; sleep 1.5');
+    const zombies = await sh('for s in /proc/[0-9]*/stat; do cut -d" " -f3 "$s"; done | grep -c Z || true');
+    expect(zombies.trim()).toBe('0');
+    // The pause process exits on SIGTERM at once: deleting the pod does not wait for a SIGKILL.
+    const t0 = Date.now();
+    expectOk(await klet(['delete', `sharedpid-${NODE}`]));
+    expect(Date.now() - t0).toBeLessThan(15_000);
+    await expectPodGone(ids(pod));
+  });
+});
+
+describe('a pod being deleted', () => {
+  it('shows as Terminating with its deletionTimestamp and the IP it had, not ContainerCreating/<none>', async () => {
+    const file = manifest('term.yaml', simplePod('term', "trap '' TERM; sleep 1000000 & wait; sleep 1000000", { grace: 8 }));
+    const pod = await runPod(file);
+    const ip = pod.status?.podIP ?? '';
+    expect(ip).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+    const deleting = klet(['delete', `term-${NODE}`]);
+    // The container ignores SIGTERM: for 8 s the pod is terminating.
+    const seen = await eventually(async () => {
+      const { json } = await kletJson<V1Pod>(['status', `term-${NODE}`]);
+      if (json.metadata?.deletionTimestamp === undefined) throw new Error('no deletionTimestamp yet');
+      return json;
+    }, 6000);
+    expect(seen.metadata?.deletionGracePeriodSeconds).toBe(8);
+    expect(seen.status?.podIP).toBe(ip);
+    const table = await klet(['status']);
+    expect(table.stdout).toMatch(new RegExp(`^default +term-${NODE} +\\S+ +Terminating +0 +\\S+ +${ip.replaceAll('.', '\\.')}`, 'm'));
+    expectOk(await deleting);
+    await expectPodGone(ids(pod));
+  });
+});
+
 describe('seccomp', () => {
   it('a Localhost profile is found under <root-dir>/seccomp and applied', async () => {
     const dir = path.join(rt.rootDir, 'seccomp', 'profiles');

@@ -19,6 +19,8 @@ import {
   imageSpecDigest,
   ociArchitecture,
   pauseImageSpec,
+  buildPauseBinary,
+  elfHasInterpreter,
   type BuildOciImageOptions,
   type LayerEntry,
 } from '../../src/lib/runtime/oci-image.js';
@@ -356,7 +358,25 @@ describe('built-in image specs', () => {
     expect(spec.name).toBe('localhost/klet/busybox:1.36');
   });
 
-  it('pause: a trapping shell loop as entrypoint', async () => {
+  it('pause: a static binary compiled from C (the host has cc and libc6-dev: install-deps installs them), alone as /pause', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'klet-pause-'));
+    try {
+      const bin = await buildPauseBinary(dir);
+      expect(bin).not.toBeNull();
+      expect(await elfHasInterpreter(bin as string)).toBe(false);
+      // Built once: the same file again.
+      expect(await buildPauseBinary(dir)).toBe(bin);
+      const spec = await pauseImageSpec(undefined, { pauseBinary: bin });
+      expect(spec.files.map((f) => f.path)).toEqual(['pause']);
+      expect(spec.config.entrypoint).toEqual(['/pause']);
+      // No compiler: null, and the image falls back to the shell loop.
+      expect(await buildPauseBinary(path.join(dir, 'other'), { cc: '/nonexistent/cc' })).toBeNull();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('pause without a compiled binary: a trapping shell loop as entrypoint', async () => {
     const spec = await pauseImageSpec();
     expect(spec.name).toBe('localhost/klet/pause:3.10');
     expect(spec.config.entrypoint).toEqual(['/bin/sh', '-c', PAUSE_SCRIPT]);

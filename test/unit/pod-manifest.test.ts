@@ -11,7 +11,9 @@ import {
   ManifestError,
   loadManifests,
   manifestErrorsToError,
+  nestingTooDeep,
   parseManifestText,
+  prepareManifests,
   readManifestDir,
   readManifestFile,
   type ManifestSet,
@@ -88,6 +90,49 @@ describe('kubeadm static pods', () => {
 });
 
 describe('reading manifests', () => {
+  it.each([
+    { name: '100 000 nested flow sequences', text: `apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n  labels: ${'['.repeat(100_000)}${']'.repeat(100_000)}\n`, line: 5 },
+    { name: '100 000 nested block sequences on one line', text: `apiVersion: v1\nkind: Pod\nspec:\n  containers:\n${'- '.repeat(100_000)}x\n`, line: 5 },
+    { name: 'JSON nested 5000 deep', text: `{"apiVersion":"v1","kind":"Pod","metadata":${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}}`, line: 1 },
+  ])('hostile nesting ($name): one error naming file:line, fast, no stack overflow', ({ text, line }) => {
+    const t0 = performance.now();
+    const set = parseManifestText(text, 'http://host/pods.yaml');
+    expect(performance.now() - t0).toBeLessThan(5000);
+    expect(set.objects).toEqual([]);
+    expect(set.errors.map((e) => e.toString())).toEqual([`http://host/pods.yaml:${line}: nested more than 1000 levels deep`]);
+  });
+
+  it('a hostPath with ..: the first error is the path, not the mount that names the rejected volume', () => {
+    const text = [
+      'apiVersion: v1',
+      'kind: Pod',
+      'metadata: { name: hp }',
+      'spec:',
+      '  containers:',
+      '    - name: c',
+      '      image: busybox',
+      '      volumeMounts:',
+      '        - { name: v, mountPath: /data }',
+      '  volumes:',
+      '    - name: v',
+      '      hostPath: { path: /var/../etc }',
+      '',
+    ].join('\n');
+    const set = prepareManifests(parseManifestText(text, '/m/hp.yaml', 'file'), { nodeName: 'n' });
+    expect(set.errors.map((e) => e.toString())).toEqual([
+      `/m/hp.yaml:12: spec.volumes[0].hostPath.path: Invalid value: "/var/../etc": must not contain '..'`,
+      '/m/hp.yaml:9: spec.containers[0].volumeMounts[0].name: Not found: "v"',
+    ]);
+  });
+
+  it('real manifests are not too deep: block scalars and quoted strings full of brackets do not count', () => {
+    const script = `${'[[ -f x ]] && echo "[{" '.repeat(600)}`;
+    const text = `apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\nspec:\n  containers:\n    - name: c\n      image: busybox\n      args:\n        - |\n          ${script}\n        - "${'['.repeat(1200)}"\n`;
+    expect(nestingTooDeep(text)).toBeNull();
+    expect(nestingTooDeep(`a: ${'['.repeat(1000)}${']'.repeat(1000)}`)).toBeNull();
+    expect(nestingTooDeep(`a: ${'['.repeat(1001)}${']'.repeat(1001)}`)).toBe(1);
+  });
+
   it('reads every document of a multi-document file and skips empty ones', async () => {
     const set = await load(fixture('multi.yaml'));
     expect(errorsOf(set)).toEqual([]);
@@ -146,9 +191,10 @@ describe('reading manifests', () => {
 
   it('reports API validation errors with lines, all of them', async () => {
     const dup = fixture('duplicate-containers.yaml');
+    // In the API server's order (containers are validated before init containers), not by line.
     expect(errorsOf(await load(dup))).toEqual([
-      `${dup}:7: spec.initContainers[0].name: Duplicate value: "setup"`,
       `${dup}:12: spec.containers[1].name: Duplicate value: "app"`,
+      `${dup}:7: spec.initContainers[0].name: Duplicate value: "setup"`,
     ]);
     const bad = fixture('bad-name.yaml');
     const errs = errorsOf(await load(bad));

@@ -24,6 +24,10 @@ export const podEvents = {
   sandboxFailed(pod: V1Pod, message: string): PodEvent {
     return { ...base(pod), type: 'Warning', reason: 'FailedCreatePodSandBox', message };
   },
+  /** Rejected at admission (the kubelet's event carries the admission's reason, e.g. NodePorts). */
+  rejected(pod: V1Pod, reason: string, message: string): PodEvent {
+    return { ...base(pod), type: 'Warning', reason, message };
+  },
   pulled(pod: V1Pod, container: string, image: string, pulled: boolean): PodEvent {
     const message = pulled ? `Successfully pulled image "${image}"` : `Container image "${image}" already present on machine`;
     return { ...base(pod), type: 'Normal', reason: 'Pulled', message, container, image, pulled };

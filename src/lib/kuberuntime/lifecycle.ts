@@ -5,6 +5,7 @@
  * gracefully, then sandboxes), remove it (containers, sandboxes, pod dir,
  * log dir) and delete it (kill, then remove).
  */
+import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { CriClient } from '../cri/client.js';
@@ -12,7 +13,7 @@ import { errorMessage } from '../errors.js';
 import { KLET_INSTANCE_LABEL, POD_UID_LABEL, instanceSelector, kletInstance } from './labels.js';
 import { podKey } from '../pod/key.js';
 import { podLogDirOf } from '../logs/paths.js';
-import { listPodRecords, readPodRecord, removePodDir, writePodRecord, type PodRecord } from './poddir.js';
+import { listPodRecords, podDir, readPodRecord, removePodDir, writePodRecord, type PodRecord } from './poddir.js';
 import { getRuntimePodStatus } from './runtime-status.js';
 import { killPod, type SyncContext } from './sync-pod.js';
 
@@ -82,8 +83,22 @@ export async function removePodLogDir(
 export async function deletePod(ctx: LifecycleContext, pod: V1Pod, opts: { gracePeriodSeconds?: number } = {}): Promise<void> {
   const status = await getRuntimePodStatus(ctx.cri, identity(pod), { signal: ctx.signal, owner: instanceSelector(ctx) });
   const grace = opts.gracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
+  await markTerminating(ctx, pod, grace);
   await killPod(ctx, pod, status, { gracePeriodSeconds: grace });
   await removePod(ctx, pod);
+}
+
+/**
+ * Record that the pod is being terminated, so that `status` (from any
+ * process) shows it with a deletionTimestamp — Terminating, with the IP it
+ * had — rather than as a pod whose containers are being created.
+ */
+export async function markTerminating(ctx: Pick<SyncContext, 'rootDir'>, pod: V1Pod, gracePeriodSeconds: number): Promise<void> {
+  const rec = await readPodRecord(ctx.rootDir, pod.metadata?.uid ?? '');
+  if (rec === null || rec.deletion !== undefined) return;
+  // Never re-create the dir of a pod removed meanwhile.
+  if (!fs.existsSync(podDir(ctx.rootDir, pod.metadata?.uid ?? ''))) return;
+  await writePodRecord(ctx.rootDir, { ...rec, deletion: { at: new Date().toISOString(), gracePeriodSeconds } });
 }
 
 /**

@@ -12,6 +12,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
+import { errorMessage } from '../errors.js';
 import type { V1Pod } from '@kubernetes/client-node';
 import { unmountAll } from '../util/mounts.js';
 
@@ -29,6 +30,8 @@ export interface PodRecord {
   source: string;
   /** When klet first synced the pod (RFC 3339), the pod's startTime. */
   firstSeen: string;
+  /** Set when klet started terminating the pod (delete, or no source wants it): its deletionTimestamp and grace. */
+  deletion?: { at: string; gracePeriodSeconds: number };
 }
 
 /** Per-container state of the last sync that CRI cannot tell: why a start failed, back-off. */
@@ -45,17 +48,55 @@ export interface ContainerSyncState {
 
 export interface PodSyncState {
   containers: Record<string, ContainerSyncState>;
-  /** Pod-level end reason (DeadlineExceeded), as status.reason / status.message. */
+  /** Pod-level end reason (DeadlineExceeded, or the admission's, e.g. NodePorts), as status.reason / status.message. */
   reason?: string;
   message?: string;
   /** The last sandbox creation failed (CreatePodSandboxError), and the back-off before the next try. */
   sandboxError?: { reason: string; message: string; backoffMs: number };
+  /** Rejected at admission: never run, phase Failed. */
+  rejected?: boolean;
+  /** The pod's IPs from its last sandbox, kept while the pod terminates and its sandbox no longer reports them. */
+  podIPs?: string[];
 }
 
+/**
+ * Write a file atomically: a temp file next to it, then rename. A failed
+ * write (ENOSPC, EROFS) removes its temp file and names the file and the
+ * errno; temp files a killed process left next to it (its pid gone) are
+ * removed by the next write.
+ */
 async function writeFileAtomic(file: string, data: string, mode = 0o644): Promise<void> {
   const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-  await fsp.writeFile(tmp, data, { mode });
-  await fsp.rename(tmp, file);
+  try {
+    await fsp.writeFile(tmp, data, { mode });
+    await fsp.rename(tmp, file);
+  } catch (err) {
+    await fsp.rm(tmp, { force: true }).catch(() => undefined);
+    throw new Error(`cannot write ${file}: ${errorMessage(err)}`, { cause: err });
+  }
+  await removeStaleTmp(file);
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Remove `<file>.<pid>.<rand>.tmp` siblings whose writer is gone. */
+async function removeStaleTmp(file: string): Promise<void> {
+  const base = path.basename(file);
+  const names = await fsp.readdir(path.dirname(file)).catch(() => [] as string[]);
+  for (const n of names) {
+    const m = /^(.*)\.(\d+)\.[0-9a-f]+\.tmp$/.exec(n);
+    if (!m || m[1] !== base) continue;
+    const pid = Number(m[2]);
+    if (pid === process.pid || pidAlive(pid)) continue;
+    await fsp.rm(path.join(path.dirname(file), n), { force: true }).catch(() => undefined);
+  }
 }
 
 export async function writePodRecord(rootDir: string, rec: PodRecord): Promise<void> {

@@ -3,9 +3,12 @@
  * sandbox and container CRI has for a pod UID, newest first, read back
  * through the kubelet's labels and annotations.
  */
+import { open } from 'node:fs/promises';
 import type { CriClient } from '../cri/client.js';
 import { ContainerState, PodSandboxState, type Container, type ContainerStatus, type PodSandbox, type PodSandboxStatus } from '../cri/gen/api.js';
 import { CriNotFoundError } from '../cri/errors.js';
+import { errorMessage } from '../errors.js';
+import { readContainerLog } from '../logs/reader.js';
 import { POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL, type ContainerType, readContainerLabels } from './labels.js';
 
 export type RuntimeContainerState = 'created' | 'running' | 'exited' | 'unknown';
@@ -142,6 +145,58 @@ function sandboxFromListEntry(sb: PodSandbox): RuntimeSandboxStatus {
   };
 }
 
+/** The kubelet's caps: the message file's last 4 KiB; from the logs, the last 80 lines, at most 2 KiB. */
+export const MAX_TERMINATION_MESSAGE_BYTES = 4096;
+export const MAX_TERMINATION_MESSAGE_LOG_BYTES = 2048;
+export const MAX_TERMINATION_MESSAGE_LOG_LINES = 80;
+
+/** The last `max` bytes of a file. */
+async function readAtMost(file: string, max: number): Promise<string> {
+  const fh = await open(file, 'r');
+  try {
+    const { size } = await fh.stat();
+    const len = Math.min(size, max);
+    const buf = Buffer.alloc(len);
+    await fh.read(buf, 0, len, size - len);
+    return buf.toString('utf8');
+  } finally {
+    await fh.close();
+  }
+}
+
+/**
+ * An exited container's termination message, as the kubelet reads it
+ * (kuberuntime_container.go getTerminationMessage): the file mounted at its
+ * terminationMessagePath (read on the host through the container's mounts),
+ * or, under FallbackToLogsOnError with a non-zero exit and no message, the
+ * tail of its log.
+ */
+export async function terminationMessage(s: ContainerStatus): Promise<string> {
+  const info = readContainerLabels(s.labels, s.annotations);
+  const fallback = info.terminationMessagePolicy === 'FallbackToLogsOnError' && s.exitCode !== 0;
+  let checkLogs = fallback;
+  let msg = '';
+  const mount = info.terminationMessagePath === '' ? undefined : s.mounts.find((m) => m.containerPath === info.terminationMessagePath);
+  if (mount !== undefined) {
+    try {
+      msg = await readAtMost(mount.hostPath, MAX_TERMINATION_MESSAGE_BYTES);
+      checkLogs = fallback && msg.length === 0;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') return `Error on reading termination log ${mount.hostPath}: ${errorMessage(err)}`;
+    }
+  }
+  if (!checkLogs || s.logPath === '') return msg;
+  const parts: string[] = [];
+  try {
+    for await (const chunk of readContainerLog(s.logPath, { tail: MAX_TERMINATION_MESSAGE_LOG_LINES, limitBytes: MAX_TERMINATION_MESSAGE_LOG_BYTES })) {
+      parts.push(chunk);
+    }
+  } catch (err) {
+    return `Error on reading termination message from logs: ${errorMessage(err)}`;
+  }
+  return parts.join('');
+}
+
 async function orNull<T>(p: Promise<T>): Promise<T | null> {
   try {
     return await p;
@@ -182,7 +237,13 @@ export async function assembleRuntimePodStatus(
       seen.set(name, n + 1);
       if (n >= 2) return fromListEntry(c);
       const res = await orNull(cri.containerStatus({ containerId: c.id }, opts));
-      return res?.status ? toRuntimeContainerStatus(res.status, c.podSandboxId) : null;
+      if (!res?.status) return null;
+      const st = toRuntimeContainerStatus(res.status, c.podSandboxId);
+      if (st.state === 'exited') {
+        const msg = await terminationMessage(res.status);
+        if (msg !== '') st.message = st.message !== '' ? `${st.message}: ${msg}` : msg;
+      }
+      return st;
     }),
   );
   return {

@@ -21,7 +21,9 @@ import { VolumeManager, VolumeMountError, type MountedVolumes, type PodVolumes }
 import { prepareSubPath, SubPathError } from '../volume/subpath.js';
 import { ensureImageExists, ImageError } from './image.js';
 import {
+  listPodRecords,
   newTerminationMessageFile,
+  type PodRecord,
   readSyncState,
   podDir,
   writeEtcHosts,
@@ -33,7 +35,9 @@ import { findContainerStatus, getRuntimePodStatus, type RuntimePodStatus } from 
 import { hostIPs } from '../node/addresses.js';
 import { formatDuration } from '../util/duration.js';
 import { runHandler } from './hooks.js';
-import { instanceSelector, kletInstance } from './labels.js';
+import { POD_UID_LABEL, instanceSelector, kletInstance } from './labels.js';
+import { admitHostPorts, podHostPorts } from './admission.js';
+import { PodSandboxState } from '../cri/gen/api.js';
 import { podLogDirOf } from '../logs/paths.js';
 import type { KletEventBody } from '../events/types.js';
 import { podEvents } from '../events/pod-events.js';
@@ -95,10 +99,37 @@ export interface SyncPodResult {
   requeueAfterMs?: number;
   /** The pod was ended by klet itself (activeDeadlineSeconds, or evicted). */
   deadlineExceeded?: boolean;
+  /** The pod was rejected at admission (e.g. NodePorts) and never runs. */
+  rejected?: boolean;
   /** The runtime refused the pod's sandbox in this sync (the kubelet's CreatePodSandboxError). */
   sandboxError?: { reason: string; message: string };
   /** The pod's volumes could not be set up (nothing was started): the kubelet's WaitForAttachAndMount error. */
   mountFailed?: string;
+}
+
+/**
+ * The node's other active pods of this klet, as admission sees them: those
+ * with a ready sandbox, and those admitted before this one that have no
+ * sandbox yet (being started, e.g. by the same runonce). Rejected and
+ * finished pods hold nothing.
+ */
+async function activePods(ctx: SyncContext, self: string): Promise<V1Pod[]> {
+  const records = await listPodRecords(ctx.rootDir);
+  const mine = records.find((r) => r.pod.metadata?.uid === self);
+  const { items } = await ctx.cri.listPodSandbox({ filter: { labelSelector: instanceSelector(ctx) } }, { signal: ctx.signal });
+  const withSandbox = new Set(items.map((s) => s.labels[POD_UID_LABEL] ?? ''));
+  const ready = new Set(items.filter((s) => s.state === PodSandboxState.SANDBOX_READY).map((s) => s.labels[POD_UID_LABEL] ?? ''));
+  const earlier = (r: PodRecord) =>
+    mine === undefined || r.firstSeen < mine.firstSeen || (r.firstSeen === mine.firstSeen && (r.pod.metadata?.uid ?? '') < self);
+  const out: V1Pod[] = [];
+  for (const r of records) {
+    const uid = r.pod.metadata?.uid ?? '';
+    if (uid === self) continue;
+    if (!ready.has(uid) && (withSandbox.has(uid) || !earlier(r))) continue;
+    if ((await readSyncState(ctx.rootDir, uid)).rejected === true) continue;
+    out.push(r.pod);
+  }
+  return out;
 }
 
 /** The kubelet's kubecontainer.ErrCreatePodSandbox. */
@@ -127,10 +158,29 @@ export async function killPod(
   const grace = gracePeriod(pod, opts.gracePeriodSeconds);
   const running = status.containers.filter((c) => c.state === 'running' || c.state === 'created' || c.state === 'unknown');
   await Promise.all(running.map((c) => killContainer(ctx, pod, c, grace, `Stopping container ${c.name}`, c.state === 'running')));
+  // Every sandbox, as the kubelet's killPodWithSyncResult does: one left not
+  // ready by a runtime crash still holds its network (netns, veth, IP lease)
+  // until StopPodSandbox tears it down.
   for (const sb of status.sandboxes) {
-    if (!sb.ready) continue;
     await ctx.cri.stopPodSandbox({ podSandboxId: sb.id }, { signal: ctx.signal });
-    ctx.onEvent?.(podEvents.sandboxStopped(pod, sb.id));
+    if (sb.ready) ctx.onEvent?.(podEvents.sandboxStopped(pod, sb.id));
+  }
+}
+
+/**
+ * After a new sandbox: remove the pod's older sandboxes that no container
+ * refers to (the kubelet's sandbox garbage collection keeps only the newest),
+ * so the leftovers of interrupted attempts do not pile up.
+ */
+async function removeOldSandboxes(ctx: SyncContext, status: RuntimePodStatus, current: string): Promise<void> {
+  for (const sb of status.sandboxes) {
+    if (sb.id === current || status.containers.some((c) => c.sandboxId === sb.id)) continue;
+    try {
+      await ctx.cri.stopPodSandbox({ podSandboxId: sb.id }, { signal: ctx.signal });
+      await ctx.cri.removePodSandbox({ podSandboxId: sb.id }, { signal: ctx.signal });
+    } catch (err) {
+      log.debug(`removing old sandbox ${sb.id.slice(0, 13)}: ${errorMessage(err)}`);
+    }
   }
 }
 
@@ -371,6 +421,18 @@ export async function syncPod(ctx: SyncContext, pod: V1Pod, opts: { startTime?: 
   );
   const failures: SyncPodResult['failures'] = [];
   const state = await readSyncState(ctx.rootDir, uid);
+  const idle = { killPod: false, createSandbox: false, sandboxId: null, attempt: 0, initContainersToStart: [], containersToStart: [], containersToKill: [] };
+  if (state.rejected === true) return { actions: idle, status, failures, rejected: true };
+  // Admission, before anything of the pod exists: the kubelet's NodePorts predicate.
+  if (status.sandboxes.length === 0 && status.containers.length === 0 && podHostPorts(pod).length > 0) {
+    const rejection = admitHostPorts(pod, await activePods(ctx, uid));
+    if (rejection !== null) {
+      Object.assign(state, { rejected: true, reason: rejection.reason, message: rejection.message });
+      await writeSyncState(ctx.rootDir, uid, state);
+      ctx.onEvent?.(podEvents.rejected(pod, rejection.reason, rejection.message));
+      return { actions: idle, status, failures, rejected: true };
+    }
+  }
 
   // Evicted by housekeeping (the eviction manager's emptyDir sizeLimit check): killed and Failed.
   if (state.reason === 'Evicted') {
@@ -463,6 +525,7 @@ export async function syncPod(ctx: SyncContext, pod: V1Pod, opts: { startTime?: 
     const ip = st.status?.network?.ip ?? '';
     podIPs = [ip, ...(st.status?.network?.additionalIps ?? []).map((p) => p.ip)].filter((x) => x !== '');
     ctx.onEvent?.(podEvents.sandboxCreated(pod, sandboxId, ip));
+    await removeOldSandboxes(ctx, status, sandboxId);
   } else {
     const sb = status.sandboxes[0];
     podIPs = sb ? [sb.ip, ...sb.additionalIps].filter((x) => x !== '') : [];
@@ -470,6 +533,7 @@ export async function syncPod(ctx: SyncContext, pod: V1Pod, opts: { startTime?: 
   if (sandboxId === null) return { actions, status, failures };
   if (pod.spec?.hostNetwork) podIPs = nodeHostIPs(ctx);
 
+  if (!pod.spec?.hostNetwork && podIPs.length > 0) state.podIPs = podIPs;
   const etcHosts = pod.spec?.hostNetwork ? null : await writeEtcHosts(ctx.rootDir, pod, podIPs);
   const sc: StartContext = { pod, sandboxId, sandboxConfig, podIPs, volumes, state, etcHosts };
   // After a new sandbox, earlier container statuses belong to the old one: restart counts continue.

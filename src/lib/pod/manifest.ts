@@ -32,7 +32,7 @@ import { promises as fs } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { V1ConfigMap, V1ListMeta, V1Pod, V1Secret } from '@kubernetes/client-node';
-import { type Document, type Tags, isAlias, isMap, isScalar, isSeq, LineCounter, parseAllDocuments } from 'yaml';
+import { CST, type Document, Lexer, type Tags, isAlias, isMap, isScalar, isSeq, LineCounter, parseAllDocuments } from 'yaml';
 import { InputError, type KletErrorOptions, errorMessage } from '../errors.js';
 import { log } from '../log.js';
 import { decodeModel, describeJSONValue, isPlainObject } from './decode.js';
@@ -360,8 +360,65 @@ function syntaxErrorPos(text: string, pos: number): number {
   return Math.max(0, p - 1);
 }
 
+/**
+ * The deepest YAML/JSON nesting a manifest may have. Pods nest about 10
+ * levels; the cap keeps hostile input (100 000 `[`) from overflowing the
+ * parser's stack and from costing memory out of proportion to its size.
+ */
+export const MAX_NESTING_DEPTH = 1000;
+
+/**
+ * The 1-based line where nesting first exceeds `max`, or null. A cheap upper
+ * bound first (every flow opener in the text, plus the longest run of
+ * indentation and block indicators at a line's start); only input that could
+ * be that deep is lexed (the yaml package's lexer is iterative), counting
+ * flow collections exactly and block nesting by indentation plus indicators.
+ */
+export function nestingTooDeep(text: string, max = MAX_NESTING_DEPTH): number | null {
+  let openers = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x5b || c === 0x7b) openers++;
+  }
+  let lead = 0;
+  for (const m of text.matchAll(/^[ \t?:-]*/gm)) if (m[0].length > lead) lead = m[0].length;
+  if (openers + lead <= max) return null;
+  let flow = 0;
+  let indicators = 0;
+  let indent = 0;
+  let atStart = true;
+  let line = 1;
+  for (const tok of new Lexer().lex(text)) {
+    const t = CST.tokenType(tok);
+    if (t === 'newline') {
+      atStart = true;
+      indicators = 0;
+      indent = 0;
+      line++;
+      continue;
+    }
+    if (t === 'space') {
+      if (atStart) indent = tok.length;
+      continue;
+    }
+    atStart = false;
+    if (t === 'flow-map-start' || t === 'flow-seq-start') flow++;
+    else if (t === 'flow-map-end' || t === 'flow-seq-end') flow = Math.max(0, flow - 1);
+    else if (t === 'seq-item-ind' || t === 'explicit-key-ind' || t === 'map-value-ind') indicators++;
+    if (flow + indent + indicators > max) return line;
+    // Multi-line scalars and comments are one token: keep the line count right.
+    if (t === 'scalar' || t === 'comment') for (let i = tok.indexOf('\n'); i !== -1; i = tok.indexOf('\n', i + 1)) line++;
+  }
+  return null;
+}
+
 function parseText(text: string, display: string, source: Omit<ManifestSource, 'line'>): ParsedManifests {
   const out: ParsedManifests = { objects: [], errors: [], files: [display] };
+  const deep = nestingTooDeep(text);
+  if (deep !== null) {
+    out.errors.push(fileError(display, `nested more than ${MAX_NESTING_DEPTH} levels deep`, deep));
+    return out;
+  }
   const lc = new LineCounter();
   const docs = parseAllDocuments(text, { ...YAML_OPTIONS, lineCounter: lc });
   for (const doc of docs) {
@@ -519,15 +576,22 @@ function mergeInto(into: ParsedManifests, from: ParsedManifests): void {
 }
 
 /** Errors in reading order: by file, then line (stable, so field errors keep their order). */
-function sortErrors(errors: ManifestError[], files: readonly string[]): ManifestError[] {
+/**
+ * Errors by file, then by the line of the document they belong to; within
+ * one object, in the order validation found them (as the API server lists
+ * them: the volume whose path is invalid before the mount that names it),
+ * so the first error shown is the cause, not an echo of it.
+ */
+function sortErrors(errors: ManifestError[], files: readonly string[], docLine: ReadonlyMap<ManifestError, number> = new Map()): ManifestError[] {
   const rank = new Map<string, number>();
   files.forEach((f, i) => {
     if (!rank.has(f)) rank.set(f, i);
   });
   const r = (e: ManifestError): number => rank.get(e.file) ?? files.length;
+  const line = (e: ManifestError): number => docLine.get(e) ?? e.line ?? 0;
   return errors
     .map((e, i) => ({ e, i }))
-    .sort((a, b) => r(a.e) - r(b.e) || (a.e.line ?? 0) - (b.e.line ?? 0) || a.i - b.i)
+    .sort((a, b) => r(a.e) - r(b.e) || line(a.e) - line(b.e) || a.i - b.i)
     .map(({ e }) => e);
 }
 
@@ -552,11 +616,12 @@ export function prepareManifests(parsed: ParsedManifests, opts: PrepareOptions):
   const seen = new Map<string, ManifestSource>();
   const now = opts.now ?? new Date();
 
+  const docLine = new Map<ManifestError, number>();
   const report = (obj: ManifestObject, errs: readonly FieldError[]): void => {
     for (const e of errs) {
-      set.errors.push(
-        new ManifestError({ file: obj.display, line: obj.locate(e.path), fieldPath: e.path.under(obj.base).toString(), message: e.body }),
-      );
+      const err = new ManifestError({ file: obj.display, line: obj.locate(e.path), fieldPath: e.path.under(obj.base).toString(), message: e.body });
+      if (obj.source.line !== undefined) docLine.set(err, obj.source.line);
+      set.errors.push(err);
     }
   };
   /** True when this is the first object of its kind with that namespace/name. */
@@ -606,7 +671,7 @@ export function prepareManifests(parsed: ParsedManifests, opts: PrepareOptions):
       else if (first(obj, secret.metadata?.namespace ?? '', secret.metadata?.name ?? '')) set.secrets.push(applySecretDefaults(secret));
     }
   }
-  set.errors = sortErrors(set.errors, parsed.files);
+  set.errors = sortErrors(set.errors, parsed.files, docLine);
   return set;
 }
 

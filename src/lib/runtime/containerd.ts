@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { CriClient } from '../cri/client.js';
+import { PodSandboxState } from '../cri/gen/api.js';
 import { parseEndpoint } from '../cri/endpoint.js';
 import { InputError, KletError, MissingDependencyError, TimeoutError, errorMessage } from '../errors.js';
 import { log } from '../log.js';
@@ -251,6 +252,7 @@ async function startLocked(
   log.debug(`started containerd pid ${pid} with ${layout.configFile}`);
   try {
     await waitReady(layout, pid, opts.timeoutMs ?? 30_000);
+    await reapOrphanShims(layout, pid).catch((err) => log.warn(`cleaning up after the previous containerd: ${errorMessage(err)}`));
     const images = await ensureBuiltinImages(layout.socketPath, layout.imageCacheDir);
     return { endpoint, pid, started: true, images, layout };
   } catch (err) {
@@ -349,6 +351,79 @@ async function killAndWait(pid: number, graceMs: number): Promise<void> {
     return;
   }
   while (pidAlive(pid)) await new Promise((r) => setTimeout(r, 20));
+}
+
+/** Start time of a process in clock ticks since boot (/proc/PID/stat field 22), or null. */
+async function startTicks(pid: number): Promise<number | null> {
+  try {
+    const stat = await fsp.readFile(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(fields[19]);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * After a crash of this root dir's containerd (SIGKILL mid-RunPodSandbox),
+ * shims of sandboxes or containers whose metadata it never committed keep
+ * running, unknown to the restarted containerd and to CRI (or known only as
+ * a sandbox that is not ready, so never to be stopped). Kill those that
+ * are older than the new containerd (so nothing it starts itself is
+ * touched), with the processes they run, and unmount and remove their
+ * bundles. Only shims serving this runtime's own socket are considered.
+ */
+async function reapOrphanShims(layout: ManagedRuntimeLayout, containerdPid: number): Promise<void> {
+  const born = await startTicks(containerdPid);
+  if (born === null) return;
+  const shims: { pid: number; id: string }[] = [];
+  for (const pid of await shimPids(layout.socketPath)) {
+    const args = (await fsp.readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
+    const i = args.indexOf('-id');
+    const started = await startTicks(pid);
+    if (i >= 0 && args[i + 1] && started !== null && started < born) shims.push({ pid, id: args[i + 1] as string });
+  }
+  if (shims.length === 0) return;
+  const client = CriClient.connect(`unix://${layout.socketPath}`, { timeoutMs: 30_000 });
+  let known: Set<string>;
+  try {
+    const [sbs, ctrs] = await Promise.all([client.listPodSandbox({}), client.listContainers({})]);
+    // A sandbox the restarted containerd reports not ready, with no container
+    // in it, is not running as far as it knows: a shim still serving it is a
+    // leftover as well. (A shim serves its sandbox's containers too: one with
+    // containers is kept, they are stopped through it.)
+    const withContainers = new Set(ctrs.containers.map((c) => c.podSandboxId));
+    known = new Set([
+      ...sbs.items.filter((s) => s.state === PodSandboxState.SANDBOX_READY || withContainers.has(s.id)).map((s) => s.id),
+      ...ctrs.containers.map((c) => c.id),
+    ]);
+  } finally {
+    client.close();
+  }
+  const orphans = shims.filter((s) => !known.has(s.id));
+  if (orphans.length === 0) return;
+  const children = new Map<number, number[]>();
+  for (const entry of await fsp.readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await fsp.readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    if (!Number.isInteger(ppid)) continue;
+    children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
+  }
+  for (const o of orphans) {
+    for (const child of children.get(o.pid) ?? []) {
+      try {
+        process.kill(child, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    await killAndWait(o.pid, 2000);
+    const bundle = path.join(layout.stateDir, 'io.containerd.runtime.v2.task', 'k8s.io', o.id);
+    await unmountAll(bundle);
+    await fsp.rm(bundle, { recursive: true, force: true });
+    log.info(`removed shim ${o.pid} of ${o.id.slice(0, 13)}, left behind by the previous containerd`);
+  }
 }
 
 /** Pids of containerd shims serving the containerd at this socket. */

@@ -23,6 +23,7 @@ import {
   BUILTIN_IMAGE_REFS,
   type BuiltinImageKind,
   buildOciImage,
+  buildPauseBinary,
   builtinImageSpec,
   imageSpecDigest,
 } from './oci-image.js';
@@ -429,7 +430,9 @@ export async function importImageArchive(opts: ImportImageOptions): Promise<Impo
  * Builds into the cache if absent, and removes older archives of the kind.
  */
 async function cachedBuiltinImage(kind: BuiltinImageKind, cacheDir: string): Promise<string> {
-  const spec = await builtinImageSpec(kind);
+  const pauseBinary = kind === 'pause' ? await buildPauseBinary(cacheDir) : null;
+  if (kind === 'pause' && pauseBinary === null) log.debug('no C compiler (cc -static): the sandbox image runs a shell loop as its pause process');
+  const spec = await builtinImageSpec(kind, undefined, { pauseBinary });
   const key = (await imageSpecDigest(spec)).slice('sha256:'.length, 'sha256:'.length + 16);
   const fileName = `${kind}-${key}.tar`;
   const file = path.join(cacheDir, fileName);

@@ -447,8 +447,87 @@ export async function busyboxApplets(busybox: string): Promise<string[]> {
   return [...new Set(names)].sort();
 }
 
-/** The sandbox image: busybox with only `sh` and `sleep`, running {@link PAUSE_SCRIPT}. */
-export async function pauseImageSpec(busybox?: string): Promise<ImageSpec> {
+/**
+ * The sandbox's process as the kubelet's pause image has it: sleep forever,
+ * reap every child re-parented to it (it is PID 1 of a pod that shares one
+ * PID namespace), and exit 0 at once on SIGTERM or SIGINT. Compiled into a
+ * static binary when the image is built (see buildPauseBinary).
+ */
+export const PAUSE_C_SOURCE = `/* klet's pause: the sandbox's PID 1. */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void on_stop(int sig) {
+  (void)sig;
+  _exit(0);
+}
+
+static void on_child(int sig) {
+  (void)sig;
+  while (waitpid(-1, NULL, WNOHANG) > 0) {
+  }
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "-v") == 0) {
+    puts("klet-pause");
+    return 0;
+  }
+  if (getpid() != 1) fputs("pause: warning: not PID 1\\n", stderr);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_stop;
+  if (sigaction(SIGTERM, &sa, NULL) < 0 || sigaction(SIGINT, &sa, NULL) < 0) return 1;
+  sa.sa_handler = on_child;
+  sa.sa_flags = SA_NOCLDSTOP | SA_RESTART;
+  if (sigaction(SIGCHLD, &sa, NULL) < 0) return 2;
+  for (;;) pause();
+}
+`;
+
+/**
+ * Compile {@link PAUSE_C_SOURCE} into a static binary under `cacheDir`
+ * (`pause-<hash of the source>`, kept for later builds), with the host's C
+ * compiler (`cc -static`, Debian's gcc + libc6-dev). Null when there is no
+ * compiler or the build fails: the image then falls back to {@link PAUSE_SCRIPT}.
+ */
+export async function buildPauseBinary(cacheDir: string, opts: { cc?: string } = {}): Promise<string | null> {
+  const key = createHash('sha256').update(PAUSE_C_SOURCE).digest('hex').slice(0, 16);
+  const out = path.join(cacheDir, `pause-${key}`);
+  if (await stat(out).then((s) => s.isFile() && s.size > 0, () => false)) return out;
+  await mkdir(cacheDir, { recursive: true });
+  const tmp = `${out}.${process.pid}.${randomBytes(4).toString('hex')}`;
+  const src = `${tmp}.c`;
+  try {
+    await writeFile(src, PAUSE_C_SOURCE);
+    await execFileAsync(opts.cc ?? 'cc', ['-static', '-Os', '-s', '-o', tmp, src], { encoding: 'utf8' });
+    if ((await elfHasInterpreter(tmp)) !== false) return null;
+    await rename(tmp, out);
+    return out;
+  } catch {
+    return null;
+  } finally {
+    await rm(src, { force: true });
+    await rm(tmp, { force: true });
+  }
+}
+
+/**
+ * The sandbox image. With a compiled pause binary (buildPauseBinary): that
+ * binary alone, as `/pause`, like the kubelet's pause image. Without one:
+ * busybox with only `sh` and `sleep`, running {@link PAUSE_SCRIPT}.
+ */
+export async function pauseImageSpec(busybox?: string, opts: { pauseBinary?: string | null } = {}): Promise<ImageSpec> {
+  if (opts.pauseBinary) {
+    return {
+      name: PAUSE_IMAGE,
+      files: [{ path: 'pause', mode: 0o755, content: { fromFile: opts.pauseBinary } }],
+      config: { entrypoint: ['/pause'], workingDir: '/', labels: { [BUILTIN_LABEL]: 'pause' } },
+    };
+  }
   const bin = busybox ?? (await findHostBusybox());
   return {
     name: PAUSE_IMAGE,
@@ -493,10 +572,10 @@ export async function busyboxImageSpec(busybox?: string): Promise<ImageSpec> {
   };
 }
 
-export async function builtinImageSpec(kind: BuiltinImageKind, busybox?: string): Promise<ImageSpec> {
+export async function builtinImageSpec(kind: BuiltinImageKind, busybox?: string, opts: { pauseBinary?: string | null } = {}): Promise<ImageSpec> {
   switch (kind) {
     case 'pause':
-      return pauseImageSpec(busybox);
+      return pauseImageSpec(busybox, opts);
     case 'busybox':
       return busyboxImageSpec(busybox);
   }

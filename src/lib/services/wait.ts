@@ -67,10 +67,8 @@ export interface Blocker {
 export function blocker(pod: V1Pod, goal: WaitGoal): Blocker | null {
   const st = pod.status;
   const phase = st?.phase;
-  if ((phase === 'Failed' || phase === 'Succeeded') && goal !== 'completed') {
-    const problem = `pod ${phase === 'Failed' ? 'failed' : 'completed'}`;
-    return { reason: phase === 'Failed' ? 'PodFailed' : 'PodCompleted', message: problem, problem };
-  }
+  if (phase === 'Failed' && goal !== 'completed') return failedBlocker(pod);
+  if (phase === 'Succeeded' && goal !== 'completed') return { reason: 'PodCompleted', message: 'pod completed', problem: 'pod completed' };
   for (const cs of [...(st?.initContainerStatuses ?? []), ...(st?.containerStatuses ?? [])]) {
     const w = cs.state?.waiting;
     // For pods meant to keep running, a crash loop is a failure to start.
@@ -80,6 +78,18 @@ export function blocker(pod: V1Pod, goal: WaitGoal): Blocker | null {
     }
   }
   return null;
+}
+
+/**
+ * Why a Failed pod failed: the pod's own reason when klet ended it (NodePorts
+ * at admission, DeadlineExceeded), else PodFailed with a container's exit code.
+ */
+function failedBlocker(pod: V1Pod): Blocker {
+  const st = pod.status;
+  if (st?.reason) return { reason: st.reason, message: st.message ?? '', problem: `pod failed: ${st.reason}: ${st.message ?? ''}`.trim() };
+  const code = firstFailedExitCode(pod);
+  const problem = `pod failed (exit code ${code ?? 'unknown'})`;
+  return { reason: 'PodFailed', message: problem, problem };
 }
 
 /** First failing exit code among the pod's containers (init first), or null. */
@@ -160,8 +170,7 @@ export async function syncUntil(
       opts.onStatus?.(current);
       if (goalReached(current, goal)) {
         const ok = goal !== 'completed' || current.status?.phase === 'Succeeded';
-        const problem = ok ? undefined : `pod failed (exit code ${firstFailedExitCode(current) ?? 'unknown'})`;
-        return done(current, { ok, problem, reason: ok ? undefined : 'PodFailed', message: problem });
+        return done(current, ok ? { ok } : { ok, ...failedBlocker(current) });
       }
       const why = blocker(current, goal);
       if (why !== null) return done(current, { ok: false, ...why });

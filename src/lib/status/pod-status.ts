@@ -23,6 +23,8 @@ export interface StatusInputs {
   pod: V1Pod;
   runtime: RuntimePodStatus;
   syncState: PodSyncState;
+  /** The pod is being terminated (it has a deletionTimestamp). */
+  terminating?: boolean;
   /** Runtime name for container IDs (`containerd://<id>`). */
   runtimeName: string;
   hostIPs: string[];
@@ -217,13 +219,17 @@ export function generatePodStatus(inputs: StatusInputs): V1PodStatus {
   const defaultReason = inits.length > 0 ? 'PodInitializing' : 'ContainerCreating';
   const initStatuses = inits.map((c) => containerStatus(c, byName(c.name), inputs, defaultReason, true));
   const appStatuses = containers.map((c) => containerStatus(c, byName(c.name), inputs, defaultReason, false));
-  // Ended by klet itself: activeDeadlineSeconds, or evicted (an emptyDir over its sizeLimit).
-  const deadlineExceeded = inputs.syncState.reason === 'DeadlineExceeded' || inputs.syncState.reason === 'Evicted';
+  // Ended by klet itself: activeDeadlineSeconds, evicted (an emptyDir over its sizeLimit), or rejected at admission (e.g. NodePorts).
+  const deadlineExceeded =
+    inputs.syncState.reason === 'DeadlineExceeded' || inputs.syncState.reason === 'Evicted' || inputs.syncState.rejected === true;
   const phase = deadlineExceeded ? 'Failed' : getPhase(pod, initStatuses, appStatuses);
 
   const sandbox = runtime.sandboxes[0];
   const hostNetwork = pod.spec?.hostNetwork === true;
-  const podIPs = hostNetwork ? inputs.hostIPs : sandbox && sandbox.ready && sandbox.ip ? [sandbox.ip, ...sandbox.additionalIps] : [];
+  let podIPs = hostNetwork ? inputs.hostIPs : sandbox && sandbox.ready && sandbox.ip ? [sandbox.ip, ...sandbox.additionalIps] : [];
+  // A pod being terminated keeps the IPs it had (the kubelet keeps the old
+  // status's podIPs): its sandbox stops before the pod is gone.
+  if (podIPs.length === 0 && inputs.terminating === true) podIPs = inputs.syncState.podIPs ?? [];
   const now = new Date();
 
   const terminal = phase === 'Succeeded' || phase === 'Failed';

@@ -41,9 +41,15 @@ export async function podWithStatus(ctx: StatusContext, rec: PodRecord, runtime?
     hostIPs: nodeHostIPs(ctx),
     startTime: new Date(rec.firstSeen),
     probes: await readProbeResults(ctx.rootDir, md.uid ?? ''),
+    terminating: rec.deletion !== undefined,
   });
   // Static pods have no API server to stamp creation: klet's first sync is their birth.
   const metadata = { ...rec.pod.metadata, creationTimestamp: rec.pod.metadata?.creationTimestamp ?? new Date(rec.firstSeen) };
+  // Being terminated: the deletionTimestamp an API server would have set (STATUS shows Terminating).
+  if (rec.deletion !== undefined) {
+    metadata.deletionTimestamp = new Date(rec.deletion.at);
+    metadata.deletionGracePeriodSeconds = rec.deletion.gracePeriodSeconds;
+  }
   return { ...rec.pod, apiVersion: 'v1', kind: 'Pod', metadata, status };
 }
 

@@ -15,7 +15,7 @@ import type { EventBus } from '../events/bus.js';
 import type { SyncLoopTrigger } from '../events/types.js';
 import { restartPolicy } from '../kuberuntime/actions.js';
 import type { LocalObjects } from '../kuberuntime/env.js';
-import { admitPod, removePod, removePodLogDir } from '../kuberuntime/lifecycle.js';
+import { admitPod, markTerminating, removePod, removePodLogDir } from '../kuberuntime/lifecycle.js';
 import { instanceSelector } from '../kuberuntime/labels.js';
 import { listPodRecordUids, listPodRecords, readPodRecord, readSyncState, removePodDir, writeSyncState } from '../kuberuntime/poddir.js';
 import { getRuntimePodStatus, type RuntimePodStatus } from '../kuberuntime/runtime-status.js';
@@ -188,6 +188,7 @@ export class Kubelet {
     // its deadline) is done: the worker terminates it and keeps its status.
     const terminal =
       res.deadlineExceeded === true ||
+      res.rejected === true ||
       (a.killPod && !a.createSandbox && restartPolicy(pod) !== 'Always' && res.status.containers.length > 0);
     return { terminal, requeueAfterMs: res.requeueAfterMs };
   }
@@ -224,6 +225,10 @@ export class Kubelet {
       { uid: md.uid ?? '', name: md.name ?? '', namespace: md.namespace ?? 'default' },
       { owner: instanceSelector(this.opts), signal: this.abort.signal },
     );
+    // A pod no source wants any more is being deleted (one that finished by itself is not).
+    if (!this.desired.has(md.uid ?? '')) {
+      await markTerminating(this.opts, pod, grace ?? pod.spec?.terminationGracePeriodSeconds ?? 30).catch(() => undefined);
+    }
     await killPod(this.ctx(this.desired.get(md.uid ?? '')?.source ?? 'file', pod), pod, status, { gracePeriodSeconds: grace });
   }
 
