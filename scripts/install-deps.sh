@@ -2,8 +2,9 @@
 # Installs what klet and its tests need on a Debian/Ubuntu machine (as root):
 # the container runtime (containerd with its CRI plugin, runc, the CNI
 # plugins), busybox-static for locally built images, etcd-server (the real etcd
-# of the control-plane example and tests), tools the tests and benchmarks use
-# (openssl: a self-signed certificate for the HTTPS probe test),
+# of the control-plane example and tests), kubectl (the cluster tests), tools
+# the tests and benchmarks use (openssl: self-signed certificates for the HTTPS
+# probe test and the cluster tests),
 # ca-certificates, and a seed Node.js: the distribution's nodejs + npm when no
 # npm is on PATH (scripts/bootstrap.sh uses that npm to fetch Node 24 when the
 # distribution's Node is older than 22). Only packages that are missing are
@@ -13,7 +14,7 @@
 #           (scripts/fresh-machine-test.sh), Go for `npm run check:cri-proto`
 #           (golang-go, unless a `go` is on PATH or in /usr/local/go).
 set -euo pipefail
-pkgs=(containerd runc containernetworking-plugins busybox-static etcd-server iptables iproute2 util-linux hyperfine protobuf-compiler time openssl)
+pkgs=(containerd runc containernetworking-plugins busybox-static etcd-server iptables iproute2 util-linux hyperfine protobuf-compiler time kubectl openssl)
 pkgs+=(ca-certificates)
 # A machine with a Node.js distribution of its own (nodesource, nvm) keeps it:
 # Debian's npm would conflict with nodesource's nodejs, which bundles npm.

@@ -1,18 +1,116 @@
 import { Flags } from '@oclif/core';
-import { BaseCommand } from '../base-command.js';
-import { NotImplementedError } from '../lib/errors.js';
+import { RuntimeCommand, outputFlags } from '../base-command.js';
 
-export default class RegisterNode extends BaseCommand<typeof RegisterNode> {
+/** Run a lib parser, putting the flag's name in front of its input error. */
+async function forFlag<T>(flag: string, fn: () => T): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    const { InputError } = await import('../lib/errors.js');
+    if (err instanceof InputError) throw new InputError(`--${flag}: ${err.message}`);
+    throw err;
+  }
+}
+
+export default class RegisterNode extends RuntimeCommand<typeof RegisterNode> {
   static override summary = 'Register this node with a Kubernetes API server and keep its status and lease fresh.';
-  static override description = `Creates or updates the Node object for --node-name (capacity, allocatable, addresses, conditions, node info from the runtime) and renews its Lease, as the kubelet does on start-up.
+  static override description = `Creates the Node object for --node-name in the API server of --kubeconfig, or reconciles an existing one, as the kubelet does on start-up: status.capacity and allocatable (cpu, memory, pods, ephemeral-storage of the root dir's filesystem, hugepages; allocatable is capacity minus --kube-reserved, --system-reserved and the default hard eviction thresholds memory.available<100Mi and nodefs.available<10%), the MemoryPressure, DiskPressure, PIDPressure and Ready conditions with the kubelet's reasons and messages, addresses, nodeInfo (machine ID, system UUID, boot ID, kernel, OS image, containerRuntimeVersion from CRI, kubeletVersion v<klet version>+klet), the runtime's images and the standard labels. --node-labels and --register-with-taints apply when the Node is created, as with the kubelet. It also renews the node's Lease in kube-node-lease once.
 
-Not implemented yet: exits 3.`;
-  static override examples = ['<%= config.bin %> <%= command.id %> --kubeconfig /etc/kubernetes/kubelet.conf'];
+With --heartbeat it stays in the foreground like the kubelet: the Lease is renewed every 10 s (leaseDurationSeconds 40, owned by the Node) and the status recomputed every 10 s and sent when it changed or every 5 minutes; API server errors are logged and retried with back-off. SIGINT or SIGTERM stops it; the Lease then goes stale after 40 s.
+
+The kubeconfig's user should be the node's identity (system:node:<name> in group system:nodes), so the Node authorizer and NodeRestriction allow exactly what a kubelet may do. Credentials never appear in messages.`;
+  static override examples = [
+    '<%= config.bin %> <%= command.id %> --kubeconfig /etc/kubernetes/kubelet.conf',
+    '<%= config.bin %> <%= command.id %> --kubeconfig /etc/kubernetes/kubelet.conf --node-name node1 --heartbeat',
+    "<%= config.bin %> <%= command.id %> --kubeconfig kubelet.conf --node-labels node.kubernetes.io/pool=edge --register-with-taints 'dedicated=edge:NoSchedule' --kube-reserved cpu=100m,memory=256Mi --max-pods 50 -o yaml",
+  ];
   static override flags = {
-    kubeconfig: Flags.string({ summary: 'Kubeconfig with the API server and the credentials of this node.' }),
+    ...outputFlags,
+    kubeconfig: Flags.string({ summary: 'Kubeconfig with the API server and the node credentials.', required: true }),
+    'node-labels': Flags.string({ summary: 'Labels to add when registering the node, key=value,... (kubernetes.io/k8s.io keys only those NodeRestriction allows).' }),
+    'register-with-taints': Flags.string({ summary: 'Taints to register the node with, key=value:Effect,... (Effect NoSchedule, PreferNoSchedule or NoExecute).' }),
+    'kube-reserved': Flags.string({ summary: 'Resources reserved for Kubernetes components, cpu=100m,memory=256Mi,ephemeral-storage=1Gi,pid=1000.' }),
+    'system-reserved': Flags.string({ summary: 'Resources reserved for the OS, same form as --kube-reserved.' }),
+    'max-pods': Flags.integer({ summary: 'Number of pods this node can run (status.capacity.pods).', default: 110, min: 1 }),
+    'node-ip': Flags.string({ summary: "The node's InternalIP address. Default: the address of the default route's interface." }),
+    heartbeat: Flags.boolean({ summary: 'Stay in the foreground renewing the Lease and node status, like the kubelet.', default: false }),
   };
 
   async run(): Promise<void> {
-    throw new NotImplementedError('klet register-node');
+    const { flags } = await this.parse(RegisterNode);
+    const cfg = await import('../lib/node/config.js');
+    const nodeName = this.nodeName();
+    await forFlag('node-name', () => cfg.validateNodeName(nodeName));
+    const labels = await forFlag('node-labels', () => cfg.parseNodeLabels(flags['node-labels'] ?? ''));
+    const taints = await forFlag('register-with-taints', () => cfg.parseTaints(flags['register-with-taints'] ?? ''));
+    const kubeReserved = await forFlag('kube-reserved', () => cfg.parseReservation(flags['kube-reserved'] ?? ''));
+    const systemReserved = await forFlag('system-reserved', () => cfg.parseReservation(flags['system-reserved'] ?? ''));
+    if (flags['node-ip'] !== undefined) await forFlag('node-ip', () => cfg.validateNodeIP(flags['node-ip']!));
+    const { connectNodeApi } = await import('../lib/kube/node-api.js');
+    // Its errors name the kubeconfig file already.
+    const api = await connectNodeApi(flags.kubeconfig);
+    const { registerNode } = await import('../lib/services/register-node.js');
+    const { log } = await import('../lib/log.js');
+
+    const controller = new AbortController();
+    const stop = () => controller.abort();
+    if (flags.heartbeat) {
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+    }
+    const result = await registerNode(
+      {
+        kubeconfig: flags.kubeconfig,
+        labels,
+        taints,
+        reserved: cfg.addReservations(kubeReserved, systemReserved),
+        maxPods: flags['max-pods'],
+        nodeIP: flags['node-ip'],
+        heartbeat: flags.heartbeat,
+      },
+      {
+        cri: await this.cri(),
+        rootDir: this.flags['root-dir'],
+        nodeName,
+        kletVersion: `v${this.config.version}+klet`,
+        signal: controller.signal,
+        api,
+        onEvent: (e) => {
+          switch (e.kind) {
+            case 'NodeRegistered':
+              log.info(`${e.created ? 'registered' : 'updated'} node ${e.node} with ${e.server}`);
+              break;
+            case 'LeaseRenewed':
+              log.debug(`lease kube-node-lease/${nodeName} renewed at ${e.renewTime}`);
+              break;
+            case 'NodeStatusUpdated':
+              log.debug(`node ${nodeName} status sent${e.changed ? ' (changed)' : ''}`);
+              break;
+            case 'HeartbeatError':
+              log.warn(`${e.what} heartbeat: ${e.message}`);
+              break;
+          }
+        },
+      },
+    ).finally(() => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      api.close();
+    });
+    if (flags.heartbeat) return;
+    const node = result.node;
+    await this.printObject(node, () => {
+      const ready = node.status?.conditions?.find((c) => c.type === 'Ready');
+      const cap = node.status?.capacity ?? {};
+      const alloc = node.status?.allocatable ?? {};
+      return [
+        `Node:        ${node.metadata?.name} (${result.created ? 'created' : 'updated'}) on ${result.server}`,
+        `Ready:       ${ready?.status ?? 'Unknown'} (${ready?.reason ?? ''}: ${ready?.message ?? ''})`,
+        `Capacity:    cpu=${cap.cpu} memory=${cap.memory} pods=${cap.pods} ephemeral-storage=${cap['ephemeral-storage']}`,
+        `Allocatable: cpu=${alloc.cpu} memory=${alloc.memory} pods=${alloc.pods} ephemeral-storage=${alloc['ephemeral-storage']}`,
+        `Addresses:   ${(node.status?.addresses ?? []).map((a) => `${a.type}=${a.address}`).join(' ')}`,
+        `Runtime:     ${node.status?.nodeInfo?.containerRuntimeVersion ?? ''}`,
+      ].join('\n');
+    });
   }
 }
