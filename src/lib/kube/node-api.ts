@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs/promises';
 import type { V1Lease, V1Node, V1NodeStatus } from '@kubernetes/client-node';
-import { parseDocument } from 'yaml';
+import { LineCounter, parseDocument } from 'yaml';
 import { InputError, errorMessage } from '../errors.js';
 import type { NodeApi } from '../node/api.js';
 import { NODE_LEASE_NAMESPACE } from '../node/api.js';
@@ -33,10 +33,11 @@ export async function loadKubeconfig(path: string, k8s: ClientNode): Promise<Loa
     const code = (err as NodeJS.ErrnoException).code;
     throw new InputError(`kubeconfig ${path}: ${code === 'ENOENT' ? 'no such file' : errorMessage(err)}`);
   }
-  const doc = parseDocument(text, { prettyErrors: false });
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { prettyErrors: false, lineCounter });
   if (doc.errors.length > 0) {
     const e = doc.errors[0]!;
-    const line = e.linePos?.[0]?.line;
+    const line = lineCounter.linePos(e.pos[0]).line;
     throw new InputError(`kubeconfig ${path}${line ? `:${line}` : ''}: not YAML: ${e.message.split('\n')[0]}`);
   }
   const obj = doc.toJS() as unknown;

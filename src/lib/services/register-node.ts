@@ -7,6 +7,7 @@
  * @kubernetes/client-node is imported only here, lazily, when no `api` is
  * given: no other command pays for loading it.
  */
+import fs from 'node:fs/promises';
 import type { V1Node, V1NodeStatus } from '@kubernetes/client-node';
 import type { CallOptions, Input, ListImagesRequest, ListImagesResponse, StatusRequest, StatusResponse, VersionRequest, VersionResponse } from '../cri/index.js';
 import { hostIPs as defaultHostIPs } from '../node/addresses.js';
@@ -100,6 +101,8 @@ export async function registerNode(opts: RegisterNodeOptions, deps: RegisterNode
     now: now(),
   });
 
+  // The kubelet creates its root dir on start; its filesystem is the node's ephemeral storage.
+  await fs.mkdir(deps.rootDir, { recursive: true });
   const api = deps.api ?? (await (await import('../kube/node-api.js')).connectNodeApi(opts.kubeconfig));
   try {
     const signal = deps.signal;
