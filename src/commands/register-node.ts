@@ -1,16 +1,6 @@
 import { Flags } from '@oclif/core';
 import { RuntimeCommand, outputFlags } from '../base-command.js';
-
-/** Run a lib parser, putting the flag's name in front of its input error. */
-async function forFlag<T>(flag: string, fn: () => T): Promise<T> {
-  try {
-    return await fn();
-  } catch (err) {
-    const { InputError } = await import('../lib/errors.js');
-    if (err instanceof InputError) throw new InputError(`--${flag}: ${err.message}`);
-    throw err;
-  }
-}
+import { nodeRegistrationFlags, registrationOptions } from '../node-flags.js';
 
 export default class RegisterNode extends RuntimeCommand<typeof RegisterNode> {
   static override summary = 'Register this node with a Kubernetes API server and keep its status and lease fresh.';
@@ -27,29 +17,18 @@ The kubeconfig's user should be the node's identity (system:node:<name> in group
   static override flags = {
     ...outputFlags,
     kubeconfig: Flags.string({ summary: 'Kubeconfig with the API server and the node credentials.', required: true }),
-    'node-labels': Flags.string({ summary: 'Labels to add when registering the node, key=value,... (kubernetes.io/k8s.io keys only those NodeRestriction allows).' }),
-    'register-with-taints': Flags.string({ summary: 'Taints to register the node with, key=value:Effect,... (Effect NoSchedule, PreferNoSchedule or NoExecute).' }),
-    'kube-reserved': Flags.string({ summary: 'Resources reserved for Kubernetes components, cpu=100m,memory=256Mi,ephemeral-storage=1Gi,pid=1000.' }),
-    'system-reserved': Flags.string({ summary: 'Resources reserved for the OS, same form as --kube-reserved.' }),
-    'max-pods': Flags.integer({ summary: 'Number of pods this node can run (status.capacity.pods).', default: 110, min: 1 }),
-    'node-ip': Flags.string({ summary: "The node's InternalIP address. Default: the address of the default route's interface." }),
+    ...nodeRegistrationFlags,
     heartbeat: Flags.boolean({ summary: 'Stay in the foreground renewing the Lease and node status, like the kubelet.', default: false }),
   };
 
   async run(): Promise<void> {
     const { flags } = await this.parse(RegisterNode);
-    const cfg = await import('../lib/node/config.js');
     const nodeName = this.nodeName();
-    await forFlag('node-name', () => cfg.validateNodeName(nodeName));
-    const labels = await forFlag('node-labels', () => cfg.parseNodeLabels(flags['node-labels'] ?? ''));
-    const taints = await forFlag('register-with-taints', () => cfg.parseTaints(flags['register-with-taints'] ?? ''));
-    const kubeReserved = await forFlag('kube-reserved', () => cfg.parseReservation(flags['kube-reserved'] ?? ''));
-    const systemReserved = await forFlag('system-reserved', () => cfg.parseReservation(flags['system-reserved'] ?? ''));
-    if (flags['node-ip'] !== undefined) await forFlag('node-ip', () => cfg.validateNodeIP(flags['node-ip']!));
+    const options = await registrationOptions(flags, nodeName, flags.heartbeat);
     const { connectNodeApi } = await import('../lib/kube/node-api.js');
     // Its errors name the kubeconfig file already.
     const api = await connectNodeApi(flags.kubeconfig);
-    const { registerNode } = await import('../lib/services/register-node.js');
+    const { logRegisterNodeEvent, registerNode } = await import('../lib/services/register-node.js');
     const { log } = await import('../lib/log.js');
 
     const controller = new AbortController();
@@ -59,15 +38,7 @@ The kubeconfig's user should be the node's identity (system:node:<name> in group
       process.once('SIGTERM', stop);
     }
     const result = await registerNode(
-      {
-        kubeconfig: flags.kubeconfig,
-        labels,
-        taints,
-        reserved: cfg.addReservations(kubeReserved, systemReserved),
-        maxPods: flags['max-pods'],
-        nodeIP: flags['node-ip'],
-        heartbeat: flags.heartbeat,
-      },
+      options,
       {
         cri: await this.cri(),
         rootDir: this.flags['root-dir'],
@@ -75,22 +46,7 @@ The kubeconfig's user should be the node's identity (system:node:<name> in group
         kletVersion: `v${this.config.version}+klet`,
         signal: controller.signal,
         api,
-        onEvent: (e) => {
-          switch (e.kind) {
-            case 'NodeRegistered':
-              log.info(`${e.created ? 'registered' : 'updated'} node ${e.node} with ${e.server}`);
-              break;
-            case 'LeaseRenewed':
-              log.debug(`lease kube-node-lease/${nodeName} renewed at ${e.renewTime}`);
-              break;
-            case 'NodeStatusUpdated':
-              log.debug(`node ${nodeName} status sent${e.changed ? ' (changed)' : ''}`);
-              break;
-            case 'HeartbeatError':
-              log.warn(`${e.what} heartbeat: ${e.message}`);
-              break;
-          }
-        },
+        onEvent: (e) => logRegisterNodeEvent(e, nodeName, log),
       },
     ).finally(() => {
       process.off('SIGINT', stop);

@@ -150,3 +150,54 @@ export async function registerNode(opts: RegisterNodeOptions, deps: RegisterNode
     if (!deps.api) api.close();
   }
 }
+
+/** The log line of each registration event: registration at info, heartbeats at debug, failures as warnings. */
+export function logRegisterNodeEvent(
+  e: RegisterNodeEvent,
+  nodeName: string,
+  log: { info(m: string): void; debug(m: string): void; warn(m: string): void },
+): void {
+  switch (e.kind) {
+    case 'NodeRegistered':
+      log.info(`${e.created ? 'registered' : 'updated'} node ${e.node} with ${e.server}`);
+      break;
+    case 'LeaseRenewed':
+      log.debug(`lease kube-node-lease/${nodeName} renewed at ${e.renewTime}`);
+      break;
+    case 'NodeStatusUpdated':
+      log.debug(`node ${nodeName} status sent${e.changed ? ' (changed)' : ''}`);
+      break;
+    case 'HeartbeatError':
+      log.warn(`${e.what} heartbeat: ${e.message}`);
+      break;
+  }
+}
+
+/**
+ * Register, then heartbeat, until the signal aborts; a registration that
+ * fails (API server away, a transient error) is logged and retried with
+ * back-off (the kubelet's registerWithAPIServer loop: 100 ms doubling to 7 s).
+ * For `klet sync --kubeconfig`, where the static pods run regardless.
+ */
+export async function keepRegistered(opts: RegisterNodeOptions, deps: RegisterNodeDeps & { onError: (message: string) => void }): Promise<void> {
+  let backoff = 100;
+  while (!deps.signal.aborted) {
+    try {
+      await registerNode({ ...opts, heartbeat: true }, deps);
+      return;
+    } catch (err) {
+      if (deps.signal.aborted) return;
+      deps.onError(`registering node ${deps.nodeName}: ${(err as Error).message}`);
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(done, backoff);
+        function done() {
+          clearTimeout(t);
+          deps.signal.removeEventListener('abort', done);
+          resolve();
+        }
+        deps.signal.addEventListener('abort', done, { once: true });
+      });
+      backoff = Math.min(backoff * 2, 7_000);
+    }
+  }
+}

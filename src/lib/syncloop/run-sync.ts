@@ -35,6 +35,15 @@ export interface SyncOptions {
   concurrency?: number;
   /** Also serve the local API on loopback TCP, with this bearer token. */
   listen?: { host: string; port: number; token: string };
+  /**
+   * Cluster mode (--kubeconfig): register the node with this API server and
+   * keep its Lease and status fresh while the sync loop runs.
+   */
+  cluster?: {
+    options: import('../services/register-node.js').RegisterNodeOptions;
+    api: import('../node/api.js').NodeApi;
+    kletVersion: string;
+  };
   /** Called once everything is up (tests, the CLI's one-line notice). */
   onReady?: (info: { socketPath: string; tcp?: string }) => void;
 }
@@ -120,7 +129,8 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
       },
     });
     opts.onReady?.({ socketPath: api.address.socketPath, tcp: api.address.tcp });
-    await kubelet.run(signal);
+    const registration = opts.cluster ? registerInBackground(opts, opts.cluster, signal) : Promise.resolve();
+    await Promise.all([kubelet.run(signal), registration]);
   } catch (err) {
     log.debug(`sync stopped: ${errorMessage(err)}`);
     throw err;
@@ -128,4 +138,19 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
     clearInterval(sourceTimer);
     await api?.close();
   }
+}
+
+/** Node registration and heartbeats beside the sync loop; never rejects. */
+async function registerInBackground(opts: SyncOptions, cluster: NonNullable<SyncOptions['cluster']>, signal: AbortSignal): Promise<void> {
+  const { keepRegistered, logRegisterNodeEvent } = await import('../services/register-node.js');
+  await keepRegistered(cluster.options, {
+    cri: opts.cri,
+    rootDir: opts.rootDir,
+    nodeName: opts.nodeName,
+    kletVersion: cluster.kletVersion,
+    signal,
+    api: cluster.api,
+    onEvent: (e) => logRegisterNodeEvent(e, opts.nodeName, log),
+    onError: (m) => log.warn(m),
+  }).catch((err: unknown) => log.error(`node registration stopped: ${errorMessage(err)}`));
 }
