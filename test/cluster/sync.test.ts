@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { explain, nonEmptyLines, runKlet } from '../helpers/cli.js';
+import { PROJECT_ROOT, explain, nonEmptyLines, runKlet, runKletJson } from '../helpers/cli.js';
 import { freePort, startTestCluster, type TestCluster } from '../helpers/cluster.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 import { killAllSyncs, startSync } from '../helpers/sync.js';
@@ -79,4 +79,82 @@ describe('klet sync --kubeconfig', () => {
     expect(r.code, explain(r)).toBe(2);
     expect(nonEmptyLines(r.stderr)).toEqual(['error: --register-with-taints: taint "x:Bad": effect "Bad" is not one of NoSchedule, PreferNoSchedule, NoExecute']);
   });
+});
+
+interface ApiPod {
+  metadata: { uid: string; annotations: Record<string, string>; ownerReferences?: Array<{ kind: string; name: string; uid: string; controller?: boolean }> };
+  spec: { nodeName: string };
+  status: {
+    phase?: string;
+    podIP?: string;
+    conditions?: Array<{ type: string; status: string }>;
+    containerStatuses?: Array<{ name: string; ready: boolean; containerID?: string; restartCount: number; state: Record<string, unknown> }>;
+    initContainerStatuses?: Array<{ name: string; state: Record<string, unknown> }>;
+  };
+}
+
+async function poll<T>(what: string, timeoutMs: number, fn: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const v = await fn();
+      if (v !== undefined) return v;
+    } catch (err) {
+      last = err;
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  throw new Error(`${what}: not within ${timeoutMs} ms${last ? ` (last error: ${String(last)})` : ''}`);
+}
+
+describe('klet sync --kubeconfig: mirror pods for static pods', () => {
+  it('kubectl shows a mirror pod with the static pod\'s status; a deleted mirror pod comes back; a removed static pod takes its mirror pod with it', async () => {
+    const dir = fs.mkdtempSync(path.join(cluster.dir, 'static-'));
+    fs.copyFileSync(path.join(PROJECT_ROOT, 'examples', 'web.yaml'), path.join(dir, 'web.yaml'));
+    const sync = await startSync({ rootDir: rt.rootDir, endpoint: rt.endpoint, manifestDir: dir, nodeName: NODE, args: ['--kubeconfig', cluster.nodes[NODE]!.kubeconfig] });
+    const name = `web-${NODE}`;
+    const running = await poll(`mirror pod default/${name} Running and Ready`, 90_000, async () => {
+      const p = await cluster.kubectlJson<ApiPod>(['get', 'pod', '-n', 'default', name]);
+      return p.status.phase === 'Running' && p.status.containerStatuses?.every((c) => c.ready) ? p : undefined;
+    }).catch((err: Error) => {
+      throw new Error(`${err.message}\n${sync.tail()}`);
+    });
+
+    const { json: local } = await runKletJson<ApiPod>(['status', `default/${name}`, '--root-dir', rt.rootDir, '--container-runtime-endpoint', rt.endpoint, '--node-name', NODE, '-o', 'json']);
+    expect(running.metadata.annotations['kubernetes.io/config.mirror']).toBe(local.metadata.annotations['kubernetes.io/config.hash']);
+    expect(running.metadata.annotations['kubernetes.io/config.source']).toBe('file');
+    const node = await cluster.kubectlJson<{ metadata: { uid: string } }>(['get', 'node', NODE]);
+    expect(running.metadata.ownerReferences).toEqual([{ apiVersion: 'v1', kind: 'Node', name: NODE, uid: node.metadata.uid, controller: true }]);
+    expect(running.spec.nodeName).toBe(NODE);
+    // The server has the status klet computed.
+    expect(running.status.phase).toBe(local.status.phase);
+    expect(running.status.podIP).toBe(local.status.podIP);
+    expect(running.status.podIP).toMatch(/^10\.89\./);
+    expect(running.status.conditions?.map((c) => [c.type, c.status]).sort()).toEqual(local.status.conditions?.map((c) => [c.type, c.status]).sort());
+    expect(running.status.containerStatuses?.map((c) => [c.name, c.ready, c.containerID, c.restartCount, Object.keys(c.state)])).toEqual(
+      local.status.containerStatuses?.map((c) => [c.name, c.ready, c.containerID, c.restartCount, Object.keys(c.state)]),
+    );
+    expect(running.status.initContainerStatuses?.[0]?.state).toHaveProperty('terminated');
+    const table = await cluster.kubectl(['get', 'pod', '-n', 'default', name, '--no-headers']);
+    expect(table).toMatch(new RegExp(`^${name}\\s+1/1\\s+Running\\s+0\\s`));
+
+    // Deleted by an admin: klet creates it again (a new object), the static pod keeps running.
+    await cluster.kubectl(['delete', 'pod', '-n', 'default', name, '--wait=false']);
+    const again = await poll('mirror pod recreated', 30_000, async () => {
+      const p = await cluster.kubectlJson<ApiPod>(['get', 'pod', '-n', 'default', name]);
+      return p.metadata.uid !== running.metadata.uid && p.status.phase === 'Running' ? p : undefined;
+    });
+    expect(again.status.containerStatuses?.[0]?.containerID).toBe(running.status.containerStatuses?.[0]?.containerID);
+
+    // The static pod goes: so does its mirror pod.
+    fs.rmSync(path.join(dir, 'web.yaml'));
+    await poll('mirror pod deleted', 60_000, async () => {
+      const out = await cluster.kubectl(['get', 'pods', '-n', 'default', '-o', 'name']);
+      return out.includes(name) ? undefined : true;
+    });
+    const exit = await sync.stop();
+    expect(exit.code, sync.tail()).toBe(0);
+    expect(sync.stderr).not.toMatch(/warning: mirror pod/);
+  }, 240_000);
 });

@@ -7,7 +7,7 @@ import fs from 'node:fs/promises';
 import type { V1Lease, V1Node, V1NodeStatus } from '@kubernetes/client-node';
 import { LineCounter, parseDocument } from 'yaml';
 import { InputError, errorMessage } from '../errors.js';
-import type { NodeApi } from '../node/api.js';
+import type { NodeApi, PodApi } from '../node/api.js';
 import { NODE_LEASE_NAMESPACE } from '../node/api.js';
 import { ApiServerError, redact, toApiServerError } from './errors.js';
 
@@ -71,7 +71,7 @@ export async function loadKubeconfig(path: string, k8s: ClientNode): Promise<Loa
 }
 
 /** Connect to the API server a kubeconfig names (no request is made yet). */
-export async function connectNodeApi(kubeconfigPath: string, opts: { requestTimeoutMs?: number } = {}): Promise<NodeApi> {
+export async function connectNodeApi(kubeconfigPath: string, opts: { requestTimeoutMs?: number } = {}): Promise<NodeApi & PodApi> {
   const k8s = await import('@kubernetes/client-node');
   const { kc, server, secrets } = await loadKubeconfig(kubeconfigPath, k8s);
   const core = kc.makeApiClient(k8s.CoreV1Api);
@@ -130,6 +130,28 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
     updateLease: (lease: V1Lease, signal) =>
       call(`update lease ${NODE_LEASE_NAMESPACE}/${lease.metadata?.name}`, () =>
         coordination.replaceNamespacedLease({ name: lease.metadata?.name ?? '', namespace: NODE_LEASE_NAMESPACE, body: lease }, options(signal)),
+      ),
+    listNodePods: async (nodeName, signal) =>
+      (
+        await call(`list pods on node ${nodeName}`, () =>
+          core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${nodeName}` }, options(signal)),
+        )
+      ).items,
+    createPod: (pod, signal) =>
+      call(`create pod ${pod.metadata?.namespace}/${pod.metadata?.name}`, () =>
+        core.createNamespacedPod({ namespace: pod.metadata?.namespace ?? 'default', body: pod }, options(signal)),
+      ),
+    deletePod: async (namespace, name, uid, signal) => {
+      await call(`delete pod ${namespace}/${name}`, () =>
+        core.deleteNamespacedPod({ name, namespace, body: { gracePeriodSeconds: 0, preconditions: { uid } } }, options(signal)),
+      );
+    },
+    patchPodStatus: (namespace, name, uid, status, signal) =>
+      call(`patch pod ${namespace}/${name} status`, () =>
+        core.patchNamespacedPodStatus(
+          { name, namespace, body: JSON.parse(JSON.stringify({ metadata: { uid }, status })) as unknown },
+          options(signal, k8s.PatchStrategy.MergePatch),
+        ),
       ),
     close: () => {
       // client-node keeps no connection we own (undici's global dispatcher).

@@ -4,7 +4,7 @@
  * touch there). Implemented over @kubernetes/client-node in lib/kube/node-api.ts;
  * unit tests pass an in-memory fake. Errors are ApiServerError (lib/kube/errors.ts).
  */
-import type { V1Lease, V1Node, V1NodeStatus } from '@kubernetes/client-node';
+import type { V1Lease, V1Node, V1NodeStatus, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 
 export const NODE_LEASE_NAMESPACE = 'kube-node-lease';
 
@@ -25,4 +25,19 @@ export interface NodeApi {
   /** Replace it (optimistic concurrency on metadata.resourceVersion: rejects with reason Conflict). */
   updateLease(lease: V1Lease, signal: AbortSignal): Promise<V1Lease>;
   close(): void;
+}
+
+/**
+ * The pods a Node-authorized kubelet may see and write: those bound to it
+ * (list with fieldSelector spec.nodeName), its mirror pods, pods/status.
+ */
+export interface PodApi {
+  readonly server: string;
+  /** Pods with spec.nodeName = nodeName, in every namespace. */
+  listNodePods(nodeName: string, signal: AbortSignal): Promise<V1Pod[]>;
+  createPod(pod: V1Pod, signal: AbortSignal): Promise<V1Pod>;
+  /** Delete with grace period 0 and a UID precondition (never another pod of the same name). */
+  deletePod(namespace: string, name: string, uid: string, signal: AbortSignal): Promise<void>;
+  /** Merge patch of pods/status, with a UID precondition. */
+  patchPodStatus(namespace: string, name: string, uid: string, status: V1PodStatus, signal: AbortSignal): Promise<V1Pod>;
 }

@@ -39,7 +39,7 @@ export interface RegisterNodeOptions {
   heartbeat: boolean;
 }
 
-export type RegisterNodeEvent = { kind: 'NodeRegistered'; node: string; created: boolean; server: string } | HeartbeatEvent;
+export type RegisterNodeEvent = { kind: 'NodeRegistered'; node: string; uid: string; created: boolean; server: string } | HeartbeatEvent;
 
 export interface RegisterNodeDeps {
   cri: NodeCri;
@@ -125,7 +125,7 @@ export async function registerNode(opts: RegisterNodeOptions, deps: RegisterNode
       sent = nodeStatus(spec, f, existing.status?.conditions);
       node = await api.patchNodeStatus(deps.nodeName, sent, signal);
     }
-    deps.onEvent?.({ kind: 'NodeRegistered', node: deps.nodeName, created, server: api.server });
+    deps.onEvent?.({ kind: 'NodeRegistered', node: deps.nodeName, uid: node.metadata?.uid ?? '', created, server: api.server });
 
     const uid = node.metadata?.uid;
     if (!opts.heartbeat) {

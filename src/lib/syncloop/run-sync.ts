@@ -41,7 +41,7 @@ export interface SyncOptions {
    */
   cluster?: {
     options: import('../services/register-node.js').RegisterNodeOptions;
-    api: import('../node/api.js').NodeApi;
+    api: import('../node/api.js').NodeApi & import('../node/api.js').PodApi;
     kletVersion: string;
   };
   /** Called once everything is up (tests, the CLI's one-line notice). */
@@ -143,6 +143,21 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
 /** Node registration and heartbeats beside the sync loop; never rejects. */
 async function registerInBackground(opts: SyncOptions, cluster: NonNullable<SyncOptions['cluster']>, signal: AbortSignal): Promise<void> {
   const { keepRegistered, logRegisterNodeEvent } = await import('../services/register-node.js');
+  const { MirrorPodManager } = await import('../node/mirror-pods.js');
+  let nodeUid: string | undefined;
+  const mirrors = new MirrorPodManager({
+    api: cluster.api,
+    nodeName: opts.nodeName,
+    nodeUid: () => nodeUid,
+    localPods: (s) => listPodsWithStatus({ cri: opts.cri, rootDir: opts.rootDir, nodeName: opts.nodeName, objects: { configMaps: [], secrets: [] }, signal: s }),
+    onEvent: (e) => {
+      if (e.kind === 'MirrorPodError') log.warn(`mirror pod${e.pod ? ` ${e.pod}` : 's'}: ${e.message}`);
+      else if (e.kind === 'MirrorPodCreated') log.info(`mirror pod ${e.pod} created${e.reason === 'stale' ? ' (the old one was stale)' : ''}`);
+      else if (e.kind === 'MirrorPodDeleted') log.info(`mirror pod ${e.pod} deleted`);
+      else log.debug(`mirror pod ${e.pod} status patched (${e.phase})`);
+    },
+  });
+  const mirrorsDone = mirrors.run(signal);
   await keepRegistered(cluster.options, {
     cri: opts.cri,
     rootDir: opts.rootDir,
@@ -150,7 +165,11 @@ async function registerInBackground(opts: SyncOptions, cluster: NonNullable<Sync
     kletVersion: cluster.kletVersion,
     signal,
     api: cluster.api,
-    onEvent: (e) => logRegisterNodeEvent(e, opts.nodeName, log),
+    onEvent: (e) => {
+      if (e.kind === 'NodeRegistered') nodeUid = e.uid;
+      logRegisterNodeEvent(e, opts.nodeName, log);
+    },
     onError: (m) => log.warn(m),
   }).catch((err: unknown) => log.error(`node registration stopped: ${errorMessage(err)}`));
+  await mirrorsDone;
 }
