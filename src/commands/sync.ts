@@ -8,7 +8,7 @@ export default class Sync extends PodCommand<typeof Sync> {
   static override summary = 'Run the kubelet sync loop: keep this node converged with its pod sources.';
   static override description = `The long-running kubelet. It watches the manifest directory (fs events, and a re-read every --file-check-frequency so missed events still converge) and/or polls --manifest-url, and keeps the node's pods matching them: one serialized worker per pod, a relisting PLEG (--pleg-relist-period), restarts by restart policy with the kubelet's crash-loop back-off (10s doubling to 5m, reset after 10m of clean running), graceful termination with preStop hooks when a manifest is removed, activeDeadlineSeconds, postStart hooks.
 
-With --kubeconfig it also joins that cluster as klet register-node --heartbeat does: it registers the Node (the registration flags apply), renews its Lease every 10 s and sends node status on change or every 5 minutes; while the API server is unreachable it logs, retries with back-off and keeps the static pods running. Each static pod gets a mirror pod (kubernetes.io/config.mirror, owned by the Node) carrying its status, recreated if deleted, deleted with the static pod. Pods from the API server are not implemented yet.
+With --kubeconfig it also joins that cluster as klet register-node --heartbeat does: it registers the Node (the registration flags apply), renews its Lease every 10 s and sends node status on change or every 5 minutes; while the API server is unreachable it logs, retries with back-off and keeps the static pods running. Each static pod gets a mirror pod (kubernetes.io/config.mirror, owned by the Node) carrying its status, recreated if deleted, deleted with the static pod. The pods bound to the node in the API server (list+watch on spec.nodeName) run beside the static pods; their status is patched to the server on change, and kubectl delete stops them within their grace period and then removes them from the server. Not yet: admission of API pods, events, ConfigMaps/Secrets/service-account tokens from the API server.
 
 A source that cannot be read keeps its last good pods (an unreadable URL or a deleted directory never kills running pods). On start it adopts what is already running (after a crash, even a SIGKILL, or a runtime restart): containers whose spec hash matches are kept, changed ones restarted, pods no source wants killed once every source has answered. On SIGTERM or SIGINT it stops the loop and leaves the pods running, as the kubelet does.
 
@@ -34,7 +34,7 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
     'sync-frequency': durationFlag({ summary: 'Resync period of running pods and of their configMap, secret, downwardAPI and projected volumes.', default: '1m' }),
     'max-parallel-syncs': Flags.integer({ summary: 'How many pods may sync at the same time.', default: 8, min: 1 }),
     kubeconfig: Flags.string({
-      summary: 'Join the cluster of this kubeconfig: register the node, keep its Lease and status fresh, mirror pods for static pods (pods from the API server: not yet).',
+      summary: 'Join the cluster of this kubeconfig: register the node and keep its Lease and status fresh, run the pods bound to it, mirror pods for static pods.',
     }),
     ...nodeRegistrationFlags,
     listen: Flags.string({ summary: 'Also serve the local API on loopback TCP (127.0.0.1:PORT); needs --auth-token-file.' }),

@@ -158,3 +158,66 @@ describe('klet sync --kubeconfig: mirror pods for static pods', () => {
     expect(sync.stderr).not.toMatch(/warning: mirror pod/);
   }, 240_000);
 });
+
+describe('klet sync --kubeconfig: pods from the API server', () => {
+  const NS = 'apps';
+  const podYaml = (name: string, grace = 5) =>
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, namespace: NS, labels: { app: name } },
+      spec: {
+        nodeName: NODE,
+        // No controller-manager here: no token controller for the projected service account volume.
+        automountServiceAccountToken: false,
+        terminationGracePeriodSeconds: grace,
+        containers: [{ name: 'main', image: 'localhost/klet/busybox:1.36', command: ['sh', '-c', "trap 'exit 0' TERM; sleep 3600 & wait"] }],
+      },
+    });
+
+  it('runs a pod bound with spec.nodeName, reports its status to the server, and finishes kubectl delete within the grace period', async () => {
+    await cluster.kubectl(['create', 'namespace', NS]);
+    // The ServiceAccount admission plugin wants the namespace's default service account (the controller-manager would make it).
+    await cluster.kubectl(['create', 'serviceaccount', 'default', '-n', NS]);
+    const dir = fs.mkdtempSync(path.join(cluster.dir, 'empty-'));
+    const sync = await startSync({ rootDir: rt.rootDir, endpoint: rt.endpoint, manifestDir: dir, nodeName: NODE, args: ['--kubeconfig', cluster.nodes[NODE]!.kubeconfig] });
+    await cluster.kubectl(['apply', '-f', '-'], { input: podYaml('sleeper') });
+    const running = await poll('API pod Running and Ready on the server', 90_000, async () => {
+      const p = await cluster.kubectlJson<ApiPod>(['get', 'pod', '-n', NS, 'sleeper']);
+      return p.status.phase === 'Running' && p.status.containerStatuses?.every((c) => c.ready) ? p : undefined;
+    }).catch((err: Error) => {
+      throw new Error(`${err.message}\n${sync.tail()}`);
+    });
+    const { json: local } = await runKletJson<ApiPod>(['status', `${NS}/sleeper`, '--root-dir', rt.rootDir, '--container-runtime-endpoint', rt.endpoint, '--node-name', NODE, '-o', 'json']);
+    expect(local.metadata.uid).toBe(running.metadata.uid);
+    expect(running.status.podIP).toBe(local.status.podIP);
+    expect(running.status.podIP).toMatch(/^10\.89\./);
+    expect(running.status.conditions?.map((c) => [c.type, c.status]).sort()).toEqual(local.status.conditions?.map((c) => [c.type, c.status]).sort());
+    expect(running.status.containerStatuses?.map((c) => [c.name, c.ready, c.containerID, c.restartCount, Object.keys(c.state)])).toEqual(
+      local.status.containerStatuses?.map((c) => [c.name, c.ready, c.containerID, c.restartCount, Object.keys(c.state)]),
+    );
+
+    // kubectl delete: klet stops it (the container traps TERM) and then deletes it from the server.
+    const t0 = Date.now();
+    await cluster.kubectl(['delete', 'pod', '-n', NS, 'sleeper', '--wait=false']);
+    await poll('pod gone from the server', 30_000, async () => ((await cluster.kubectl(['get', 'pods', '-n', NS, '-o', 'name'])).includes('sleeper') ? undefined : true));
+    const took = Date.now() - t0;
+    expect(took, sync.tail()).toBeLessThan(5_000 + 5_000);
+    const { json: after } = await runKletJson<{ items: ApiPod[] }>(['status', '--root-dir', rt.rootDir, '--container-runtime-endpoint', rt.endpoint, '--node-name', NODE, '-o', 'json']);
+    expect(after.items.map((p) => p.metadata.uid)).not.toContain(running.metadata.uid);
+
+    // The same name again is a new pod (new UID, new container).
+    await cluster.kubectl(['apply', '-f', '-'], { input: podYaml('sleeper') });
+    const second = await poll('recreated pod Running', 90_000, async () => {
+      const p = await cluster.kubectlJson<ApiPod>(['get', 'pod', '-n', NS, 'sleeper']);
+      return p.status.phase === 'Running' ? p : undefined;
+    });
+    expect(second.metadata.uid).not.toBe(running.metadata.uid);
+    expect(second.status.containerStatuses?.[0]?.containerID).not.toBe(running.status.containerStatuses?.[0]?.containerID);
+    await cluster.kubectl(['delete', 'pod', '-n', NS, 'sleeper', '--wait=false']);
+    await poll('second pod gone', 30_000, async () => ((await cluster.kubectl(['get', 'pods', '-n', NS, '-o', 'name'])).includes('sleeper') ? undefined : true));
+    const exit = await sync.stop();
+    expect(exit.code, sync.tail()).toBe(0);
+    expect(sync.stderr).not.toMatch(/^warning: /m);
+  }, 300_000);
+});

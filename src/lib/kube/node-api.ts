@@ -4,7 +4,7 @@
  * the commands that talk to an API server may pay for it.
  */
 import fs from 'node:fs/promises';
-import type { V1Lease, V1Node, V1NodeStatus } from '@kubernetes/client-node';
+import type { V1Lease, V1Node, V1NodeStatus, V1Pod } from '@kubernetes/client-node';
 import { LineCounter, parseDocument } from 'yaml';
 import { InputError, errorMessage } from '../errors.js';
 import type { NodeApi, PodApi } from '../node/api.js';
@@ -13,6 +13,11 @@ import { ApiServerError, redact, toApiServerError } from './errors.js';
 
 /** Deadline of one API request. */
 export const API_REQUEST_TIMEOUT_MS = 30_000;
+/** Server-side length of one watch request (below client-node's 30 s inactivity timeout). */
+const WATCH_TIMEOUT_SECONDS = 25;
+/** Reconnect back-off of the pod watch: 200 ms doubling to 30 s (the reflector's is similar). */
+const WATCH_RETRY_INITIAL_MS = 200;
+const WATCH_RETRY_MAX_MS = 30_000;
 
 type ClientNode = typeof import('@kubernetes/client-node');
 type KubeConfig = import('@kubernetes/client-node').KubeConfig;
@@ -137,6 +142,77 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
           core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${nodeName}` }, options(signal)),
         )
       ).items,
+    watchNodePods: async (nodeName, on, signal) => {
+      const { ObjectSerializer } = await import('@kubernetes/client-node/dist/gen/models/ObjectSerializer.js');
+      const watch = new k8s.Watch(kc);
+      const fieldSelector = `spec.nodeName=${nodeName}`;
+      const pods = new Map<string, V1Pod>();
+      let rv: string | undefined;
+      let backoff = WATCH_RETRY_INITIAL_MS;
+      const emit = () => on.pods([...pods.values()]);
+      while (!signal.aborted) {
+        try {
+          if (rv === undefined) {
+            const list = await call(`list pods on node ${nodeName}`, () => core.listPodForAllNamespaces({ fieldSelector }, options(signal)));
+            pods.clear();
+            for (const p of list.items) pods.set(p.metadata?.uid ?? '', p);
+            rv = list.metadata?.resourceVersion;
+            emit();
+          }
+          const gone = await new Promise<boolean>((resolve, reject) => {
+            let expired = false;
+            let ctrl: AbortController | undefined;
+            const onAbort = () => ctrl?.abort();
+            watch
+              .watch(
+                '/api/v1/pods',
+                // The server ends the watch before client-node's 30 s inactivity timeout; then it resumes from rv.
+                { fieldSelector, resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds: WATCH_TIMEOUT_SECONDS },
+                (type: string, obj: unknown) => {
+                  const o = obj as { code?: number; metadata?: { resourceVersion?: string; uid?: string } };
+                  if (type === 'ERROR') {
+                    if (o.code === 410) expired = true;
+                    else reject(new Error(`watch error: ${JSON.stringify(obj)}`));
+                    return;
+                  }
+                  if (o.metadata?.resourceVersion) rv = o.metadata.resourceVersion;
+                  if (type === 'BOOKMARK') return;
+                  const pod = ObjectSerializer.deserialize(obj, 'V1Pod', '') as V1Pod;
+                  if (type === 'DELETED') pods.delete(pod.metadata?.uid ?? '');
+                  else pods.set(pod.metadata?.uid ?? '', pod);
+                  emit();
+                },
+                (err: unknown) => {
+                  signal.removeEventListener('abort', onAbort);
+                  if (err && !signal.aborted) reject(err);
+                  else resolve(expired);
+                },
+              )
+              .then((c) => {
+                ctrl = c;
+                if (signal.aborted) c.abort();
+                else signal.addEventListener('abort', onAbort, { once: true });
+              }, reject);
+          });
+          if (gone) rv = undefined; // 410 Gone: the resourceVersion is too old; relist
+          backoff = WATCH_RETRY_INITIAL_MS;
+        } catch (err) {
+          if (signal.aborted) break;
+          rv = undefined; // after a failure, start again from a fresh list
+          on.error(toApiServerError(err, `API server ${server}`, `watch pods on node ${nodeName}`, secrets).message);
+          await new Promise<void>((resolve) => {
+            const t = setTimeout(done, backoff);
+            function done() {
+              clearTimeout(t);
+              signal.removeEventListener('abort', done);
+              resolve();
+            }
+            signal.addEventListener('abort', done, { once: true });
+          });
+          backoff = Math.min(backoff * 2, WATCH_RETRY_MAX_MS);
+        }
+      }
+    },
     createPod: (pod, signal) =>
       call(`create pod ${pod.metadata?.namespace}/${pod.metadata?.name}`, () =>
         core.createNamespacedPod({ namespace: pod.metadata?.namespace ?? 'default', body: pod }, options(signal)),

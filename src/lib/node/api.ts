@@ -38,6 +38,14 @@ export interface PodApi {
   createPod(pod: V1Pod, signal: AbortSignal): Promise<V1Pod>;
   /** Delete with grace period 0 and a UID precondition (never another pod of the same name). */
   deletePod(namespace: string, name: string, uid: string, signal: AbortSignal): Promise<void>;
+  /**
+   * List and watch the pods bound to the node until the signal aborts
+   * (fieldSelector spec.nodeName, resourceVersion kept across reconnects,
+   * a relist after 410 Gone or any watch failure, back-off while the server
+   * is away). `pods` gets the whole set after the list and after every
+   * change; `error` gets each failure (then it retries). Never rejects.
+   */
+  watchNodePods(nodeName: string, on: { pods(pods: V1Pod[]): void; error(message: string): void }, signal: AbortSignal): Promise<void>;
   /** Merge patch of pods/status, with a UID precondition. */
   patchPodStatus(namespace: string, name: string, uid: string, status: V1PodStatus, signal: AbortSignal): Promise<V1Pod>;
 }

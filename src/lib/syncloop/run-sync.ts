@@ -70,7 +70,15 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
     manifestUrlHeaders: opts.manifestUrlHeaders,
     fileCheckFrequencyMs: opts.fileCheckFrequencyMs,
     httpCheckFrequencyMs: opts.httpCheckFrequencyMs,
-    keepIdentity: sameSandboxSpec,
+    // An API pod is its UID: only static pods keep their identity across edits.
+    keepIdentity: (current, next) =>
+      next.metadata?.annotations?.['kubernetes.io/config.source'] === 'api' ? current.metadata?.uid === next.metadata?.uid : sameSandboxSpec(current, next),
+    api: opts.cluster
+      ? {
+          server: opts.cluster.api.server,
+          watch: (on, s) => opts.cluster!.api.watchNodePods(opts.nodeName, on, s),
+        }
+      : undefined,
   });
   // The PLEG sees only this klet's pods: housekeeping and adoption act on nothing else.
   const pleg = new GenericPLEG({ cri, relistPeriodMs: opts.plegRelistPeriodMs, labelSelector: instanceSelector(opts), metrics });
@@ -143,18 +151,35 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
 /** Node registration and heartbeats beside the sync loop; never rejects. */
 async function registerInBackground(opts: SyncOptions, cluster: NonNullable<SyncOptions['cluster']>, signal: AbortSignal): Promise<void> {
   const { keepRegistered, logRegisterNodeEvent } = await import('../services/register-node.js');
-  const { MirrorPodManager } = await import('../node/mirror-pods.js');
+  const { PodStatusManager } = await import('../node/status-manager.js');
   let nodeUid: string | undefined;
-  const mirrors = new MirrorPodManager({
+  const mirrors = new PodStatusManager({
     api: cluster.api,
     nodeName: opts.nodeName,
     nodeUid: () => nodeUid,
     localPods: (s) => listPodsWithStatus({ cri: opts.cri, rootDir: opts.rootDir, nodeName: opts.nodeName, objects: { configMaps: [], secrets: [] }, signal: s }),
     onEvent: (e) => {
-      if (e.kind === 'MirrorPodError') log.warn(`mirror pod${e.pod ? ` ${e.pod}` : 's'}: ${e.message}`);
-      else if (e.kind === 'MirrorPodCreated') log.info(`mirror pod ${e.pod} created${e.reason === 'stale' ? ' (the old one was stale)' : ''}`);
-      else if (e.kind === 'MirrorPodDeleted') log.info(`mirror pod ${e.pod} deleted`);
-      else log.debug(`mirror pod ${e.pod} status patched (${e.phase})`);
+      switch (e.kind) {
+        case 'MirrorPodError':
+          log.warn(`mirror pod${e.pod ? ` ${e.pod}` : 's'}: ${e.message}`);
+          break;
+        case 'PodStatusError':
+          log.warn(`pod ${e.pod} status: ${e.message}`);
+          break;
+        case 'MirrorPodCreated':
+          log.info(`mirror pod ${e.pod} created${e.reason === 'stale' ? ' (the old one was stale)' : ''}`);
+          break;
+        case 'MirrorPodDeleted':
+          log.info(`mirror pod ${e.pod} deleted`);
+          break;
+        case 'PodDeleted':
+          log.info(`pod ${e.pod} deleted from the API server (terminated)`);
+          break;
+        case 'MirrorPodStatusPatched':
+        case 'PodStatusPatched':
+          log.debug(`pod ${e.pod} status patched (${e.phase})`);
+          break;
+      }
     },
   });
   const mirrorsDone = mirrors.run(signal);

@@ -2,7 +2,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { ApiServerError } from '../../src/lib/kube/errors.js';
 import type { PodApi } from '../../src/lib/node/api.js';
-import { MirrorPodManager, type MirrorPodEvent, mirrorPodFor } from '../../src/lib/node/mirror-pods.js';
+import { PodStatusManager, type MirrorPodEvent, mirrorPodFor } from '../../src/lib/node/status-manager.js';
 
 const staticPod = (phase = 'Running', hash = 'h1'): V1Pod => ({
   metadata: { name: 'etcd-node1', namespace: 'kube-system', uid: hash, annotations: { 'kubernetes.io/config.source': 'file', 'kubernetes.io/config.hash': hash, 'kubernetes.io/config.seen': 'x' } },
@@ -21,6 +21,7 @@ function fakeApi() {
       if (down) throw new ApiServerError('API server https://fake: list pods: connection refused');
       return [...pods.values()].map((p) => structuredClone(p));
     },
+    watchNodePods: async () => {},
     createPod: async (p) => {
       calls.push('create');
       const created = { ...structuredClone(p), metadata: { ...p.metadata, uid: `m${++n}` } };
@@ -58,7 +59,7 @@ describe('mirror pods', () => {
     const f = fakeApi();
     let local = [staticPod('Pending')];
     const events: MirrorPodEvent[] = [];
-    const mgr = new MirrorPodManager({ api: f.api, nodeName: 'node1', nodeUid: () => 'node-uid', localPods: async () => local, onEvent: (e) => events.push(e) });
+    const mgr = new PodStatusManager({ api: f.api, nodeName: 'node1', nodeUid: () => 'node-uid', localPods: async () => local, onEvent: (e) => events.push(e) });
     const s = new AbortController().signal;
     await mgr.syncOnce(s);
     await mgr.syncOnce(s);
@@ -82,7 +83,7 @@ describe('mirror pods', () => {
 
   it('creates nothing before the node is registered', async () => {
     const f = fakeApi();
-    const mgr = new MirrorPodManager({ api: f.api, nodeName: 'node1', nodeUid: () => undefined, localPods: async () => [staticPod()] });
+    const mgr = new PodStatusManager({ api: f.api, nodeName: 'node1', nodeUid: () => undefined, localPods: async () => [staticPod()] });
     await mgr.syncOnce(new AbortController().signal);
     expect(f.calls).toEqual([]);
   });

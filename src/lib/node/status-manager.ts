@@ -1,5 +1,7 @@
 /**
- * Mirror pods for static pods, and their status (the kubelet's
+ * The status manager of cluster mode: API pods' status written to pods/status
+ * (and the final delete of gracefully deleted pods), and mirror pods for
+ * static pods with their status (the kubelet's status_manager.go,
  * pod/mirror_client.go, the static-pod half of status_manager.go and
  * kubelet.go's syncPod mirror handling): every static pod klet runs gets a
  * mirror pod in the API server — a copy with the `kubernetes.io/config.mirror`
@@ -22,7 +24,12 @@ export type MirrorPodEvent =
   | { kind: 'MirrorPodCreated'; pod: string; reason: 'missing' | 'stale' }
   | { kind: 'MirrorPodDeleted'; pod: string }
   | { kind: 'MirrorPodStatusPatched'; pod: string; phase: string }
-  | { kind: 'MirrorPodError'; pod: string; message: string };
+  | { kind: 'MirrorPodError'; pod: string; message: string }
+  | { kind: 'PodStatusPatched'; pod: string; phase: string }
+  | { kind: 'PodDeleted'; pod: string }
+  | { kind: 'PodStatusError'; pod: string; message: string };
+
+export type StatusManagerEvent = MirrorPodEvent;
 
 const key = (p: V1Pod) => `${p.metadata?.namespace ?? 'default'}/${p.metadata?.name ?? ''}`;
 
@@ -30,6 +37,16 @@ const key = (p: V1Pod) => `${p.metadata?.namespace ?? 'default'}/${p.metadata?.n
 export function isStaticPod(p: V1Pod): boolean {
   const src = p.metadata?.annotations?.[CONFIG_SOURCE_ANNOTATION];
   return src !== undefined && src !== 'api';
+}
+
+/** A pod from the API server (config.source api, set by the api pod source). */
+export function isApiPod(p: V1Pod): boolean {
+  return p.metadata?.annotations?.[CONFIG_SOURCE_ANNOTATION] === 'api';
+}
+
+/** A mirror pod (kubetypes.IsMirrorPod). */
+export function isMirrorPod(p: V1Pod): boolean {
+  return p.metadata?.annotations?.[CONFIG_MIRROR_ANNOTATION] !== undefined;
 }
 
 /** The hash the mirror pod carries: the static pod's config hash (its UID). */
@@ -65,7 +82,7 @@ export function mirrorStatus(staticPod: V1Pod): V1PodStatus {
   return JSON.parse(JSON.stringify(staticPod.status ?? {})) as V1PodStatus;
 }
 
-export interface MirrorPodManagerOptions {
+export interface PodStatusManagerOptions {
   api: PodApi;
   nodeName: string;
   /** The Node's UID, once registered (no mirror pod is created before: it needs the owner). */
@@ -75,11 +92,11 @@ export interface MirrorPodManagerOptions {
   onEvent?: (e: MirrorPodEvent) => void;
 }
 
-export class MirrorPodManager {
+export class PodStatusManager {
   /** Mirror pod UID → the status last written to it. */
   private readonly written = new Map<string, string>();
 
-  constructor(private readonly o: MirrorPodManagerOptions) {}
+  constructor(private readonly o: PodStatusManagerOptions) {}
 
   private emit(e: MirrorPodEvent): void {
     try {
@@ -93,8 +110,10 @@ export class MirrorPodManager {
   async syncOnce(signal: AbortSignal): Promise<void> {
     const nodeUid = this.o.nodeUid();
     if (!nodeUid) return;
-    const local = (await this.o.localPods(signal)).filter(isStaticPod);
+    const all = await this.o.localPods(signal);
+    const local = all.filter(isStaticPod);
     const remote = await this.o.api.listNodePods(this.o.nodeName, signal);
+    await this.syncApiPods(all.filter(isApiPod), remote.filter((p) => !isMirrorPod(p)), signal);
     const mirrors = new Map(remote.filter((p) => p.metadata?.annotations?.[CONFIG_MIRROR_ANNOTATION] !== undefined).map((p) => [key(p), p]));
     const wanted = new Set<string>();
     const live = new Set(remote.map((p) => p.metadata?.uid));
@@ -142,6 +161,47 @@ export class MirrorPodManager {
     }
     // Forget what was written to mirror pods that no longer exist.
     for (const uid of this.written.keys()) if (!live.has(uid)) this.written.delete(uid);
+  }
+
+  /**
+   * API pods: patch each one's pods/status when klet's status for it
+   * changed (UID precondition: never another pod of the same name); a pod
+   * the server marked for deletion that klet no longer runs (its containers
+   * were stopped within the grace period) is deleted with grace 0, as the
+   * kubelet does once a pod is terminated.
+   */
+  private async syncApiPods(local: V1Pod[], remote: V1Pod[], signal: AbortSignal): Promise<void> {
+    const remoteByUid = new Map(remote.map((p) => [p.metadata?.uid ?? '', p]));
+    const localUids = new Set(local.map((p) => p.metadata?.uid ?? ''));
+    for (const lp of local) {
+      const uid = lp.metadata?.uid ?? '';
+      const rp = remoteByUid.get(uid);
+      if (!rp) continue;
+      const status = mirrorStatus(lp);
+      const text = JSON.stringify(status);
+      if (this.written.get(uid) === text) continue;
+      try {
+        await this.o.api.patchPodStatus(rp.metadata!.namespace!, rp.metadata!.name!, uid, status, signal);
+        this.written.set(uid, text);
+        this.emit({ kind: 'PodStatusPatched', pod: key(rp), phase: status.phase ?? '' });
+      } catch (err) {
+        if (signal.aborted) return;
+        this.emit({ kind: 'PodStatusError', pod: key(rp), message: errorMessage(err) });
+      }
+    }
+    for (const rp of remote) {
+      const uid = rp.metadata?.uid ?? '';
+      if (rp.metadata?.deletionTimestamp === undefined || localUids.has(uid)) continue;
+      try {
+        await this.o.api.deletePod(rp.metadata!.namespace!, rp.metadata!.name!, uid, signal);
+        this.written.delete(uid);
+        this.emit({ kind: 'PodDeleted', pod: key(rp) });
+      } catch (err) {
+        if (signal.aborted) return;
+        if ((err as { status?: number }).status === 404) continue;
+        this.emit({ kind: 'PodStatusError', pod: key(rp), message: errorMessage(err) });
+      }
+    }
   }
 
   /** Reconcile every `intervalMs` until the signal aborts. Never rejects. */
