@@ -23,38 +23,24 @@ export interface NodeRegistrationFlagValues {
   'node-ip'?: string;
 }
 
-/** Run a lib parser, putting the flag's name in front of its input error. */
-export async function forFlag<T>(flag: string, fn: () => T): Promise<T> {
-  try {
-    return await fn();
-  } catch (err) {
-    const { InputError } = await import('./lib/errors.js');
-    if (err instanceof InputError) throw new InputError(`--${flag}: ${err.message}`);
-    throw err;
-  }
-}
-
-/** Validate the node name and parse the registration flags. */
+/** The registration options of these flags (errors name the flag through the base command). */
 export async function registrationOptions(
   flags: NodeRegistrationFlagValues & { kubeconfig: string },
   nodeName: string,
   heartbeat: boolean,
 ): Promise<import('./lib/services/register-node.js').RegisterNodeOptions> {
-  const cfg = await import('./lib/node/config.js');
-  await forFlag('node-name', () => cfg.validateNodeName(nodeName));
-  const labels = await forFlag('node-labels', () => cfg.parseNodeLabels(flags['node-labels'] ?? ''));
-  const taints = await forFlag('register-with-taints', () => cfg.parseTaints(flags['register-with-taints'] ?? ''));
-  const kubeReserved = await forFlag('kube-reserved', () => cfg.parseReservation(flags['kube-reserved'] ?? ''));
-  const systemReserved = await forFlag('system-reserved', () => cfg.parseReservation(flags['system-reserved'] ?? ''));
-  const nodeIP = flags['node-ip'];
-  if (nodeIP !== undefined) await forFlag('node-ip', () => cfg.validateNodeIP(nodeIP));
-  return {
-    kubeconfig: flags.kubeconfig,
-    labels,
-    taints,
-    reserved: cfg.addReservations(kubeReserved, systemReserved),
-    maxPods: flags['max-pods'],
-    nodeIP,
+  const { parseRegisterNodeInput } = await import('./lib/services/register-node.js');
+  return parseRegisterNodeInput(
+    {
+      kubeconfig: flags.kubeconfig,
+      nodeLabels: flags['node-labels'],
+      registerWithTaints: flags['register-with-taints'],
+      kubeReserved: flags['kube-reserved'],
+      systemReserved: flags['system-reserved'],
+      maxPods: flags['max-pods'],
+      nodeIp: flags['node-ip'],
+    },
+    nodeName,
     heartbeat,
-  };
+  );
 }

@@ -31,28 +31,14 @@ The kubeconfig's user should be the node's identity (system:node:<name> in group
     const { logRegisterNodeEvent, registerNode } = await import('../lib/services/register-node.js');
     const { log } = await import('../lib/log.js');
 
-    const controller = new AbortController();
-    const stop = () => controller.abort();
-    if (flags.heartbeat) {
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
-    }
-    const result = await registerNode(
-      options,
-      {
-        cri: await this.cri(),
-        rootDir: this.flags['root-dir'],
-        nodeName,
-        kletVersion: `v${this.config.version}+klet`,
-        signal: controller.signal,
-        api,
-        onEvent: (e) => logRegisterNodeEvent(e, nodeName, log),
-      },
-    ).finally(() => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      api.close();
-    });
+    const deps = await this.deps();
+    const result = await registerNode(options, {
+      ...deps,
+      kletVersion: `v${this.config.version}+klet`,
+      api,
+      onEvent: (e) => logRegisterNodeEvent(e, nodeName, log),
+    }).finally(() => api.close());
+    // --heartbeat runs until SIGINT/SIGTERM and then ends normally, as the kubelet does.
     if (flags.heartbeat) return;
     const node = result.node;
     await this.printObject(node, () => {

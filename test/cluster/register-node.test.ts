@@ -236,10 +236,10 @@ describe('klet register-node: bad input is one line naming the input, and no cre
 
   it('a node name that is not a DNS subdomain, a taint that does not parse, a label NodeRestriction forbids', async () => {
     const kc = cluster.nodes[NODE]!.kubeconfig;
-    expectOneLine(await klet(['register-node', '--kubeconfig', kc, '--node-name', 'node_1']), 2, /^error: --node-name: node name "node_1": a lowercase RFC 1123 subdomain/);
-    expectOneLine(await klet(['register-node', '--kubeconfig', kc, '--node-name', NODE, '--register-with-taints', 'dedicated=edge']), 2, /^error: --register-with-taints: taint "dedicated=edge": not key=value:Effect/);
+    expectOneLine(await klet(['register-node', '--kubeconfig', kc, '--node-name', 'node_1']), 2, /^error: --node-name node name "node_1": a lowercase RFC 1123 subdomain/);
+    expectOneLine(await klet(['register-node', '--kubeconfig', kc, '--node-name', NODE, '--register-with-taints', 'dedicated=edge']), 2, /^error: --register-with-taints taint "dedicated=edge": not key=value:Effect/);
     expectOneLine(await klet(['register-node', '--kubeconfig', kc, '--node-name', NODE, '--register-with-taints', 'a=b:Sometimes']), 2, /effect "Sometimes" is not one of NoSchedule, PreferNoSchedule, NoExecute/);
-    expectOneLine(await klet(['register-node', '--kubeconfig', kc, '--node-name', NODE, '--node-labels', 'node-role.kubernetes.io/worker=']), 2, /^error: --node-labels: label "node-role\.kubernetes\.io\/worker": a node may not set/);
+    expectOneLine(await klet(['register-node', '--kubeconfig', kc, '--node-name', NODE, '--node-labels', 'node-role.kubernetes.io/worker=']), 2, /^error: --node-labels label "node-role\.kubernetes\.io\/worker": a node may not set/);
   });
 
   it('no node token appeared in anything klet wrote in this file', () => {

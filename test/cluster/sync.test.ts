@@ -77,7 +77,7 @@ describe('klet sync --kubeconfig', () => {
     expect(nonEmptyLines(r.stderr)).toEqual([`error: kubeconfig ${path.join(cluster.dir, 'missing.yaml')}: no such file`]);
     r = await runKlet([...base, '--kubeconfig', cluster.nodes[NODE]!.kubeconfig, '--register-with-taints', 'x:Bad']);
     expect(r.code, explain(r)).toBe(2);
-    expect(nonEmptyLines(r.stderr)).toEqual(['error: --register-with-taints: taint "x:Bad": effect "Bad" is not one of NoSchedule, PreferNoSchedule, NoExecute']);
+    expect(nonEmptyLines(r.stderr)).toEqual(['error: --register-with-taints taint "x:Bad": effect "Bad" is not one of NoSchedule, PreferNoSchedule, NoExecute']);
   });
 });
 

@@ -9,6 +9,7 @@ import { LineCounter, parseDocument } from 'yaml';
 import { InputError, errorMessage } from '../errors.js';
 import type { NodeApi, PodApi } from '../node/api.js';
 import { NODE_LEASE_NAMESPACE } from '../node/api.js';
+import { pause } from '../util/sleep.js';
 import { ApiServerError, redact, toApiServerError } from './errors.js';
 
 /** Deadline of one API request. */
@@ -200,15 +201,7 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
           if (signal.aborted) break;
           rv = undefined; // after a failure, start again from a fresh list
           on.error(toApiServerError(err, `API server ${server}`, `watch pods on node ${nodeName}`, secrets).message);
-          await new Promise<void>((resolve) => {
-            const t = setTimeout(done, backoff);
-            function done() {
-              clearTimeout(t);
-              signal.removeEventListener('abort', done);
-              resolve();
-            }
-            signal.addEventListener('abort', done, { once: true });
-          });
+          await pause(backoff, signal);
           backoff = Math.min(backoff * 2, WATCH_RETRY_MAX_MS);
         }
       }

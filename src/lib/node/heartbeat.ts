@@ -11,6 +11,7 @@ import { errorMessage } from '../errors.js';
 import type { NodeApi } from './api.js';
 import { NODE_LEASE_NAMESPACE } from './api.js';
 import { nodeStatusChanged } from './node-status.js';
+import { pause } from '../util/sleep.js';
 
 export const LEASE_DURATION_SECONDS = 40;
 /** renewInterval = 0.25 × leaseDuration. */
@@ -116,18 +117,6 @@ export interface HeartbeatOptions {
   now?: () => Date;
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const t = setTimeout(done, Math.max(0, ms));
-    function done() {
-      clearTimeout(t);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
-}
 
 /** Run both heartbeats until `signal` aborts. Never rejects. */
 export async function runHeartbeat(o: HeartbeatOptions): Promise<void> {
@@ -155,11 +144,11 @@ export async function runHeartbeat(o: HeartbeatOptions): Promise<void> {
         backoff = retryInitial;
         emit({ kind: 'LeaseRenewed', renewTime });
         // A fixed period from the start of each renewal, so request time does not drift it.
-        await sleep(started + leaseMs - Date.now(), o.signal);
+        await pause(started + leaseMs - Date.now(), o.signal);
       } catch (err) {
         if (o.signal.aborted) break;
         emit({ kind: 'HeartbeatError', what: 'lease', message: errorMessage(err) });
-        await sleep(backoff, o.signal);
+        await pause(backoff, o.signal);
         backoff = Math.min(backoff * 2, retryMax);
       }
     }
@@ -171,7 +160,7 @@ export async function runHeartbeat(o: HeartbeatOptions): Promise<void> {
     let backoff = retryInitial;
     let wait = lastSent === undefined ? 0 : statusMs;
     while (!o.signal.aborted) {
-      await sleep(wait, o.signal);
+      await pause(wait, o.signal);
       if (o.signal.aborted) break;
       try {
         const status = await o.computeStatus(lastSent, o.signal);

@@ -14,6 +14,7 @@
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { errorMessage } from '../errors.js';
 import { CONFIG_HASH_ANNOTATION, CONFIG_SEEN_ANNOTATION, CONFIG_SOURCE_ANNOTATION } from '../pod/static-pod.js';
+import { pause } from '../util/sleep.js';
 import type { PodApi } from './api.js';
 
 export const CONFIG_MIRROR_ANNOTATION = 'kubernetes.io/config.mirror';
@@ -217,15 +218,7 @@ export class PodStatusManager {
         if (!signal.aborted && m !== lastError) this.emit({ kind: 'MirrorPodError', pod: '', message: m });
         lastError = m;
       }
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(done, intervalMs);
-        function done() {
-          clearTimeout(t);
-          signal.removeEventListener('abort', done);
-          resolve();
-        }
-        signal.addEventListener('abort', done, { once: true });
-      });
+      await pause(intervalMs, signal);
     }
   }
 }

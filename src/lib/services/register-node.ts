@@ -12,9 +12,11 @@ import type { V1Node, V1NodeStatus } from '@kubernetes/client-node';
 import type { CallOptions, Input, ListImagesRequest, ListImagesResponse, StatusRequest, StatusResponse, VersionRequest, VersionResponse } from '../cri/index.js';
 import { hostIPs as defaultHostIPs } from '../node/addresses.js';
 import type { NodeApi } from '../node/api.js';
-import { type Reservation, type Taint, validateNodeName } from '../node/config.js';
+import { InputError } from '../errors.js';
+import { type Reservation, type Taint, addReservations, parseNodeLabels, parseReservation, parseTaints, validateNodeIP, validateNodeName } from '../node/config.js';
 import { type HeartbeatEvent, leaseRenewer, runHeartbeat } from '../node/heartbeat.js';
 import { readMachineFacts } from '../node/machine.js';
+import { pause } from '../util/sleep.js';
 import { type NodeFacts, type NodeSpecInput, type RuntimeFacts, initialNode, nodeStatus, reconcileMetadata } from '../node/node-status.js';
 
 /** The CRI calls registration needs. */
@@ -37,6 +39,44 @@ export interface RegisterNodeOptions {
   nodeIP?: string;
   /** Stay and renew the Lease and status until the signal aborts. */
   heartbeat: boolean;
+}
+
+/** The registration options as the user gives them (flags, a config file). */
+export interface RegisterNodeInput {
+  kubeconfig: string;
+  nodeLabels?: string;
+  registerWithTaints?: string;
+  kubeReserved?: string;
+  systemReserved?: string;
+  maxPods: number;
+  nodeIp?: string;
+}
+
+/** Parse and check RegisterNodeInput; an InputError names the option it is about (`input`). */
+export function parseRegisterNodeInput(raw: RegisterNodeInput, nodeName: string, heartbeat: boolean): RegisterNodeOptions {
+  const named = <T>(input: string, fn: () => T): T => {
+    try {
+      return fn();
+    } catch (err) {
+      if (err instanceof InputError && err.input === undefined) throw new InputError(err.text, { input, cause: err });
+      throw err;
+    }
+  };
+  named('nodeName', () => validateNodeName(nodeName));
+  const nodeIP = raw.nodeIp;
+  if (nodeIP !== undefined) named('nodeIp', () => validateNodeIP(nodeIP));
+  return {
+    kubeconfig: raw.kubeconfig,
+    labels: named('nodeLabels', () => parseNodeLabels(raw.nodeLabels ?? '')),
+    taints: named('registerWithTaints', () => parseTaints(raw.registerWithTaints ?? '')),
+    reserved: addReservations(
+      named('kubeReserved', () => parseReservation(raw.kubeReserved ?? '')),
+      named('systemReserved', () => parseReservation(raw.systemReserved ?? '')),
+    ),
+    maxPods: raw.maxPods,
+    nodeIP,
+    heartbeat,
+  };
 }
 
 export type RegisterNodeEvent = { kind: 'NodeRegistered'; node: string; uid: string; created: boolean; server: string } | HeartbeatEvent;
@@ -188,15 +228,7 @@ export async function keepRegistered(opts: RegisterNodeOptions, deps: RegisterNo
     } catch (err) {
       if (deps.signal.aborted) return;
       deps.onError(`registering node ${deps.nodeName}: ${(err as Error).message}`);
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(done, backoff);
-        function done() {
-          clearTimeout(t);
-          deps.signal.removeEventListener('abort', done);
-          resolve();
-        }
-        deps.signal.addEventListener('abort', done, { once: true });
-      });
+      await pause(backoff, deps.signal);
       backoff = Math.min(backoff * 2, 7_000);
     }
   }

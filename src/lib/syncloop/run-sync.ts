@@ -11,7 +11,7 @@ import { createPodConfig } from '../config/index.js';
 import { errorMessage } from '../errors.js';
 import { EventBus } from '../events/bus.js';
 import { instanceSelector } from '../kuberuntime/labels.js';
-import { listPodsWithStatus } from '../status/pods.js';
+import { listPodsWithStatus, type StatusContext } from '../status/pods.js';
 import { log } from '../log.js';
 import { instrumentCri } from '../metrics/instrument-cri.js';
 import { KletMetrics } from '../metrics/metrics.js';
@@ -137,7 +137,7 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
       },
     });
     opts.onReady?.({ socketPath: api.address.socketPath, tcp: api.address.tcp });
-    const registration = opts.cluster ? registerInBackground(opts, opts.cluster, signal) : Promise.resolve();
+    const registration = opts.cluster ? registerInBackground(opts, opts.cluster, kubelet.cache, signal) : Promise.resolve();
     await Promise.all([kubelet.run(signal), registration]);
   } catch (err) {
     log.debug(`sync stopped: ${errorMessage(err)}`);
@@ -149,7 +149,12 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
 }
 
 /** Node registration and heartbeats beside the sync loop; never rejects. */
-async function registerInBackground(opts: SyncOptions, cluster: NonNullable<SyncOptions['cluster']>, signal: AbortSignal): Promise<void> {
+async function registerInBackground(
+  opts: SyncOptions,
+  cluster: NonNullable<SyncOptions['cluster']>,
+  cache: StatusContext['cache'],
+  signal: AbortSignal,
+): Promise<void> {
   const { keepRegistered, logRegisterNodeEvent } = await import('../services/register-node.js');
   const { PodStatusManager } = await import('../node/status-manager.js');
   let nodeUid: string | undefined;
@@ -157,7 +162,7 @@ async function registerInBackground(opts: SyncOptions, cluster: NonNullable<Sync
     api: cluster.api,
     nodeName: opts.nodeName,
     nodeUid: () => nodeUid,
-    localPods: (s) => listPodsWithStatus({ cri: opts.cri, rootDir: opts.rootDir, nodeName: opts.nodeName, objects: { configMaps: [], secrets: [] }, signal: s }),
+    localPods: (s) => listPodsWithStatus({ cri: opts.cri, rootDir: opts.rootDir, nodeName: opts.nodeName, cache, signal: s }),
     onEvent: (e) => {
       switch (e.kind) {
         case 'MirrorPodError':
