@@ -220,4 +220,39 @@ describe('klet sync --kubeconfig: pods from the API server', () => {
     expect(exit.code, sync.tail()).toBe(0);
     expect(sync.stderr).not.toMatch(/^warning: /m);
   }, 300_000);
+
+  it('admission: a pod that does not fit is Failed with OutOfcpu, one whose nodeSelector does not match with NodeAffinity; neither runs', async () => {
+    const dir = fs.mkdtempSync(path.join(cluster.dir, 'empty-'));
+    const sync = await startSync({ rootDir: rt.rootDir, endpoint: rt.endpoint, manifestDir: dir, nodeName: NODE, args: ['--kubeconfig', cluster.nodes[NODE]!.kubeconfig] });
+    const big = JSON.parse(podYaml('too-big')) as { spec: { containers: Array<Record<string, unknown>>; nodeSelector?: Record<string, string> } };
+    big.spec.containers[0]!.resources = { requests: { cpu: '1000' } };
+    const picky = JSON.parse(podYaml('picky')) as typeof big;
+    picky.spec.nodeSelector = { disktype: 'ssd' };
+    await cluster.kubectl(['apply', '-f', '-'], { input: JSON.stringify(big) });
+    await cluster.kubectl(['apply', '-f', '-'], { input: JSON.stringify(picky) });
+    const failed = async (name: string) =>
+      poll(`${name} Failed`, 60_000, async () => {
+        const p = await cluster.kubectlJson<ApiPod & { status: { reason?: string; message?: string } }>(['get', 'pod', '-n', NS, name]);
+        return p.status.phase === 'Failed' ? p : undefined;
+      }).catch((err: Error) => {
+        throw new Error(`${err.message}\n${sync.tail()}`);
+      });
+    const cpus = (await import('node:os')).cpus().length;
+    const b = await failed('too-big');
+    expect(b.status.reason).toBe('OutOfcpu');
+    expect(b.status.message).toBe(`Pod was rejected: Node didn't have enough resource: cpu, requested: 1000000, used: 0, capacity: ${cpus * 1000}`);
+    const p = await failed('picky');
+    expect(p.status.reason).toBe('NodeAffinity');
+    expect(p.status.message).toBe("Pod was rejected: Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector");
+    const table = await cluster.kubectl(['get', 'pods', '-n', NS, '--no-headers']);
+    expect(table).toMatch(/^too-big\s+0\/1\s+OutOfcpu\s/m);
+    // Nothing of them ran.
+    const { json: local } = await runKletJson<{ items: ApiPod[] }>(['status', '--root-dir', rt.rootDir, '--container-runtime-endpoint', rt.endpoint, '--node-name', NODE, '-o', 'json']);
+    expect(local.items.map((i) => i.metadata.uid)).not.toContain(b.metadata.uid);
+    expect(local.items.map((i) => i.metadata.uid)).not.toContain(p.metadata.uid);
+    await cluster.kubectl(['delete', 'pod', '-n', NS, 'too-big', 'picky', '--wait=false']);
+    await poll('rejected pods deleted', 30_000, async () => ((await cluster.kubectl(['get', 'pods', '-n', NS, '-o', 'name'])).trim() === '' ? true : undefined));
+    const exit = await sync.stop();
+    expect(exit.code, sync.tail()).toBe(0);
+  }, 180_000);
 });

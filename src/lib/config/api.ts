@@ -26,10 +26,42 @@ export function runnableApiPod(p: V1Pod): boolean {
   return phase !== 'Succeeded' && phase !== 'Failed';
 }
 
+/** Admission of new pods given those already admitted (lib/node/admission.ts admitPods, bound to the node). */
+export type AdmitPods = (candidates: V1Pod[], running: V1Pod[]) => { admitted: V1Pod[]; rejected: Array<{ pod: V1Pod; reason: string; message: string }> };
+
+export interface ApiRejection {
+  namespace: string;
+  name: string;
+  uid: string;
+  reason: string;
+  message: string;
+}
+
 export class ApiSource implements PodSource {
   readonly name = API_SOURCE;
+  /** Pods admission refused, by UID, until they leave the server (the status manager marks them Failed). */
+  readonly rejected = new Map<string, ApiRejection>();
+  private readonly admitted = new Set<string>();
 
-  constructor(private readonly o: { server: string; watch: WatchNodePods; now?: () => Date }) {}
+  constructor(private readonly o: { server: string; watch: WatchNodePods; admit?: AdmitPods; now?: () => Date }) {}
+
+  /** Admitted pods stay admitted; new ones go through admission in creation order. */
+  private admit(runnable: V1Pod[]): V1Pod[] {
+    const uid = (p: V1Pod) => p.metadata?.uid ?? '';
+    const present = new Set(runnable.map(uid));
+    for (const u of this.admitted) if (!present.has(u)) this.admitted.delete(u);
+    if (!this.o.admit) return runnable;
+    const running = runnable.filter((p) => this.admitted.has(uid(p)));
+    const created = (p: V1Pod) => new Date(p.metadata?.creationTimestamp ?? 0).getTime();
+    const fresh = runnable.filter((p) => !this.admitted.has(uid(p)) && !this.rejected.has(uid(p))).sort((a, b) => created(a) - created(b));
+    if (fresh.length === 0) return running;
+    const { admitted, rejected } = this.o.admit(fresh, running);
+    for (const p of admitted) this.admitted.add(uid(p));
+    for (const r of rejected) {
+      this.rejected.set(uid(r.pod), { namespace: r.pod.metadata?.namespace ?? 'default', name: r.pod.metadata?.name ?? '', uid: uid(r.pod), reason: r.reason, message: r.message });
+    }
+    return [...running, ...admitted];
+  }
 
   async run(sink: SourceSink, signal: AbortSignal): Promise<void> {
     const seen = new Map<string, string>();
@@ -37,7 +69,9 @@ export class ApiSource implements PodSource {
       {
         pods: (pods) => {
           const loaded: LoadedPod[] = [];
-          for (const p of pods.filter(runnableApiPod)) {
+          const onServer = new Set(pods.map((p) => p.metadata?.uid ?? ''));
+          for (const u of this.rejected.keys()) if (!onServer.has(u)) this.rejected.delete(u);
+          for (const p of this.admit(pods.filter(runnableApiPod))) {
             const uid = p.metadata?.uid ?? '';
             if (!seen.has(uid)) seen.set(uid, (this.o.now?.() ?? new Date()).toISOString());
             const pod: V1Pod = {

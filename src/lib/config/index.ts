@@ -6,7 +6,6 @@
  */
 import { PodConfig, type PodConfigOptions } from './config.js';
 import { FileSource } from './file.js';
-import { ApiSource, type WatchNodePods } from './api.js';
 import { HttpSource } from './http.js';
 
 export { PodConfig, identityKey, type PodConfigOptions, type PodOperation, type PodUpdate } from './config.js';
@@ -29,7 +28,7 @@ export {
 export const FILE_SOURCE = 'file';
 export const HTTP_SOURCE = 'http';
 
-export { ApiSource, API_SOURCE, runnableApiPod, type WatchNodePods } from './api.js';
+export { ApiSource, API_SOURCE, runnableApiPod, type AdmitPods, type ApiRejection, type WatchNodePods } from './api.js';
 
 export interface PodSourcesOptions extends PodConfigOptions {
   nodeName: string;
@@ -43,8 +42,6 @@ export interface PodSourcesOptions extends PodConfigOptions {
   fileCheckFrequencyMs?: number;
   /** --http-check-frequency. Default 20 s. */
   httpCheckFrequencyMs?: number;
-  /** Cluster mode: the pods bound to the node in this API server. */
-  api?: { server: string; watch: WatchNodePods };
 }
 
 /**
@@ -69,6 +66,5 @@ export function createPodConfig(opts: PodSourcesOptions): PodConfig {
       }),
     );
   }
-  if (opts.api !== undefined) config.addSource(new ApiSource({ server: opts.api.server, watch: opts.api.watch }));
   return config;
 }

@@ -73,26 +73,35 @@ function bytesQuantity(bytes: number): string {
   return String(b);
 }
 
+/** Allocatable in numbers (cpu millicores, memory bytes, pods): what admission checks against. */
+export function allocatableAmounts(m: MachineFacts, maxPods: number, reserved: Reservation): { cpuMilli: number; memoryBytes: number; ephemeralStorageBytes: number; pods: number } {
+  const hugepageBytes = Object.values(m.hugepages).reduce((a, b) => a + b, 0);
+  return {
+    cpuMilli: Math.max(0, m.cpus * 1000 - reserved.cpuMilli),
+    // Pre-allocated huge pages are not available as ordinary memory.
+    memoryBytes: Math.max(0, m.memoryBytes - reserved.memoryBytes - EVICTION_HARD_MEMORY_BYTES - hugepageBytes),
+    ephemeralStorageBytes: Math.max(0, m.fsCapacityBytes - reserved.ephemeralStorageBytes - Math.ceil(m.fsCapacityBytes * EVICTION_HARD_NODEFS_FRACTION)),
+    pods: maxPods,
+  };
+}
+
 /** status.capacity and status.allocatable (capacity minus reservations and hard eviction thresholds). */
 export function capacityAndAllocatable(
   m: MachineFacts,
   maxPods: number,
   reserved: Reservation,
 ): { capacity: Record<string, string>; allocatable: Record<string, string> } {
-  const hugepageBytes = Object.values(m.hugepages).reduce((a, b) => a + b, 0);
   const capacity: Record<string, string> = {
     cpu: String(m.cpus),
     'ephemeral-storage': bytesQuantity(m.fsCapacityBytes),
     memory: bytesQuantity(m.memoryBytes),
     pods: String(maxPods),
   };
+  const a = allocatableAmounts(m, maxPods, reserved);
   const allocatable: Record<string, string> = {
-    cpu: cpuQuantity(Math.max(0, m.cpus * 1000 - reserved.cpuMilli)),
-    'ephemeral-storage': bytesQuantity(
-      m.fsCapacityBytes - reserved.ephemeralStorageBytes - Math.ceil(m.fsCapacityBytes * EVICTION_HARD_NODEFS_FRACTION),
-    ),
-    // Pre-allocated huge pages are not available as ordinary memory.
-    memory: bytesQuantity(m.memoryBytes - reserved.memoryBytes - EVICTION_HARD_MEMORY_BYTES - hugepageBytes),
+    cpu: cpuQuantity(a.cpuMilli),
+    'ephemeral-storage': bytesQuantity(a.ephemeralStorageBytes),
+    memory: bytesQuantity(a.memoryBytes),
     pods: String(maxPods),
   };
   for (const [name, bytes] of Object.entries(m.hugepages)) {

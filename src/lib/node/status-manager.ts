@@ -28,6 +28,7 @@ export type MirrorPodEvent =
   | { kind: 'MirrorPodError'; pod: string; message: string }
   | { kind: 'PodStatusPatched'; pod: string; phase: string }
   | { kind: 'PodDeleted'; pod: string }
+  | { kind: 'PodRejected'; pod: string; reason: string; message: string }
   | { kind: 'PodStatusError'; pod: string; message: string };
 
 export type StatusManagerEvent = MirrorPodEvent;
@@ -91,6 +92,8 @@ export interface PodStatusManagerOptions {
   /** The pods klet runs, with status (listPodsWithStatus). */
   localPods: (signal: AbortSignal) => Promise<V1Pod[]>;
   onEvent?: (e: MirrorPodEvent) => void;
+  /** API pods admission refused: marked Failed with the reason, as the kubelet's rejectPod. */
+  rejections?: () => Iterable<{ namespace: string; name: string; uid: string; reason: string; message: string }>;
 }
 
 export class PodStatusManager {
@@ -185,6 +188,21 @@ export class PodStatusManager {
         await this.o.api.patchPodStatus(rp.metadata!.namespace!, rp.metadata!.name!, uid, status, signal);
         this.written.set(uid, text);
         this.emit({ kind: 'PodStatusPatched', pod: key(rp), phase: status.phase ?? '' });
+      } catch (err) {
+        if (signal.aborted) return;
+        this.emit({ kind: 'PodStatusError', pod: key(rp), message: errorMessage(err) });
+      }
+    }
+    for (const r of this.o.rejections?.() ?? []) {
+      const rp = remoteByUid.get(r.uid);
+      if (!rp || rp.status?.phase === 'Failed') continue;
+      const status: V1PodStatus = { phase: 'Failed', reason: r.reason, message: r.message };
+      const text = JSON.stringify(status);
+      if (this.written.get(r.uid) === text) continue;
+      try {
+        await this.o.api.patchPodStatus(r.namespace, r.name, r.uid, status, signal);
+        this.written.set(r.uid, text);
+        this.emit({ kind: 'PodRejected', pod: key(rp), reason: r.reason, message: r.message });
       } catch (err) {
         if (signal.aborted) return;
         this.emit({ kind: 'PodStatusError', pod: key(rp), message: errorMessage(err) });

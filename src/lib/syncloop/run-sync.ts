@@ -7,7 +7,7 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { CriClient } from '../cri/client.js';
 import { canonicalJson } from '../util/json.js';
-import { createPodConfig } from '../config/index.js';
+import { ApiSource, createPodConfig } from '../config/index.js';
 import { errorMessage } from '../errors.js';
 import { EventBus } from '../events/bus.js';
 import { instanceSelector } from '../kuberuntime/labels.js';
@@ -73,13 +73,9 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
     // An API pod is its UID: only static pods keep their identity across edits.
     keepIdentity: (current, next) =>
       next.metadata?.annotations?.['kubernetes.io/config.source'] === 'api' ? current.metadata?.uid === next.metadata?.uid : sameSandboxSpec(current, next),
-    api: opts.cluster
-      ? {
-          server: opts.cluster.api.server,
-          watch: (on, s) => opts.cluster!.api.watchNodePods(opts.nodeName, on, s),
-        }
-      : undefined,
   });
+  const apiSource = opts.cluster ? await apiPodSource(opts, opts.cluster) : undefined;
+  if (apiSource) config.addSource(apiSource);
   // The PLEG sees only this klet's pods: housekeeping and adoption act on nothing else.
   const pleg = new GenericPLEG({ cri, relistPeriodMs: opts.plegRelistPeriodMs, labelSelector: instanceSelector(opts), metrics });
   const kubelet = new Kubelet({
@@ -137,7 +133,7 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
       },
     });
     opts.onReady?.({ socketPath: api.address.socketPath, tcp: api.address.tcp });
-    const registration = opts.cluster ? registerInBackground(opts, opts.cluster, kubelet.cache, signal) : Promise.resolve();
+    const registration = opts.cluster ? registerInBackground(opts, opts.cluster, kubelet.cache, apiSource, signal) : Promise.resolve();
     await Promise.all([kubelet.run(signal), registration]);
   } catch (err) {
     log.debug(`sync stopped: ${errorMessage(err)}`);
@@ -153,6 +149,7 @@ async function registerInBackground(
   opts: SyncOptions,
   cluster: NonNullable<SyncOptions['cluster']>,
   cache: StatusContext['cache'],
+  apiSource: ApiSource | undefined,
   signal: AbortSignal,
 ): Promise<void> {
   const { keepRegistered, logRegisterNodeEvent } = await import('../services/register-node.js');
@@ -163,6 +160,7 @@ async function registerInBackground(
     nodeName: opts.nodeName,
     nodeUid: () => nodeUid,
     localPods: (s) => listPodsWithStatus({ cri: opts.cri, rootDir: opts.rootDir, nodeName: opts.nodeName, cache, signal: s }),
+    rejections: () => apiSource?.rejected.values() ?? [],
     onEvent: (e) => {
       switch (e.kind) {
         case 'MirrorPodError':
@@ -176,6 +174,9 @@ async function registerInBackground(
           break;
         case 'MirrorPodDeleted':
           log.info(`mirror pod ${e.pod} deleted`);
+          break;
+        case 'PodRejected':
+          log.info(`pod ${e.pod} rejected: ${e.reason}: ${e.message}`);
           break;
         case 'PodDeleted':
           log.info(`pod ${e.pod} deleted from the API server (terminated)`);
@@ -202,4 +203,27 @@ async function registerInBackground(
     onError: (m) => log.warn(m),
   }).catch((err: unknown) => log.error(`node registration stopped: ${errorMessage(err)}`));
   await mirrorsDone;
+}
+
+/**
+ * The API server as a pod source, with the kubelet's admission against this
+ * node: allocatable from the machine and the registration's reservations,
+ * the labels and taints it registers with.
+ */
+async function apiPodSource(opts: SyncOptions, cluster: NonNullable<SyncOptions['cluster']>): Promise<ApiSource> {
+  const { readMachineFacts } = await import('../node/machine.js');
+  const { allocatableAmounts, defaultLabels } = await import('../node/node-status.js');
+  const { admitPods } = await import('../node/admission.js');
+  const m = await readMachineFacts(opts.rootDir);
+  const o = cluster.options;
+  const node = {
+    allocatable: allocatableAmounts(m, o.maxPods, o.reserved),
+    labels: { ...o.labels, ...defaultLabels(opts.nodeName, m) },
+    taints: o.taints,
+  };
+  return new ApiSource({
+    server: cluster.api.server,
+    watch: (on, s) => cluster.api.watchNodePods(opts.nodeName, on, s),
+    admit: (candidates, running) => admitPods(candidates, running, node, opts.nodeName),
+  });
 }
