@@ -161,6 +161,11 @@ describe('klet sync --kubeconfig: mirror pods for static pods', () => {
 
 describe('klet sync --kubeconfig: pods from the API server', () => {
   const NS = 'apps';
+  const ensureNamespace = async () => {
+    await cluster.kubectl(['apply', '-f', '-'], { input: JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } }) });
+    // The ServiceAccount admission plugin wants the namespace's default service account (the controller-manager would make it).
+    await cluster.kubectl(['apply', '-f', '-'], { input: JSON.stringify({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default', namespace: NS } }) });
+  };
   const podYaml = (name: string, grace = 5) =>
     JSON.stringify({
       apiVersion: 'v1',
@@ -176,9 +181,7 @@ describe('klet sync --kubeconfig: pods from the API server', () => {
     });
 
   it('runs a pod bound with spec.nodeName, reports its status to the server, and finishes kubectl delete within the grace period', async () => {
-    await cluster.kubectl(['create', 'namespace', NS]);
-    // The ServiceAccount admission plugin wants the namespace's default service account (the controller-manager would make it).
-    await cluster.kubectl(['create', 'serviceaccount', 'default', '-n', NS]);
+    await ensureNamespace();
     const dir = fs.mkdtempSync(path.join(cluster.dir, 'empty-'));
     const sync = await startSync({ rootDir: rt.rootDir, endpoint: rt.endpoint, manifestDir: dir, nodeName: NODE, args: ['--kubeconfig', cluster.nodes[NODE]!.kubeconfig] });
     await cluster.kubectl(['apply', '-f', '-'], { input: podYaml('sleeper') });
@@ -219,6 +222,57 @@ describe('klet sync --kubeconfig: pods from the API server', () => {
     const exit = await sync.stop();
     expect(exit.code, sync.tail()).toBe(0);
     expect(sync.stderr).not.toMatch(/^warning: /m);
+  }, 300_000);
+
+  it('fault: kube-apiserver stopped for 60 s while a pod completes — klet keeps running the pods, and the server ends with the latest status', async () => {
+    await ensureNamespace();
+    const dir = fs.mkdtempSync(path.join(cluster.dir, 'empty-'));
+    const sync = await startSync({ rootDir: rt.rootDir, endpoint: rt.endpoint, manifestDir: dir, nodeName: NODE, args: ['--kubeconfig', cluster.nodes[NODE]!.kubeconfig] });
+    const short = JSON.parse(podYaml('short')) as { spec: { restartPolicy?: string; containers: Array<{ command: string[] }> } };
+    short.spec.restartPolicy = 'Never';
+    short.spec.containers[0]!.command = ['sh', '-c', 'sleep 15; exit 0'];
+    await cluster.kubectl(['apply', '-f', '-'], { input: JSON.stringify(short) });
+    await cluster.kubectl(['apply', '-f', '-'], { input: podYaml('steady') });
+    for (const name of ['short', 'steady']) {
+      await poll(`${name} Running`, 90_000, async () => ((await cluster.kubectlJson<ApiPod>(['get', 'pod', '-n', NS, name])).status.phase === 'Running' ? true : undefined)).catch((err: Error) => {
+        throw new Error(`${err.message}\n${sync.tail()}`);
+      });
+    }
+    const steadyBefore = await cluster.kubectlJson<ApiPod>(['get', 'pod', '-n', NS, 'steady']);
+
+    await cluster.stopApiServer();
+    const down = Date.now();
+    // Meanwhile "short" exits 0: klet sees it locally while the server cannot be told.
+    await poll('short Succeeded locally', 45_000, async () => {
+      const { json } = await runKletJson<ApiPod>(['status', `${NS}/short`, '--root-dir', rt.rootDir, '--container-runtime-endpoint', rt.endpoint, '--node-name', NODE, '-o', 'json']);
+      return json.status.phase === 'Succeeded' ? true : undefined;
+    });
+    await new Promise((r) => setTimeout(r, Math.max(0, 60_000 - (Date.now() - down))));
+    expect(sync.running, sync.tail()).toBe(true);
+    await cluster.startApiServer();
+
+    const done = await poll('the server has short Succeeded', 60_000, async () => {
+      const p = await cluster.kubectlJson<ApiPod>(['get', 'pod', '-n', NS, 'short']);
+      return p.status.phase === 'Succeeded' ? p : undefined;
+    }).catch((err: Error) => {
+      throw new Error(`${err.message}\n${sync.tail()}`);
+    });
+    expect(done.status.containerStatuses?.[0]?.state).toMatchObject({ terminated: { exitCode: 0, reason: 'Completed' } });
+    // The other pod ran through the outage: same container, never restarted, still Running on the server.
+    const steady = await cluster.kubectlJson<ApiPod>(['get', 'pod', '-n', NS, 'steady']);
+    expect(steady.status.phase).toBe('Running');
+    expect(steady.status.containerStatuses?.[0]?.containerID).toBe(steadyBefore.status.containerStatuses?.[0]?.containerID);
+    expect(steady.status.containerStatuses?.[0]?.restartCount).toBe(0);
+    // And the Lease is being renewed again.
+    const renew = Date.parse((await cluster.kubectlJson<{ spec: { renewTime: string } }>(['get', 'lease', '-n', 'kube-node-lease', NODE])).spec.renewTime);
+    await poll('lease renewed after the outage', 30_000, async () =>
+      Date.parse((await cluster.kubectlJson<{ spec: { renewTime: string } }>(['get', 'lease', '-n', 'kube-node-lease', NODE])).spec.renewTime) > renew ? true : undefined,
+    );
+    expect(sync.running, sync.tail()).toBe(true);
+    await cluster.kubectl(['delete', 'pod', '-n', NS, 'short', 'steady', '--wait=false']);
+    await poll('pods deleted', 40_000, async () => ((await cluster.kubectl(['get', 'pods', '-n', NS, '-o', 'name'])).trim() === '' ? true : undefined));
+    const exit = await sync.stop();
+    expect(exit.code, sync.tail()).toBe(0);
   }, 300_000);
 
   it('admission: a pod that does not fit is Failed with OutOfcpu, one whose nodeSelector does not match with NodeAffinity; neither runs', async () => {

@@ -92,6 +92,10 @@ export interface TestCluster {
   kubectl(args: string[], opts?: { kubeconfig?: string; input?: string }): Promise<string>;
   /** kubectl ... -o json, parsed. */
   kubectlJson<T = Record<string, unknown>>(args: string[], opts?: { kubeconfig?: string }): Promise<T>;
+  /** Stop kube-apiserver (SIGTERM, wait); etcd keeps the state. */
+  stopApiServer(): Promise<void>;
+  /** Start kube-apiserver again on the same port and etcd, and wait for /readyz. */
+  startApiServer(): Promise<void>;
   /** Write a kubeconfig (token auth) to `file`. */
   writeKubeconfig(file: string, o: { token: string; caFile?: string; server?: string; user?: string }): Promise<void>;
   stop(): Promise<void>;
@@ -209,8 +213,9 @@ export async function startTestCluster(opts: { nodes?: string[] } = {}): Promise
     );
 
     const apiLog = path.join(dir, 'kube-apiserver.log');
+    const spawnApiServer = (): ChildProcess => {
     const apiOut = fs.openSync(apiLog, 'a');
-    apiserver = spawn(
+    const child = spawn(
       path.join(k8sBinDir(), 'kube-apiserver'),
       [
         `--etcd-servers=http://127.0.0.1:${clientPort}`,
@@ -232,6 +237,9 @@ export async function startTestCluster(opts: { nodes?: string[] } = {}): Promise
       { stdio: ['ignore', apiOut, apiOut] },
     );
     fs.closeSync(apiOut);
+    return child;
+    };
+    apiserver = spawnApiServer();
     const server = `https://127.0.0.1:${securePort}`;
     const caFile = path.join(dir, 'ca.crt');
     const adminKubeconfig = path.join(dir, 'admin.kubeconfig');
@@ -258,6 +266,7 @@ export async function startTestCluster(opts: { nodes?: string[] } = {}): Promise
     await waitFor('namespace kube-node-lease', 60_000, async () => (await kubectl(['get', 'namespace', 'kube-node-lease', '-o', 'name'])).trim() !== '');
 
     const procs = { etcd, apiserver };
+    const ready = () => waitFor('kube-apiserver /readyz', 120_000, async () => (await kubectl(['get', '--raw', '/readyz'])).trim() === 'ok', procs.apiserver, apiLog);
     return {
       dir,
       server,
@@ -268,6 +277,13 @@ export async function startTestCluster(opts: { nodes?: string[] } = {}): Promise
       kubectl,
       async kubectlJson<T>(args: string[], o: { kubeconfig?: string } = {}) {
         return JSON.parse(await kubectl([...args, '-o', 'json'], o)) as T;
+      },
+      async stopApiServer() {
+        await stopProcess(procs.apiserver);
+      },
+      async startApiServer() {
+        procs.apiserver = spawnApiServer();
+        await ready();
       },
       async writeKubeconfig(file, o) {
         await fsp.writeFile(file, kubeconfigYaml(o.server ?? server, o.caFile ?? caFile, o.user ?? 'klet', o.token), { mode: 0o600 });
