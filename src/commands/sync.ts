@@ -3,10 +3,13 @@ import { PodCommand } from '../base-command.js';
 import { InputError } from '../lib/errors.js';
 import { durationFlag } from '../flags.js';
 import type { LocalApiHandlers } from '../lib/server/local-api.js';
+import { nodeRegistrationFlags, registrationOptions } from '../node-flags.js';
 
 export default class Sync extends PodCommand<typeof Sync> {
   static override summary = 'Run the kubelet sync loop: keep this node converged with its pod sources.';
   static override description = `The long-running kubelet. It watches the manifest directory (fs events, and a re-read every --file-check-frequency so missed events still converge) and/or polls --manifest-url, and keeps the node's pods matching them: one serialized worker per pod, a relisting PLEG (--pleg-relist-period), restarts by restart policy with the kubelet's crash-loop back-off (10s doubling to 5m, reset after 10m of clean running), graceful termination with preStop hooks when a manifest is removed, activeDeadlineSeconds, postStart hooks.
+
+With --kubeconfig it also joins that cluster as klet register-node --heartbeat does: it registers the Node (the registration flags apply), renews its Lease every 10 s and sends node status on change or every 5 minutes; while the API server is unreachable it logs, retries with back-off and keeps the static pods running. Each static pod gets a mirror pod (kubernetes.io/config.mirror, owned by the Node) carrying its status, recreated if deleted, deleted with the static pod. The pods bound to the node in the API server (list+watch on spec.nodeName) run beside the static pods; their status is patched to the server on change, and kubectl delete stops them within their grace period and then removes them from the server. New API pods are admitted as the kubelet does (OutOfcpu, OutOfmemory, OutOfpods, NodeAffinity, TaintToleration; a rejected pod is marked Failed). Not yet: events, ConfigMaps/Secrets/service-account tokens from the API server.
 
 A source that cannot be read keeps its last good pods (an unreadable URL or a deleted directory never kills running pods). On start it adopts what is already running (after a crash, even a SIGKILL, or a runtime restart): containers whose spec hash matches are kept, changed ones restarted, pods no source wants killed once every source has answered. On SIGTERM or SIGINT it stops the loop and leaves the pods running, as the kubelet does.
 
@@ -16,6 +19,7 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
     '<%= config.bin %> <%= command.id %> --manifest-dir /etc/kubernetes/manifests',
     "<%= config.bin %> <%= command.id %> --manifest-url https://config.example/node1.yaml --manifest-url-header 'Authorization: Bearer $TOKEN'",
     '<%= config.bin %> <%= command.id %> --listen 127.0.0.1:10250 --auth-token-file /etc/klet/token',
+    '<%= config.bin %> <%= command.id %> --manifest-dir /etc/kubernetes/manifests --kubeconfig /etc/kubernetes/kubelet.conf',
     "curl --unix-socket /var/lib/klet/klet.sock 'http://klet/events?follow=false'",
     "curl -N --unix-socket /var/lib/klet/klet.sock 'http://klet/events?since=42'    # follows",
     '<%= config.bin %> <%= command.id %> --manifest-dir /etc/kubernetes/manifests --tui',
@@ -31,6 +35,10 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
     'pleg-relist-period': durationFlag({ summary: 'How often the PLEG relists the runtime.', default: '1s' }),
     'sync-frequency': durationFlag({ summary: 'Resync period of running pods and of their configMap, secret, downwardAPI and projected volumes.', default: '1m' }),
     'max-parallel-syncs': Flags.integer({ summary: 'How many pods may sync at the same time.', default: 8, min: 1 }),
+    kubeconfig: Flags.string({
+      summary: 'Join the cluster of this kubeconfig: register the node and keep its Lease and status fresh, run the pods bound to it, mirror pods for static pods.',
+    }),
+    ...nodeRegistrationFlags,
     listen: Flags.string({ summary: 'Also serve the local API on loopback TCP (127.0.0.1:PORT); needs --auth-token-file.' }),
     'auth-token-file': Flags.string({ summary: 'File holding the bearer token required on --listen (an error without --listen).' }),
     tui: Flags.boolean({
@@ -50,6 +58,12 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
     const listen = await this.listenFlags(flags.listen, flags['auth-token-file']);
     if (flags.tui && !(process.stdout.isTTY && process.stdin.isTTY)) {
       throw new InputError('--tui needs a terminal on stdin and stdout; without one, watch with klet dashboard (it prints a snapshot when not on a terminal)');
+    }
+    let cluster: Parameters<typeof import('../lib/syncloop/run-sync.js').runSync>[0]['cluster'];
+    if (flags.kubeconfig !== undefined) {
+      const options = await registrationOptions({ ...flags, kubeconfig: flags.kubeconfig }, this.nodeName(), true);
+      const { connectNodeApi } = await import('../lib/kube/node-api.js');
+      cluster = { options, api: await connectNodeApi(flags.kubeconfig), kletVersion: `v${this.config.version}+klet` };
     }
     const deps = await this.deps();
     // Quitting the dashboard of --tui stops the sync, as a signal does.
@@ -73,12 +87,15 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
         backoff: { initialMs: flags['crash-loop-backoff-initial'], maxMs: flags['crash-loop-backoff-max'], resetAfterMs: flags['crash-loop-backoff-reset'] },
         concurrency: flags['max-parallel-syncs'],
         listen,
+        cluster,
         onReady: (a) => {
           if (flags.tui) {
             tui = this.tui(a.handlers, controller, deps.signal);
             return;
           }
-          this.notice(`klet sync: node ${deps.nodeName}, sources ${sources}; local API on ${a.socketPath}${a.tcp ? ` and ${a.tcp}` : ''}`);
+          this.notice(
+            `klet sync: node ${deps.nodeName}, sources ${sources}${cluster ? `, API server ${cluster.api.server}` : ''}; local API on ${a.socketPath}${a.tcp ? ` and ${a.tcp}` : ''}`,
+          );
         },
       },
       AbortSignal.any([deps.signal, controller.signal]),

@@ -265,13 +265,6 @@ describe('usage errors: exit 2, one line naming the input', () => {
   });
 });
 
-describe('not implemented yet', () => {
-  it('klet register-node exits 3', async () => {
-    const r = await runKlet(['register-node']);
-    expectOneLineError(r, 3, ['klet register-node', 'not implemented yet']);
-  });
-});
-
 describe('-o json errors', () => {
   interface ErrorJson {
     error: { code: string; message: string; suggestions: string[] };

@@ -90,7 +90,8 @@ describe('commands not implemented yet', () => {
     );
   });
 
-  it.each(rows)('klet %s: its --help says so; its --help and README examples exit 3, flags included', async (name, readmeExample) => {
+  // Every command is built today; the check below applies again to the next one added as a stub.
+  if (rows.length > 0) it.each(rows)('klet %s: its --help says so; its --help and README examples exit 3, flags included', async (name, readmeExample) => {
     const cmd = manifest.commands[name.replaceAll(' ', ':')];
     expect(cmd, name).toBeDefined();
     const help = await runKlet([...name.split(' '), '--help']);

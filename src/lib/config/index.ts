@@ -28,6 +28,8 @@ export {
 export const FILE_SOURCE = 'file';
 export const HTTP_SOURCE = 'http';
 
+export { ApiSource, API_SOURCE, runnableApiPod, type AdmitPods, type ApiRejection, type WatchNodePods } from './api.js';
+
 export interface PodSourcesOptions extends PodConfigOptions {
   nodeName: string;
   /** --manifest-dir (a directory, or one manifest file). */

@@ -116,7 +116,8 @@ export function manifestErrorsToError(errors: readonly ManifestError[]): Invalid
 
 /** Where an object came from. `path` is an absolute file path or the URL. */
 export interface ManifestSource {
-  kind: 'file' | 'http';
+  /** file and http: static pods; api: pods bound to the node in the API server. */
+  kind: 'file' | 'http' | 'api';
   path: string;
   /** 1-based line where the document (or list item) starts. */
   line?: number;

@@ -35,7 +35,8 @@ export const CONFIG_SEEN_ANNOTATION = 'kubernetes.io/config.seen';
 
 /** Where a static pod came from: a manifest file (absolute path) or a URL. */
 export interface StaticPodSource {
-  kind: 'file' | 'http';
+  /** 'api' only types the ManifestSource of API pods, which never become static pods. */
+  kind: 'file' | 'http' | 'api';
   path: string;
 }
 

@@ -434,6 +434,8 @@ export class Kubelet {
     for (const rec of await listPodRecords(this.opts.rootDir)) {
       const md = rec.pod.metadata ?? {};
       const source = md.annotations?.['kubernetes.io/config.source'] ?? 'file';
+      // An API pod's UID is the server's: a pod recreated under the same name is another pod.
+      if (source === 'api') continue;
       if (md.uid && md.name) ids.set(identityKey(source, md.namespace ?? 'default', md.name), md.uid);
     }
     this.opts.config.seedIdentities(ids);

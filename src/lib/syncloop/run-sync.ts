@@ -7,11 +7,11 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { CriClient } from '../cri/client.js';
 import { canonicalJson } from '../util/json.js';
-import { createPodConfig } from '../config/index.js';
+import { ApiSource, createPodConfig } from '../config/index.js';
 import { errorMessage } from '../errors.js';
 import { EventBus } from '../events/bus.js';
 import { instanceSelector } from '../kuberuntime/labels.js';
-import { listPodsWithStatus } from '../status/pods.js';
+import { listPodsWithStatus, type StatusContext } from '../status/pods.js';
 import { log } from '../log.js';
 import { instrumentCri } from '../metrics/instrument-cri.js';
 import { KletMetrics } from '../metrics/metrics.js';
@@ -36,6 +36,15 @@ export interface SyncOptions {
   concurrency?: number;
   /** Also serve the local API on loopback TCP, with this bearer token. */
   listen?: { host: string; port: number; token: string };
+  /**
+   * Cluster mode (--kubeconfig): register the node with this API server and
+   * keep its Lease and status fresh while the sync loop runs.
+   */
+  cluster?: {
+    options: import('../services/register-node.js').RegisterNodeOptions;
+    api: import('../node/api.js').NodeApi & import('../node/api.js').PodApi;
+    kletVersion: string;
+  };
   /**
    * Called once everything is up (tests, the CLI's one-line notice), with
    * the handlers the local API serves, so an in-process reader (`klet sync
@@ -66,8 +75,12 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
     manifestUrlHeaders: opts.manifestUrlHeaders,
     fileCheckFrequencyMs: opts.fileCheckFrequencyMs,
     httpCheckFrequencyMs: opts.httpCheckFrequencyMs,
-    keepIdentity: sameSandboxSpec,
+    // An API pod is its UID: only static pods keep their identity across edits.
+    keepIdentity: (current, next) =>
+      next.metadata?.annotations?.['kubernetes.io/config.source'] === 'api' ? current.metadata?.uid === next.metadata?.uid : sameSandboxSpec(current, next),
   });
+  const apiSource = opts.cluster ? await apiPodSource(opts, opts.cluster) : undefined;
+  if (apiSource) config.addSource(apiSource);
   // The PLEG sees only this klet's pods: housekeeping and adoption act on nothing else.
   const pleg = new GenericPLEG({ cri, relistPeriodMs: opts.plegRelistPeriodMs, labelSelector: instanceSelector(opts), metrics });
   const kubelet = new Kubelet({
@@ -168,7 +181,8 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
     };
     api = await startLocalApi({ socketPath, listen: opts.listen, handlers });
     opts.onReady?.({ socketPath: api.address.socketPath, tcp: api.address.tcp, handlers });
-    await kubelet.run(signal);
+    const registration = opts.cluster ? registerInBackground(opts, opts.cluster, kubelet.cache, apiSource, signal) : Promise.resolve();
+    await Promise.all([kubelet.run(signal), registration]);
   } catch (err) {
     log.debug(`sync stopped: ${errorMessage(err)}`);
     throw err;
@@ -176,4 +190,88 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
     clearInterval(sourceTimer);
     await api?.close();
   }
+}
+
+/** Node registration and heartbeats beside the sync loop; never rejects. */
+async function registerInBackground(
+  opts: SyncOptions,
+  cluster: NonNullable<SyncOptions['cluster']>,
+  cache: StatusContext['cache'],
+  apiSource: ApiSource | undefined,
+  signal: AbortSignal,
+): Promise<void> {
+  const { keepRegistered, logRegisterNodeEvent } = await import('../services/register-node.js');
+  const { PodStatusManager } = await import('../node/status-manager.js');
+  let nodeUid: string | undefined;
+  const mirrors = new PodStatusManager({
+    api: cluster.api,
+    nodeName: opts.nodeName,
+    nodeUid: () => nodeUid,
+    localPods: (s) => listPodsWithStatus({ cri: opts.cri, rootDir: opts.rootDir, nodeName: opts.nodeName, cache, signal: s }),
+    rejections: () => apiSource?.rejected.values() ?? [],
+    onEvent: (e) => {
+      switch (e.kind) {
+        case 'MirrorPodError':
+          log.warn(`mirror pod${e.pod ? ` ${e.pod}` : 's'}: ${e.message}`);
+          break;
+        case 'PodStatusError':
+          log.warn(`pod ${e.pod} status: ${e.message}`);
+          break;
+        case 'MirrorPodCreated':
+          log.info(`mirror pod ${e.pod} created${e.reason === 'stale' ? ' (the old one was stale)' : ''}`);
+          break;
+        case 'MirrorPodDeleted':
+          log.info(`mirror pod ${e.pod} deleted`);
+          break;
+        case 'PodRejected':
+          log.info(`pod ${e.pod} rejected: ${e.reason}: ${e.message}`);
+          break;
+        case 'PodDeleted':
+          log.info(`pod ${e.pod} deleted from the API server (terminated)`);
+          break;
+        case 'MirrorPodStatusPatched':
+        case 'PodStatusPatched':
+          log.debug(`pod ${e.pod} status patched (${e.phase})`);
+          break;
+      }
+    },
+  });
+  const mirrorsDone = mirrors.run(signal);
+  await keepRegistered(cluster.options, {
+    cri: opts.cri,
+    rootDir: opts.rootDir,
+    nodeName: opts.nodeName,
+    kletVersion: cluster.kletVersion,
+    signal,
+    api: cluster.api,
+    onEvent: (e) => {
+      if (e.kind === 'NodeRegistered') nodeUid = e.uid;
+      logRegisterNodeEvent(e, opts.nodeName, log);
+    },
+    onError: (m) => log.warn(m),
+  }).catch((err: unknown) => log.error(`node registration stopped: ${errorMessage(err)}`));
+  await mirrorsDone;
+}
+
+/**
+ * The API server as a pod source, with the kubelet's admission against this
+ * node: allocatable from the machine and the registration's reservations,
+ * the labels and taints it registers with.
+ */
+async function apiPodSource(opts: SyncOptions, cluster: NonNullable<SyncOptions['cluster']>): Promise<ApiSource> {
+  const { readMachineFacts } = await import('../node/machine.js');
+  const { allocatableAmounts, defaultLabels } = await import('../node/node-status.js');
+  const { admitPods } = await import('../node/admission.js');
+  const m = await readMachineFacts(opts.rootDir);
+  const o = cluster.options;
+  const node = {
+    allocatable: allocatableAmounts(m, o.maxPods, o.reserved),
+    labels: { ...o.labels, ...defaultLabels(opts.nodeName, m) },
+    taints: o.taints,
+  };
+  return new ApiSource({
+    server: cluster.api.server,
+    watch: (on, s) => cluster.api.watchNodePods(opts.nodeName, on, s),
+    admit: (candidates, running) => admitPods(candidates, running, node, opts.nodeName),
+  });
 }

@@ -1,0 +1,231 @@
+/**
+ * NodeApi over @kubernetes/client-node, from a kubeconfig file. Import this
+ * module lazily (await import): client-node costs ~0.7 s to load, and only
+ * the commands that talk to an API server may pay for it.
+ */
+import fs from 'node:fs/promises';
+import type { V1Lease, V1Node, V1NodeStatus, V1Pod } from '@kubernetes/client-node';
+import { LineCounter, parseDocument } from 'yaml';
+import { InputError, errorMessage } from '../errors.js';
+import type { NodeApi, PodApi } from '../node/api.js';
+import { NODE_LEASE_NAMESPACE } from '../node/api.js';
+import { pause } from '../util/sleep.js';
+import { ApiServerError, redact, toApiServerError } from './errors.js';
+
+/** Deadline of one API request. */
+export const API_REQUEST_TIMEOUT_MS = 30_000;
+/** Server-side length of one watch request (below client-node's 30 s inactivity timeout). */
+const WATCH_TIMEOUT_SECONDS = 25;
+/** Reconnect back-off of the pod watch: 200 ms doubling to 30 s (the reflector's is similar). */
+const WATCH_RETRY_INITIAL_MS = 200;
+const WATCH_RETRY_MAX_MS = 30_000;
+
+type ClientNode = typeof import('@kubernetes/client-node');
+type KubeConfig = import('@kubernetes/client-node').KubeConfig;
+
+export interface LoadedKubeconfig {
+  kc: KubeConfig;
+  server: string;
+  /** Credentials found in it: never to appear in a message. */
+  secrets: string[];
+}
+
+/** Read, parse and check a kubeconfig; errors name the file (and line). */
+export async function loadKubeconfig(path: string, k8s: ClientNode): Promise<LoadedKubeconfig> {
+  let text: string;
+  try {
+    text = await fs.readFile(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new InputError(`kubeconfig ${path}: ${code === 'ENOENT' ? 'no such file' : errorMessage(err)}`);
+  }
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { prettyErrors: false, lineCounter });
+  if (doc.errors.length > 0) {
+    const e = doc.errors[0]!;
+    const line = lineCounter.linePos(e.pos[0]).line;
+    throw new InputError(`kubeconfig ${path}${line ? `:${line}` : ''}: not YAML: ${e.message.split('\n')[0]}`);
+  }
+  const obj = doc.toJS() as unknown;
+  if (!obj || typeof obj !== 'object' || Array.isArray(obj)) throw new InputError(`kubeconfig ${path}: not a kubeconfig (expected a mapping with clusters, users and contexts)`);
+  const kc = new k8s.KubeConfig();
+  try {
+    kc.loadFromFile(path);
+  } catch (err) {
+    throw new InputError(`kubeconfig ${path}: ${errorMessage(err).split('\n')[0]}`);
+  }
+  const secrets: string[] = [];
+  for (const u of kc.users) {
+    for (const s of [u.token, u.password, u.keyData]) if (typeof s === 'string' && s !== '') secrets.push(s);
+  }
+  if (!kc.currentContext) throw new InputError(`kubeconfig ${path}: no current-context`);
+  const ctx = kc.getContextObject(kc.currentContext);
+  if (!ctx) throw new InputError(`kubeconfig ${path}: current-context "${kc.currentContext}" is not among its contexts`);
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) throw new InputError(`kubeconfig ${path}: context "${ctx.name}" names cluster "${ctx.cluster}", which is not among its clusters`);
+  if (ctx.user && !kc.getCurrentUser()) throw new InputError(`kubeconfig ${path}: context "${ctx.name}" names user "${ctx.user}", which is not among its users`);
+  let url: URL;
+  try {
+    url = new URL(cluster.server);
+  } catch {
+    throw new InputError(`kubeconfig ${path}: cluster "${cluster.name}" server "${redact(cluster.server, secrets)}" is not a URL`);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+    throw new InputError(`kubeconfig ${path}: cluster "${cluster.name}" server "${cluster.server}" is not an http(s) URL`);
+  }
+  return { kc, server: cluster.server.replace(/\/+$/, ''), secrets };
+}
+
+/** Connect to the API server a kubeconfig names (no request is made yet). */
+export async function connectNodeApi(kubeconfigPath: string, opts: { requestTimeoutMs?: number } = {}): Promise<NodeApi & PodApi> {
+  const k8s = await import('@kubernetes/client-node');
+  const { kc, server, secrets } = await loadKubeconfig(kubeconfigPath, k8s);
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const coordination = kc.makeApiClient(k8s.CoordinationV1Api);
+  const timeoutMs = opts.requestTimeoutMs ?? API_REQUEST_TIMEOUT_MS;
+
+  /** Per-request options: the caller's signal plus a deadline, and an optional Content-Type. */
+  const options = (signal: AbortSignal, contentType?: string) => ({
+    middleware: [
+      {
+        pre: (ctx: import('@kubernetes/client-node').RequestContext) => {
+          ctx.setSignal(AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]));
+          if (contentType) ctx.setHeaderParam('Content-Type', contentType);
+          return new k8s.Observable(Promise.resolve(ctx));
+        },
+        post: (res: import('@kubernetes/client-node').ResponseContext) => new k8s.Observable(Promise.resolve(res)),
+      },
+    ],
+    middlewareMergeStrategy: 'append' as const,
+  });
+
+  async function call<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      throw toApiServerError(err, `API server ${server}`, what, secrets);
+    }
+  }
+  const orNull = async <T>(p: Promise<T>): Promise<T | null> => {
+    try {
+      return await p;
+    } catch (err) {
+      if (err instanceof ApiServerError && err.status === 404) return null;
+      throw err;
+    }
+  };
+
+  return {
+    server,
+    getNode: (name, signal) => orNull(call(`get node ${name}`, () => core.readNode({ name }, options(signal)))),
+    createNode: (node, signal) => call(`create node ${node.metadata?.name}`, () => core.createNode({ body: node }, options(signal))),
+    patchNodeMetadata: (name, meta, signal) =>
+      call(`patch node ${name}`, () =>
+        core.patchNodeStatus({ name, body: { metadata: meta } }, options(signal, k8s.PatchStrategy.StrategicMergePatch)),
+      ),
+    patchNodeStatus: (name, status: V1NodeStatus, signal) =>
+      call(`patch node ${name} status`, () =>
+        core.patchNodeStatus({ name, body: { status: JSON.parse(JSON.stringify(status)) as unknown } }, options(signal, k8s.PatchStrategy.MergePatch)),
+      ),
+    getLease: (name, signal) =>
+      orNull(call(`get lease ${NODE_LEASE_NAMESPACE}/${name}`, () => coordination.readNamespacedLease({ name, namespace: NODE_LEASE_NAMESPACE }, options(signal)))),
+    createLease: (lease: V1Lease, signal) =>
+      call(`create lease ${NODE_LEASE_NAMESPACE}/${lease.metadata?.name}`, () =>
+        coordination.createNamespacedLease({ namespace: NODE_LEASE_NAMESPACE, body: lease }, options(signal)),
+      ),
+    updateLease: (lease: V1Lease, signal) =>
+      call(`update lease ${NODE_LEASE_NAMESPACE}/${lease.metadata?.name}`, () =>
+        coordination.replaceNamespacedLease({ name: lease.metadata?.name ?? '', namespace: NODE_LEASE_NAMESPACE, body: lease }, options(signal)),
+      ),
+    listNodePods: async (nodeName, signal) =>
+      (
+        await call(`list pods on node ${nodeName}`, () =>
+          core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${nodeName}` }, options(signal)),
+        )
+      ).items,
+    watchNodePods: async (nodeName, on, signal) => {
+      const { ObjectSerializer } = await import('@kubernetes/client-node/dist/gen/models/ObjectSerializer.js');
+      const watch = new k8s.Watch(kc);
+      const fieldSelector = `spec.nodeName=${nodeName}`;
+      const pods = new Map<string, V1Pod>();
+      let rv: string | undefined;
+      let backoff = WATCH_RETRY_INITIAL_MS;
+      const emit = () => on.pods([...pods.values()]);
+      while (!signal.aborted) {
+        try {
+          if (rv === undefined) {
+            const list = await call(`list pods on node ${nodeName}`, () => core.listPodForAllNamespaces({ fieldSelector }, options(signal)));
+            pods.clear();
+            for (const p of list.items) pods.set(p.metadata?.uid ?? '', p);
+            rv = list.metadata?.resourceVersion;
+            emit();
+          }
+          const gone = await new Promise<boolean>((resolve, reject) => {
+            let expired = false;
+            let ctrl: AbortController | undefined;
+            const onAbort = () => ctrl?.abort();
+            watch
+              .watch(
+                '/api/v1/pods',
+                // The server ends the watch before client-node's 30 s inactivity timeout; then it resumes from rv.
+                { fieldSelector, resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds: WATCH_TIMEOUT_SECONDS },
+                (type: string, obj: unknown) => {
+                  const o = obj as { code?: number; metadata?: { resourceVersion?: string; uid?: string } };
+                  if (type === 'ERROR') {
+                    if (o.code === 410) expired = true;
+                    else reject(new Error(`watch error: ${JSON.stringify(obj)}`));
+                    return;
+                  }
+                  if (o.metadata?.resourceVersion) rv = o.metadata.resourceVersion;
+                  if (type === 'BOOKMARK') return;
+                  const pod = ObjectSerializer.deserialize(obj, 'V1Pod', '') as V1Pod;
+                  if (type === 'DELETED') pods.delete(pod.metadata?.uid ?? '');
+                  else pods.set(pod.metadata?.uid ?? '', pod);
+                  emit();
+                },
+                (err: unknown) => {
+                  signal.removeEventListener('abort', onAbort);
+                  if (err && !signal.aborted) reject(err);
+                  else resolve(expired);
+                },
+              )
+              .then((c) => {
+                ctrl = c;
+                if (signal.aborted) c.abort();
+                else signal.addEventListener('abort', onAbort, { once: true });
+              }, reject);
+          });
+          if (gone) rv = undefined; // 410 Gone: the resourceVersion is too old; relist
+          backoff = WATCH_RETRY_INITIAL_MS;
+        } catch (err) {
+          if (signal.aborted) break;
+          rv = undefined; // after a failure, start again from a fresh list
+          on.error(toApiServerError(err, `API server ${server}`, `watch pods on node ${nodeName}`, secrets).message);
+          await pause(backoff, signal);
+          backoff = Math.min(backoff * 2, WATCH_RETRY_MAX_MS);
+        }
+      }
+    },
+    createPod: (pod, signal) =>
+      call(`create pod ${pod.metadata?.namespace}/${pod.metadata?.name}`, () =>
+        core.createNamespacedPod({ namespace: pod.metadata?.namespace ?? 'default', body: pod }, options(signal)),
+      ),
+    deletePod: async (namespace, name, uid, signal) => {
+      await call(`delete pod ${namespace}/${name}`, () =>
+        core.deleteNamespacedPod({ name, namespace, body: { gracePeriodSeconds: 0, preconditions: { uid } } }, options(signal)),
+      );
+    },
+    patchPodStatus: (namespace, name, uid, status, signal) =>
+      call(`patch pod ${namespace}/${name} status`, () =>
+        core.patchNamespacedPodStatus(
+          { name, namespace, body: JSON.parse(JSON.stringify({ metadata: { uid }, status })) as unknown },
+          options(signal, k8s.PatchStrategy.MergePatch),
+        ),
+      ),
+    close: () => {
+      // client-node keeps no connection we own (undici's global dispatcher).
+    },
+  };
+}
+
+export type { V1Node };

@@ -1,0 +1,242 @@
+/**
+ * The status manager of cluster mode: API pods' status written to pods/status
+ * (and the final delete of gracefully deleted pods), and mirror pods for
+ * static pods with their status (the kubelet's status_manager.go,
+ * pod/mirror_client.go, the static-pod half of status_manager.go and
+ * kubelet.go's syncPod mirror handling): every static pod klet runs gets a
+ * mirror pod in the API server — a copy with the `kubernetes.io/config.mirror`
+ * annotation, bound to this node and owned by the Node — recreated when it
+ * is deleted or no longer matches the static pod, deleted when the static
+ * pod goes; its status is patched with the static pod's status whenever that
+ * changes. A failed request is retried on the next pass: nothing is lost,
+ * the latest status is written once the API server answers.
+ */
+import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import { errorMessage } from '../errors.js';
+import { CONFIG_HASH_ANNOTATION, CONFIG_SEEN_ANNOTATION, CONFIG_SOURCE_ANNOTATION } from '../pod/static-pod.js';
+import { pause } from '../util/sleep.js';
+import type { PodApi } from './api.js';
+
+export const CONFIG_MIRROR_ANNOTATION = 'kubernetes.io/config.mirror';
+/** How often mirror pods and their status are reconciled. */
+export const MIRROR_SYNC_INTERVAL_MS = 1_000;
+
+export type MirrorPodEvent =
+  | { kind: 'MirrorPodCreated'; pod: string; reason: 'missing' | 'stale' }
+  | { kind: 'MirrorPodDeleted'; pod: string }
+  | { kind: 'MirrorPodStatusPatched'; pod: string; phase: string }
+  | { kind: 'MirrorPodError'; pod: string; message: string }
+  | { kind: 'PodStatusPatched'; pod: string; phase: string }
+  | { kind: 'PodDeleted'; pod: string }
+  | { kind: 'PodRejected'; pod: string; reason: string; message: string }
+  | { kind: 'PodStatusError'; pod: string; message: string };
+
+export type StatusManagerEvent = MirrorPodEvent;
+
+const key = (p: V1Pod) => `${p.metadata?.namespace ?? 'default'}/${p.metadata?.name ?? ''}`;
+
+/** Is this a static pod (from a file or http source), as kubetypes.IsStaticPod? */
+export function isStaticPod(p: V1Pod): boolean {
+  const src = p.metadata?.annotations?.[CONFIG_SOURCE_ANNOTATION];
+  return src !== undefined && src !== 'api';
+}
+
+/** A pod from the API server (config.source api, set by the api pod source). */
+export function isApiPod(p: V1Pod): boolean {
+  return p.metadata?.annotations?.[CONFIG_SOURCE_ANNOTATION] === 'api';
+}
+
+/** A mirror pod (kubetypes.IsMirrorPod). */
+export function isMirrorPod(p: V1Pod): boolean {
+  return p.metadata?.annotations?.[CONFIG_MIRROR_ANNOTATION] !== undefined;
+}
+
+/** The hash the mirror pod carries: the static pod's config hash (its UID). */
+export function staticPodHash(p: V1Pod): string {
+  return p.metadata?.annotations?.[CONFIG_HASH_ANNOTATION] ?? p.metadata?.uid ?? '';
+}
+
+/** The mirror pod to create for a static pod (mirror_client.go CreateMirrorPod). */
+export function mirrorPodFor(staticPod: V1Pod, node: { name: string; uid: string }): V1Pod {
+  const src = JSON.parse(JSON.stringify(staticPod)) as V1Pod;
+  const annotations: Record<string, string> = { ...src.metadata?.annotations, [CONFIG_MIRROR_ANNOTATION]: staticPodHash(staticPod) };
+  delete annotations[CONFIG_SEEN_ANNOTATION];
+  const spec = { ...src.spec!, nodeName: node.name };
+  // Mirror pods may not reference a service account (the ServiceAccount admission plugin refuses them).
+  delete spec.serviceAccountName;
+  delete spec.serviceAccount;
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name: src.metadata?.name,
+      namespace: src.metadata?.namespace ?? 'default',
+      labels: src.metadata?.labels,
+      annotations,
+      ownerReferences: [{ apiVersion: 'v1', kind: 'Node', name: node.name, uid: node.uid, controller: true }],
+    },
+    spec,
+  };
+}
+
+/** The static pod's status as written to its mirror pod (without fields the server owns). */
+export function mirrorStatus(staticPod: V1Pod): V1PodStatus {
+  return JSON.parse(JSON.stringify(staticPod.status ?? {})) as V1PodStatus;
+}
+
+export interface PodStatusManagerOptions {
+  api: PodApi;
+  nodeName: string;
+  /** The Node's UID, once registered (no mirror pod is created before: it needs the owner). */
+  nodeUid: () => string | undefined;
+  /** The pods klet runs, with status (listPodsWithStatus). */
+  localPods: (signal: AbortSignal) => Promise<V1Pod[]>;
+  onEvent?: (e: MirrorPodEvent) => void;
+  /** API pods admission refused: marked Failed with the reason, as the kubelet's rejectPod. */
+  rejections?: () => Iterable<{ namespace: string; name: string; uid: string; reason: string; message: string }>;
+}
+
+export class PodStatusManager {
+  /** Mirror pod UID → the status last written to it. */
+  private readonly written = new Map<string, string>();
+
+  constructor(private readonly o: PodStatusManagerOptions) {}
+
+  private emit(e: MirrorPodEvent): void {
+    try {
+      this.o.onEvent?.(e);
+    } catch {
+      // a listener's failure is not ours
+    }
+  }
+
+  /** One reconcile pass. Rejects only when the pods could not be listed at all. */
+  async syncOnce(signal: AbortSignal): Promise<void> {
+    const nodeUid = this.o.nodeUid();
+    if (!nodeUid) return;
+    const all = await this.o.localPods(signal);
+    const local = all.filter(isStaticPod);
+    const remote = await this.o.api.listNodePods(this.o.nodeName, signal);
+    await this.syncApiPods(all.filter(isApiPod), remote.filter((p) => !isMirrorPod(p)), signal);
+    const mirrors = new Map(remote.filter((p) => p.metadata?.annotations?.[CONFIG_MIRROR_ANNOTATION] !== undefined).map((p) => [key(p), p]));
+    const wanted = new Set<string>();
+    const live = new Set(remote.map((p) => p.metadata?.uid));
+    for (const sp of local) {
+      const k = key(sp);
+      wanted.add(k);
+      try {
+        let mirror = mirrors.get(k);
+        const stale = mirror !== undefined && (mirror.metadata?.annotations?.[CONFIG_MIRROR_ANNOTATION] !== staticPodHash(sp) || mirror.metadata?.deletionTimestamp !== undefined);
+        if (mirror && stale) {
+          await this.o.api.deletePod(mirror.metadata!.namespace!, mirror.metadata!.name!, mirror.metadata!.uid!, signal);
+          this.emit({ kind: 'MirrorPodDeleted', pod: k });
+          this.written.delete(mirror.metadata!.uid!);
+          mirror = undefined;
+        }
+        if (!mirror) {
+          mirror = await this.o.api.createPod(mirrorPodFor(sp, { name: this.o.nodeName, uid: nodeUid }), signal);
+          live.add(mirror.metadata?.uid);
+          this.emit({ kind: 'MirrorPodCreated', pod: k, reason: stale ? 'stale' : 'missing' });
+        }
+        const status = mirrorStatus(sp);
+        const text = JSON.stringify(status);
+        const uid = mirror.metadata!.uid!;
+        if (this.written.get(uid) !== text) {
+          await this.o.api.patchPodStatus(mirror.metadata!.namespace!, mirror.metadata!.name!, uid, status, signal);
+          this.written.set(uid, text);
+          this.emit({ kind: 'MirrorPodStatusPatched', pod: k, phase: status.phase ?? '' });
+        }
+      } catch (err) {
+        if (signal.aborted) return;
+        this.emit({ kind: 'MirrorPodError', pod: k, message: errorMessage(err) });
+      }
+    }
+    // Mirror pods whose static pod is gone (kubelet's deleteOrphanedMirrorPods).
+    for (const [k, m] of mirrors) {
+      if (wanted.has(k)) continue;
+      try {
+        await this.o.api.deletePod(m.metadata!.namespace!, m.metadata!.name!, m.metadata!.uid!, signal);
+        this.written.delete(m.metadata!.uid!);
+        this.emit({ kind: 'MirrorPodDeleted', pod: k });
+      } catch (err) {
+        if (signal.aborted) return;
+        this.emit({ kind: 'MirrorPodError', pod: k, message: errorMessage(err) });
+      }
+    }
+    // Forget what was written to mirror pods that no longer exist.
+    for (const uid of this.written.keys()) if (!live.has(uid)) this.written.delete(uid);
+  }
+
+  /**
+   * API pods: patch each one's pods/status when klet's status for it
+   * changed (UID precondition: never another pod of the same name); a pod
+   * the server marked for deletion that klet no longer runs (its containers
+   * were stopped within the grace period) is deleted with grace 0, as the
+   * kubelet does once a pod is terminated.
+   */
+  private async syncApiPods(local: V1Pod[], remote: V1Pod[], signal: AbortSignal): Promise<void> {
+    const remoteByUid = new Map(remote.map((p) => [p.metadata?.uid ?? '', p]));
+    const localUids = new Set(local.map((p) => p.metadata?.uid ?? ''));
+    for (const lp of local) {
+      const uid = lp.metadata?.uid ?? '';
+      const rp = remoteByUid.get(uid);
+      if (!rp) continue;
+      const status = mirrorStatus(lp);
+      const text = JSON.stringify(status);
+      if (this.written.get(uid) === text) continue;
+      try {
+        await this.o.api.patchPodStatus(rp.metadata!.namespace!, rp.metadata!.name!, uid, status, signal);
+        this.written.set(uid, text);
+        this.emit({ kind: 'PodStatusPatched', pod: key(rp), phase: status.phase ?? '' });
+      } catch (err) {
+        if (signal.aborted) return;
+        this.emit({ kind: 'PodStatusError', pod: key(rp), message: errorMessage(err) });
+      }
+    }
+    for (const r of this.o.rejections?.() ?? []) {
+      const rp = remoteByUid.get(r.uid);
+      if (!rp || rp.status?.phase === 'Failed') continue;
+      const status: V1PodStatus = { phase: 'Failed', reason: r.reason, message: r.message };
+      const text = JSON.stringify(status);
+      if (this.written.get(r.uid) === text) continue;
+      try {
+        await this.o.api.patchPodStatus(r.namespace, r.name, r.uid, status, signal);
+        this.written.set(r.uid, text);
+        this.emit({ kind: 'PodRejected', pod: key(rp), reason: r.reason, message: r.message });
+      } catch (err) {
+        if (signal.aborted) return;
+        this.emit({ kind: 'PodStatusError', pod: key(rp), message: errorMessage(err) });
+      }
+    }
+    for (const rp of remote) {
+      const uid = rp.metadata?.uid ?? '';
+      if (rp.metadata?.deletionTimestamp === undefined || localUids.has(uid)) continue;
+      try {
+        await this.o.api.deletePod(rp.metadata!.namespace!, rp.metadata!.name!, uid, signal);
+        this.written.delete(uid);
+        this.emit({ kind: 'PodDeleted', pod: key(rp) });
+      } catch (err) {
+        if (signal.aborted) return;
+        if ((err as { status?: number }).status === 404) continue;
+        this.emit({ kind: 'PodStatusError', pod: key(rp), message: errorMessage(err) });
+      }
+    }
+  }
+
+  /** Reconcile every `intervalMs` until the signal aborts. Never rejects. */
+  async run(signal: AbortSignal, intervalMs = MIRROR_SYNC_INTERVAL_MS): Promise<void> {
+    let lastError = '';
+    while (!signal.aborted) {
+      try {
+        await this.syncOnce(signal);
+        lastError = '';
+      } catch (err) {
+        const m = errorMessage(err);
+        // Report an outage once, not every second.
+        if (!signal.aborted && m !== lastError) this.emit({ kind: 'MirrorPodError', pod: '', message: m });
+        lastError = m;
+      }
+      await pause(intervalMs, signal);
+    }
+  }
+}

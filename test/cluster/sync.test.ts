@@ -1,0 +1,312 @@
+/**
+ * `klet sync --kubeconfig` against a real kube-apiserver: the sync loop
+ * registers the node and keeps its Lease fresh beside the static pods, and
+ * keeps running (retrying) while the API server cannot be reached.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { PROJECT_ROOT, explain, nonEmptyLines, runKlet, runKletJson } from '../helpers/cli.js';
+import { freePort, startTestCluster, type TestCluster } from '../helpers/cluster.js';
+import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+import { killAllSyncs, startSync } from '../helpers/sync.js';
+
+const NODE = 'klet-sync-node';
+let cluster: TestCluster;
+let rt: TestRuntime;
+let manifests: string;
+
+beforeAll(async () => {
+  [rt, cluster] = await Promise.all([startTestRuntime(), startTestCluster({ nodes: [NODE] })]);
+  manifests = fs.mkdtempSync(path.join(cluster.dir, 'manifests-'));
+}, 240_000);
+afterEach(async () => {
+  await killAllSyncs();
+});
+afterAll(async () => {
+  await Promise.allSettled([cluster?.stop(), rt?.stop()]);
+}, 120_000);
+
+interface Lease {
+  spec: { renewTime: string; holderIdentity: string };
+}
+
+describe('klet sync --kubeconfig', () => {
+  it('registers the node (Ready) and renews its Lease every 10 s while the sync loop runs; SIGTERM exits 0', async () => {
+    const sync = await startSync({ rootDir: rt.rootDir, endpoint: rt.endpoint, manifestDir: manifests, nodeName: NODE, args: ['--kubeconfig', cluster.nodes[NODE]!.kubeconfig, '--log-level', 'debug'] });
+    expect(sync.stderr).toContain(`API server ${cluster.server}`);
+    await sync.waitForStderr(new RegExp(`registered node ${NODE} with ${cluster.server.replace(/\./g, '\\.')}`), 30_000);
+    const node = await cluster.kubectlJson<{ status: { conditions: Array<{ type: string; status: string; reason: string }> } }>(['get', 'node', NODE]);
+    expect(node.status.conditions.find((c) => c.type === 'Ready')).toMatchObject({ status: 'True', reason: 'KubeletReady' });
+
+    const renewTimes = new Set<string>();
+    const deadline = Date.now() + 40_000;
+    while (renewTimes.size < 3 && Date.now() < deadline) {
+      renewTimes.add((await cluster.kubectlJson<Lease>(['get', 'lease', '-n', 'kube-node-lease', NODE])).spec.renewTime);
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+    const times = [...renewTimes].map((t) => Date.parse(t)).sort((a, b) => a - b);
+    expect(times.length, sync.tail()).toBe(3);
+    for (let i = 1; i < times.length; i++) {
+      expect((times[i]! - times[i - 1]!) / 1000).toBeGreaterThanOrEqual(8);
+      expect((times[i]! - times[i - 1]!) / 1000).toBeLessThanOrEqual(12);
+    }
+    const exit = await sync.stop();
+    expect(exit.code, sync.tail()).toBe(0);
+    expect(sync.stderr).not.toContain(cluster.nodes[NODE]!.token);
+  }, 120_000);
+
+  it('keeps the sync loop running and retries while the API server cannot be reached', async () => {
+    const kc = path.join(cluster.dir, 'closed.kubeconfig');
+    await cluster.writeKubeconfig(kc, { token: cluster.nodes[NODE]!.token, server: `https://127.0.0.1:${await freePort()}` });
+    const sync = await startSync({ rootDir: rt.rootDir, endpoint: rt.endpoint, manifestDir: manifests, nodeName: NODE, args: ['--kubeconfig', kc] });
+    await sync.waitForStderr(/warning: registering node klet-sync-node: API server https:\/\/127\.0\.0\.1:\d+: create node klet-sync-node: connection refused/, 20_000);
+    // Still retrying a while later, and still serving.
+    const first = sync.stderr.length;
+    await sync.waitForStderr(/warning: registering node klet-sync-node: .*connection refused/, 20_000, first);
+    expect(sync.running).toBe(true);
+    const exit = await sync.stop();
+    expect(exit.code, sync.tail()).toBe(0);
+    expect(sync.stderr).not.toContain(cluster.nodes[NODE]!.token);
+  }, 90_000);
+
+  it('a bad kubeconfig or registration flag is a one-line error at start', async () => {
+    const base = ['sync', '--manifest-dir', manifests, '--root-dir', rt.rootDir, '--container-runtime-endpoint', rt.endpoint, '--node-name', NODE];
+    let r = await runKlet([...base, '--kubeconfig', path.join(cluster.dir, 'missing.yaml')]);
+    expect(r.code, explain(r)).toBe(2);
+    expect(nonEmptyLines(r.stderr)).toEqual([`error: kubeconfig ${path.join(cluster.dir, 'missing.yaml')}: no such file`]);
+    r = await runKlet([...base, '--kubeconfig', cluster.nodes[NODE]!.kubeconfig, '--register-with-taints', 'x:Bad']);
+    expect(r.code, explain(r)).toBe(2);
+    expect(nonEmptyLines(r.stderr)).toEqual(['error: --register-with-taints taint "x:Bad": effect "Bad" is not one of NoSchedule, PreferNoSchedule, NoExecute']);
+  });
+});
+
+interface ApiPod {
+  metadata: { uid: string; annotations: Record<string, string>; ownerReferences?: Array<{ kind: string; name: string; uid: string; controller?: boolean }> };
+  spec: { nodeName: string };
+  status: {
+    phase?: string;
+    podIP?: string;
+    conditions?: Array<{ type: string; status: string }>;
+    containerStatuses?: Array<{ name: string; ready: boolean; containerID?: string; restartCount: number; state: Record<string, unknown> }>;
+    initContainerStatuses?: Array<{ name: string; state: Record<string, unknown> }>;
+  };
+}
+
+async function poll<T>(what: string, timeoutMs: number, fn: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const v = await fn();
+      if (v !== undefined) return v;
+    } catch (err) {
+      last = err;
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  throw new Error(`${what}: not within ${timeoutMs} ms${last ? ` (last error: ${String(last)})` : ''}`);
+}
+
+describe('klet sync --kubeconfig: mirror pods for static pods', () => {
+  it('kubectl shows a mirror pod with the static pod\'s status; a deleted mirror pod comes back; a removed static pod takes its mirror pod with it', async () => {
+    const dir = fs.mkdtempSync(path.join(cluster.dir, 'static-'));
+    fs.copyFileSync(path.join(PROJECT_ROOT, 'examples', 'web.yaml'), path.join(dir, 'web.yaml'));
+    const sync = await startSync({ rootDir: rt.rootDir, endpoint: rt.endpoint, manifestDir: dir, nodeName: NODE, args: ['--kubeconfig', cluster.nodes[NODE]!.kubeconfig] });
+    const name = `web-${NODE}`;
+    const running = await poll(`mirror pod default/${name} Running and Ready`, 90_000, async () => {
+      const p = await cluster.kubectlJson<ApiPod>(['get', 'pod', '-n', 'default', name]);
+      return p.status.phase === 'Running' && p.status.containerStatuses?.every((c) => c.ready) ? p : undefined;
+    }).catch((err: Error) => {
+      throw new Error(`${err.message}\n${sync.tail()}`);
+    });
+
+    const { json: local } = await runKletJson<ApiPod>(['status', `default/${name}`, '--root-dir', rt.rootDir, '--container-runtime-endpoint', rt.endpoint, '--node-name', NODE, '-o', 'json']);
+    expect(running.metadata.annotations['kubernetes.io/config.mirror']).toBe(local.metadata.annotations['kubernetes.io/config.hash']);
+    expect(running.metadata.annotations['kubernetes.io/config.source']).toBe('file');
+    const node = await cluster.kubectlJson<{ metadata: { uid: string } }>(['get', 'node', NODE]);
+    expect(running.metadata.ownerReferences).toEqual([{ apiVersion: 'v1', kind: 'Node', name: NODE, uid: node.metadata.uid, controller: true }]);
+    expect(running.spec.nodeName).toBe(NODE);
+    // The server has the status klet computed.
+    expect(running.status.phase).toBe(local.status.phase);
+    expect(running.status.podIP).toBe(local.status.podIP);
+    expect(running.status.podIP).toMatch(/^10\.89\./);
+    expect(running.status.conditions?.map((c) => [c.type, c.status]).sort()).toEqual(local.status.conditions?.map((c) => [c.type, c.status]).sort());
+    expect(running.status.containerStatuses?.map((c) => [c.name, c.ready, c.containerID, c.restartCount, Object.keys(c.state)])).toEqual(
+      local.status.containerStatuses?.map((c) => [c.name, c.ready, c.containerID, c.restartCount, Object.keys(c.state)]),
+    );
+    expect(running.status.initContainerStatuses?.[0]?.state).toHaveProperty('terminated');
+    const table = await cluster.kubectl(['get', 'pod', '-n', 'default', name, '--no-headers']);
+    expect(table).toMatch(new RegExp(`^${name}\\s+1/1\\s+Running\\s+0\\s`));
+
+    // Deleted by an admin: klet creates it again (a new object), the static pod keeps running.
+    await cluster.kubectl(['delete', 'pod', '-n', 'default', name, '--wait=false']);
+    const again = await poll('mirror pod recreated', 30_000, async () => {
+      const p = await cluster.kubectlJson<ApiPod>(['get', 'pod', '-n', 'default', name]);
+      return p.metadata.uid !== running.metadata.uid && p.status.phase === 'Running' ? p : undefined;
+    });
+    expect(again.status.containerStatuses?.[0]?.containerID).toBe(running.status.containerStatuses?.[0]?.containerID);
+
+    // The static pod goes: so does its mirror pod.
+    fs.rmSync(path.join(dir, 'web.yaml'));
+    await poll('mirror pod deleted', 60_000, async () => {
+      const out = await cluster.kubectl(['get', 'pods', '-n', 'default', '-o', 'name']);
+      return out.includes(name) ? undefined : true;
+    });
+    const exit = await sync.stop();
+    expect(exit.code, sync.tail()).toBe(0);
+    expect(sync.stderr).not.toMatch(/warning: mirror pod/);
+  }, 240_000);
+});
+
+describe('klet sync --kubeconfig: pods from the API server', () => {
+  const NS = 'apps';
+  const ensureNamespace = async () => {
+    await cluster.kubectl(['apply', '-f', '-'], { input: JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } }) });
+    // The ServiceAccount admission plugin wants the namespace's default service account (the controller-manager would make it).
+    await cluster.kubectl(['apply', '-f', '-'], { input: JSON.stringify({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default', namespace: NS } }) });
+  };
+  const podYaml = (name: string, grace = 5) =>
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, namespace: NS, labels: { app: name } },
+      spec: {
+        nodeName: NODE,
+        // No controller-manager here: no token controller for the projected service account volume.
+        automountServiceAccountToken: false,
+        terminationGracePeriodSeconds: grace,
+        containers: [{ name: 'main', image: 'localhost/klet/busybox:1.36', command: ['sh', '-c', "trap 'exit 0' TERM; sleep 3600 & wait"] }],
+      },
+    });
+
+  it('runs a pod bound with spec.nodeName, reports its status to the server, and finishes kubectl delete within the grace period', async () => {
+    await ensureNamespace();
+    const dir = fs.mkdtempSync(path.join(cluster.dir, 'empty-'));
+    const sync = await startSync({ rootDir: rt.rootDir, endpoint: rt.endpoint, manifestDir: dir, nodeName: NODE, args: ['--kubeconfig', cluster.nodes[NODE]!.kubeconfig] });
+    await cluster.kubectl(['apply', '-f', '-'], { input: podYaml('sleeper') });
+    const running = await poll('API pod Running and Ready on the server', 90_000, async () => {
+      const p = await cluster.kubectlJson<ApiPod>(['get', 'pod', '-n', NS, 'sleeper']);
+      return p.status.phase === 'Running' && p.status.containerStatuses?.every((c) => c.ready) ? p : undefined;
+    }).catch((err: Error) => {
+      throw new Error(`${err.message}\n${sync.tail()}`);
+    });
+    const { json: local } = await runKletJson<ApiPod>(['status', `${NS}/sleeper`, '--root-dir', rt.rootDir, '--container-runtime-endpoint', rt.endpoint, '--node-name', NODE, '-o', 'json']);
+    expect(local.metadata.uid).toBe(running.metadata.uid);
+    expect(running.status.podIP).toBe(local.status.podIP);
+    expect(running.status.podIP).toMatch(/^10\.89\./);
+    expect(running.status.conditions?.map((c) => [c.type, c.status]).sort()).toEqual(local.status.conditions?.map((c) => [c.type, c.status]).sort());
+    expect(running.status.containerStatuses?.map((c) => [c.name, c.ready, c.containerID, c.restartCount, Object.keys(c.state)])).toEqual(
+      local.status.containerStatuses?.map((c) => [c.name, c.ready, c.containerID, c.restartCount, Object.keys(c.state)]),
+    );
+
+    // kubectl delete: klet stops it (the container traps TERM) and then deletes it from the server.
+    const t0 = Date.now();
+    await cluster.kubectl(['delete', 'pod', '-n', NS, 'sleeper', '--wait=false']);
+    await poll('pod gone from the server', 30_000, async () => ((await cluster.kubectl(['get', 'pods', '-n', NS, '-o', 'name'])).includes('sleeper') ? undefined : true));
+    const took = Date.now() - t0;
+    expect(took, sync.tail()).toBeLessThan(5_000 + 5_000);
+    const { json: after } = await runKletJson<{ items: ApiPod[] }>(['status', '--root-dir', rt.rootDir, '--container-runtime-endpoint', rt.endpoint, '--node-name', NODE, '-o', 'json']);
+    expect(after.items.map((p) => p.metadata.uid)).not.toContain(running.metadata.uid);
+
+    // The same name again is a new pod (new UID, new container).
+    await cluster.kubectl(['apply', '-f', '-'], { input: podYaml('sleeper') });
+    const second = await poll('recreated pod Running', 90_000, async () => {
+      const p = await cluster.kubectlJson<ApiPod>(['get', 'pod', '-n', NS, 'sleeper']);
+      return p.status.phase === 'Running' ? p : undefined;
+    });
+    expect(second.metadata.uid).not.toBe(running.metadata.uid);
+    expect(second.status.containerStatuses?.[0]?.containerID).not.toBe(running.status.containerStatuses?.[0]?.containerID);
+    await cluster.kubectl(['delete', 'pod', '-n', NS, 'sleeper', '--wait=false']);
+    await poll('second pod gone', 30_000, async () => ((await cluster.kubectl(['get', 'pods', '-n', NS, '-o', 'name'])).includes('sleeper') ? undefined : true));
+    const exit = await sync.stop();
+    expect(exit.code, sync.tail()).toBe(0);
+    expect(sync.stderr).not.toMatch(/^warning: /m);
+  }, 300_000);
+
+  it('fault: kube-apiserver stopped for 60 s while a pod completes — klet keeps running the pods, and the server ends with the latest status', async () => {
+    await ensureNamespace();
+    const dir = fs.mkdtempSync(path.join(cluster.dir, 'empty-'));
+    const sync = await startSync({ rootDir: rt.rootDir, endpoint: rt.endpoint, manifestDir: dir, nodeName: NODE, args: ['--kubeconfig', cluster.nodes[NODE]!.kubeconfig] });
+    const short = JSON.parse(podYaml('short')) as { spec: { restartPolicy?: string; containers: Array<{ command: string[] }> } };
+    short.spec.restartPolicy = 'Never';
+    short.spec.containers[0]!.command = ['sh', '-c', 'sleep 15; exit 0'];
+    await cluster.kubectl(['apply', '-f', '-'], { input: JSON.stringify(short) });
+    await cluster.kubectl(['apply', '-f', '-'], { input: podYaml('steady') });
+    for (const name of ['short', 'steady']) {
+      await poll(`${name} Running`, 90_000, async () => ((await cluster.kubectlJson<ApiPod>(['get', 'pod', '-n', NS, name])).status.phase === 'Running' ? true : undefined)).catch((err: Error) => {
+        throw new Error(`${err.message}\n${sync.tail()}`);
+      });
+    }
+    const steadyBefore = await cluster.kubectlJson<ApiPod>(['get', 'pod', '-n', NS, 'steady']);
+
+    await cluster.stopApiServer();
+    const down = Date.now();
+    // Meanwhile "short" exits 0: klet sees it locally while the server cannot be told.
+    await poll('short Succeeded locally', 45_000, async () => {
+      const { json } = await runKletJson<ApiPod>(['status', `${NS}/short`, '--root-dir', rt.rootDir, '--container-runtime-endpoint', rt.endpoint, '--node-name', NODE, '-o', 'json']);
+      return json.status.phase === 'Succeeded' ? true : undefined;
+    });
+    await new Promise((r) => setTimeout(r, Math.max(0, 60_000 - (Date.now() - down))));
+    expect(sync.running, sync.tail()).toBe(true);
+    await cluster.startApiServer();
+
+    const done = await poll('the server has short Succeeded', 60_000, async () => {
+      const p = await cluster.kubectlJson<ApiPod>(['get', 'pod', '-n', NS, 'short']);
+      return p.status.phase === 'Succeeded' ? p : undefined;
+    }).catch((err: Error) => {
+      throw new Error(`${err.message}\n${sync.tail()}`);
+    });
+    expect(done.status.containerStatuses?.[0]?.state).toMatchObject({ terminated: { exitCode: 0, reason: 'Completed' } });
+    // The other pod ran through the outage: same container, never restarted, still Running on the server.
+    const steady = await cluster.kubectlJson<ApiPod>(['get', 'pod', '-n', NS, 'steady']);
+    expect(steady.status.phase).toBe('Running');
+    expect(steady.status.containerStatuses?.[0]?.containerID).toBe(steadyBefore.status.containerStatuses?.[0]?.containerID);
+    expect(steady.status.containerStatuses?.[0]?.restartCount).toBe(0);
+    // And the Lease is being renewed again.
+    const renew = Date.parse((await cluster.kubectlJson<{ spec: { renewTime: string } }>(['get', 'lease', '-n', 'kube-node-lease', NODE])).spec.renewTime);
+    await poll('lease renewed after the outage', 30_000, async () =>
+      Date.parse((await cluster.kubectlJson<{ spec: { renewTime: string } }>(['get', 'lease', '-n', 'kube-node-lease', NODE])).spec.renewTime) > renew ? true : undefined,
+    );
+    expect(sync.running, sync.tail()).toBe(true);
+    await cluster.kubectl(['delete', 'pod', '-n', NS, 'short', 'steady', '--wait=false']);
+    await poll('pods deleted', 40_000, async () => ((await cluster.kubectl(['get', 'pods', '-n', NS, '-o', 'name'])).trim() === '' ? true : undefined));
+    const exit = await sync.stop();
+    expect(exit.code, sync.tail()).toBe(0);
+  }, 300_000);
+
+  it('admission: a pod that does not fit is Failed with OutOfcpu, one whose nodeSelector does not match with NodeAffinity; neither runs', async () => {
+    const dir = fs.mkdtempSync(path.join(cluster.dir, 'empty-'));
+    const sync = await startSync({ rootDir: rt.rootDir, endpoint: rt.endpoint, manifestDir: dir, nodeName: NODE, args: ['--kubeconfig', cluster.nodes[NODE]!.kubeconfig] });
+    const big = JSON.parse(podYaml('too-big')) as { spec: { containers: Array<Record<string, unknown>>; nodeSelector?: Record<string, string> } };
+    big.spec.containers[0]!.resources = { requests: { cpu: '1000' } };
+    const picky = JSON.parse(podYaml('picky')) as typeof big;
+    picky.spec.nodeSelector = { disktype: 'ssd' };
+    await cluster.kubectl(['apply', '-f', '-'], { input: JSON.stringify(big) });
+    await cluster.kubectl(['apply', '-f', '-'], { input: JSON.stringify(picky) });
+    const failed = async (name: string) =>
+      poll(`${name} Failed`, 60_000, async () => {
+        const p = await cluster.kubectlJson<ApiPod & { status: { reason?: string; message?: string } }>(['get', 'pod', '-n', NS, name]);
+        return p.status.phase === 'Failed' ? p : undefined;
+      }).catch((err: Error) => {
+        throw new Error(`${err.message}\n${sync.tail()}`);
+      });
+    const cpus = (await import('node:os')).cpus().length;
+    const b = await failed('too-big');
+    expect(b.status.reason).toBe('OutOfcpu');
+    expect(b.status.message).toBe(`Pod was rejected: Node didn't have enough resource: cpu, requested: 1000000, used: 0, capacity: ${cpus * 1000}`);
+    const p = await failed('picky');
+    expect(p.status.reason).toBe('NodeAffinity');
+    expect(p.status.message).toBe("Pod was rejected: Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector");
+    const table = await cluster.kubectl(['get', 'pods', '-n', NS, '--no-headers']);
+    expect(table).toMatch(/^too-big\s+0\/1\s+OutOfcpu\s/m);
+    // Nothing of them ran.
+    const { json: local } = await runKletJson<{ items: ApiPod[] }>(['status', '--root-dir', rt.rootDir, '--container-runtime-endpoint', rt.endpoint, '--node-name', NODE, '-o', 'json']);
+    expect(local.items.map((i) => i.metadata.uid)).not.toContain(b.metadata.uid);
+    expect(local.items.map((i) => i.metadata.uid)).not.toContain(p.metadata.uid);
+    await cluster.kubectl(['delete', 'pod', '-n', NS, 'too-big', 'picky', '--wait=false']);
+    await poll('rejected pods deleted', 30_000, async () => ((await cluster.kubectl(['get', 'pods', '-n', NS, '-o', 'name'])).trim() === '' ? true : undefined));
+    const exit = await sync.stop();
+    expect(exit.code, sync.tail()).toBe(0);
+  }, 180_000);
+});

@@ -1,0 +1,9 @@
+//go:build tools
+
+// Package cluster only pins the commands scripts/build-k8s.sh builds.
+package cluster
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kubelet"
+)

@@ -1,0 +1,303 @@
+/**
+ * A real control plane for cluster tests: etcd (Debian's etcd-server) and
+ * kube-apiserver (built by scripts/build-k8s.sh from test/cluster/go.mod)
+ * on free loopback ports, under a temp dir, with the Node,RBAC authorizers
+ * and the NodeRestriction admission plugin, a CA and serving certificate of
+ * its own, service-account keys, and a token file holding one node identity
+ * per requested node (system:node:<name>, group system:nodes) and an admin
+ * identity (group system:masters) for kubectl. stop() ends both processes
+ * and removes the dir.
+ *
+ * Cluster test files run only when this infrastructure exists (see
+ * clusterInfraPresent and vitest.config.ts), and always in CI, which builds it.
+ */
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
+
+const execFileP = promisify(execFile);
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** The Kubernetes version test/cluster/go.mod pins (v1.34.4). */
+export function k8sVersion(): string {
+  const mod = fs.readFileSync(path.join(ROOT, 'test', 'cluster', 'go.mod'), 'utf8');
+  const m = /^require k8s\.io\/kubernetes (v\S+)/m.exec(mod);
+  if (!m) throw new Error('test/cluster/go.mod: no "require k8s.io/kubernetes vX" line');
+  return m[1]!;
+}
+
+/** Where scripts/build-k8s.sh puts kube-apiserver and kubelet. */
+export function k8sBinDir(): string {
+  return process.env.KLET_K8S_BIN_DIR ?? path.join(process.env.KLET_K8S_CACHE ?? '/var/cache/klet-k8s', k8sVersion());
+}
+
+function onPath(cmd: string): boolean {
+  return (process.env.PATH ?? '').split(':').some((d) => {
+    try {
+      fs.accessSync(path.join(d, cmd), fs.constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** What is missing for cluster tests ([] when they can run). */
+export function missingClusterInfra(): string[] {
+  const missing: string[] = [];
+  const apiserver = path.join(k8sBinDir(), 'kube-apiserver');
+  if (!fs.existsSync(apiserver)) missing.push(`${apiserver} (run scripts/build-k8s.sh)`);
+  for (const cmd of ['etcd', 'kubectl', 'openssl']) if (!onPath(cmd)) missing.push(`${cmd} (scripts/install-deps.sh)`);
+  return missing;
+}
+
+export function clusterInfraPresent(): boolean {
+  return missingClusterInfra().length === 0;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export interface NodeIdentity {
+  name: string;
+  token: string;
+  /** A kubeconfig for this node (token auth, the cluster's CA). */
+  kubeconfig: string;
+}
+
+export interface TestCluster {
+  dir: string;
+  /** https://127.0.0.1:PORT */
+  server: string;
+  caFile: string;
+  /** A CA that did not sign the server's certificate (for wrong-CA tests). */
+  otherCaFile: string;
+  adminKubeconfig: string;
+  nodes: Record<string, NodeIdentity>;
+  /** Run kubectl as the admin; rejects with stderr on a non-zero exit. */
+  kubectl(args: string[], opts?: { kubeconfig?: string; input?: string }): Promise<string>;
+  /** kubectl ... -o json, parsed. */
+  kubectlJson<T = Record<string, unknown>>(args: string[], opts?: { kubeconfig?: string }): Promise<T>;
+  /** Stop kube-apiserver (SIGTERM, wait); etcd keeps the state. */
+  stopApiServer(): Promise<void>;
+  /** Start kube-apiserver again on the same port and etcd, and wait for /readyz. */
+  startApiServer(): Promise<void>;
+  /** Write a kubeconfig (token auth) to `file`. */
+  writeKubeconfig(file: string, o: { token: string; caFile?: string; server?: string; user?: string }): Promise<void>;
+  stop(): Promise<void>;
+}
+
+async function openssl(args: string[], cwd: string): Promise<void> {
+  await execFileP('openssl', args, { cwd });
+}
+
+/** A CA and a serving certificate for 127.0.0.1/localhost signed by it; a second, unrelated CA. */
+async function makeCerts(dir: string): Promise<void> {
+  const days = ['-days', '2'];
+  await openssl(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-subj', '/CN=klet-test-ca', ...days], dir);
+  await openssl(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'other-ca.key', '-out', 'other-ca.crt', '-subj', '/CN=klet-other-ca', ...days], dir);
+  await fsp.writeFile(
+    path.join(dir, 'san.cnf'),
+    'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc\nextendedKeyUsage=serverAuth\n',
+  );
+  await openssl(['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'serving.key', '-out', 'serving.csr', '-subj', '/CN=kube-apiserver'], dir);
+  await openssl(['x509', '-req', '-in', 'serving.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'serving.crt', '-extfile', 'san.cnf', ...days], dir);
+  await openssl(['genrsa', '-out', 'sa.key', '2048'], dir);
+  await openssl(['rsa', '-in', 'sa.key', '-pubout', '-out', 'sa.pub'], dir);
+}
+
+function kubeconfigYaml(server: string, caFile: string, user: string, token: string): string {
+  return [
+    'apiVersion: v1',
+    'kind: Config',
+    'clusters:',
+    '- name: test',
+    '  cluster:',
+    `    server: ${server}`,
+    `    certificate-authority: ${caFile}`,
+    'users:',
+    `- name: ${user}`,
+    '  user:',
+    `    token: ${token}`,
+    'contexts:',
+    '- name: test',
+    '  context:',
+    '    cluster: test',
+    `    user: ${user}`,
+    'current-context: test',
+    '',
+  ].join('\n');
+}
+
+async function waitFor(what: string, timeoutMs: number, check: () => Promise<boolean>, proc?: ChildProcess, logFile?: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (proc && proc.exitCode !== null) {
+      const tail = logFile ? (await fsp.readFile(logFile, 'utf8').catch(() => '')).split('\n').slice(-15).join('\n') : '';
+      throw new Error(`${what}: the process exited with ${proc.exitCode}\n${tail}`);
+    }
+    if (await check().catch(() => false)) return;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  const tail = logFile ? (await fsp.readFile(logFile, 'utf8').catch(() => '')).split('\n').slice(-15).join('\n') : '';
+  throw new Error(`${what}: not ready after ${timeoutMs} ms\n${tail}`);
+}
+
+function stopProcess(p: ChildProcess | undefined, timeoutMs = 20_000): Promise<void> {
+  if (!p || p.exitCode !== null || p.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const t = setTimeout(() => p.kill('SIGKILL'), timeoutMs);
+    p.once('exit', () => {
+      clearTimeout(t);
+      resolve();
+    });
+    p.kill('SIGTERM');
+  });
+}
+
+export async function startTestCluster(opts: { nodes?: string[] } = {}): Promise<TestCluster> {
+  const missing = missingClusterInfra();
+  if (missing.length > 0) throw new Error(`cluster tests need: ${missing.join(', ')}`);
+  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'klet-cluster-'));
+  let etcd: ChildProcess | undefined;
+  let apiserver: ChildProcess | undefined;
+  try {
+    await makeCerts(dir);
+    const [clientPort, peerPort, securePort] = [await freePort(), await freePort(), await freePort()];
+    const adminToken = randomBytes(16).toString('hex');
+    const nodes: Record<string, NodeIdentity> = {};
+    const lines = [`${adminToken},admin,admin-uid,"system:masters"`];
+    for (const name of opts.nodes ?? []) {
+      const token = randomBytes(16).toString('hex');
+      nodes[name] = { name, token, kubeconfig: path.join(dir, `${name}.kubeconfig`) };
+      lines.push(`${token},system:node:${name},node-${name},"system:nodes"`);
+    }
+    await fsp.writeFile(path.join(dir, 'tokens.csv'), lines.join('\n') + '\n', { mode: 0o600 });
+
+    const etcdLog = path.join(dir, 'etcd.log');
+    const etcdOut = fs.openSync(etcdLog, 'a');
+    etcd = spawn(
+      'etcd',
+      [
+        '--name=test',
+        `--data-dir=${path.join(dir, 'etcd')}`,
+        `--listen-client-urls=http://127.0.0.1:${clientPort}`,
+        `--advertise-client-urls=http://127.0.0.1:${clientPort}`,
+        `--listen-peer-urls=http://127.0.0.1:${peerPort}`,
+        `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
+        `--initial-cluster=test=http://127.0.0.1:${peerPort}`,
+      ],
+      { stdio: ['ignore', etcdOut, etcdOut] },
+    );
+    fs.closeSync(etcdOut);
+    await waitFor(
+      'etcd',
+      60_000,
+      async () => (await fetch(`http://127.0.0.1:${clientPort}/health`)).ok,
+      etcd,
+      etcdLog,
+    );
+
+    const apiLog = path.join(dir, 'kube-apiserver.log');
+    const spawnApiServer = (): ChildProcess => {
+    const apiOut = fs.openSync(apiLog, 'a');
+    const child = spawn(
+      path.join(k8sBinDir(), 'kube-apiserver'),
+      [
+        `--etcd-servers=http://127.0.0.1:${clientPort}`,
+        '--bind-address=127.0.0.1',
+        '--advertise-address=127.0.0.1',
+        `--secure-port=${securePort}`,
+        `--cert-dir=${path.join(dir, 'certs')}`,
+        `--tls-cert-file=${path.join(dir, 'serving.crt')}`,
+        `--tls-private-key-file=${path.join(dir, 'serving.key')}`,
+        `--token-auth-file=${path.join(dir, 'tokens.csv')}`,
+        '--authorization-mode=Node,RBAC',
+        '--enable-admission-plugins=NodeRestriction',
+        '--service-account-issuer=https://kubernetes.default.svc',
+        `--service-account-key-file=${path.join(dir, 'sa.pub')}`,
+        `--service-account-signing-key-file=${path.join(dir, 'sa.key')}`,
+        '--service-cluster-ip-range=10.96.0.0/24',
+        '--anonymous-auth=false',
+      ],
+      { stdio: ['ignore', apiOut, apiOut] },
+    );
+    fs.closeSync(apiOut);
+    return child;
+    };
+    apiserver = spawnApiServer();
+    const server = `https://127.0.0.1:${securePort}`;
+    const caFile = path.join(dir, 'ca.crt');
+    const adminKubeconfig = path.join(dir, 'admin.kubeconfig');
+    await fsp.writeFile(adminKubeconfig, kubeconfigYaml(server, caFile, 'admin', adminToken), { mode: 0o600 });
+    for (const n of Object.values(nodes)) {
+      await fsp.writeFile(n.kubeconfig, kubeconfigYaml(server, caFile, `system:node:${n.name}`, n.token), { mode: 0o600 });
+    }
+
+    const kubectl = async (args: string[], o: { kubeconfig?: string; input?: string } = {}): Promise<string> => {
+      return new Promise((resolve, reject) => {
+        const child = spawn('kubectl', [`--kubeconfig=${o.kubeconfig ?? adminKubeconfig}`, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+        let out = '';
+        let err = '';
+        child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+        child.stderr.on('data', (b: Buffer) => (err += b.toString()));
+        child.once('error', reject);
+        child.once('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`kubectl ${args.join(' ')}: exit ${code}: ${err.trim()}`))));
+        child.stdin.end(o.input ?? '');
+      });
+    };
+
+    await waitFor('kube-apiserver /readyz', 120_000, async () => (await kubectl(['get', '--raw', '/readyz'])).trim() === 'ok', apiserver, apiLog);
+    // The system namespaces controller creates kube-node-lease shortly after start.
+    await waitFor('namespace kube-node-lease', 60_000, async () => (await kubectl(['get', 'namespace', 'kube-node-lease', '-o', 'name'])).trim() !== '');
+
+    const procs = { etcd, apiserver };
+    const ready = () => waitFor('kube-apiserver /readyz', 120_000, async () => (await kubectl(['get', '--raw', '/readyz'])).trim() === 'ok', procs.apiserver, apiLog);
+    return {
+      dir,
+      server,
+      caFile,
+      otherCaFile: path.join(dir, 'other-ca.crt'),
+      adminKubeconfig,
+      nodes,
+      kubectl,
+      async kubectlJson<T>(args: string[], o: { kubeconfig?: string } = {}) {
+        return JSON.parse(await kubectl([...args, '-o', 'json'], o)) as T;
+      },
+      async stopApiServer() {
+        await stopProcess(procs.apiserver);
+      },
+      async startApiServer() {
+        procs.apiserver = spawnApiServer();
+        await ready();
+      },
+      async writeKubeconfig(file, o) {
+        await fsp.writeFile(file, kubeconfigYaml(o.server ?? server, o.caFile ?? caFile, o.user ?? 'klet', o.token), { mode: 0o600 });
+      },
+      async stop() {
+        await stopProcess(procs.apiserver);
+        await stopProcess(procs.etcd);
+        await fsp.rm(dir, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    await stopProcess(apiserver);
+    await stopProcess(etcd);
+    await fsp.rm(dir, { recursive: true, force: true });
+    throw err;
+  }
+}

@@ -1,0 +1,68 @@
+import type { V1Pod } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { type AdmissionNode, admitPods, matchesNode, podRequests } from '../../src/lib/node/admission.js';
+
+const node: AdmissionNode = {
+  allocatable: { cpuMilli: 2000, memoryBytes: 1024 ** 3, pods: 3 },
+  labels: { 'kubernetes.io/os': 'linux', 'kubernetes.io/hostname': 'node1', zone: 'a', gen: '5' },
+  taints: [{ key: 'dedicated', value: 'edge', effect: 'NoExecute' }, { key: 'soft', effect: 'NoSchedule' }],
+};
+const tolerate = [{ key: 'dedicated', operator: 'Equal', value: 'edge', effect: 'NoExecute' }];
+const pod = (name: string, cpu?: string, extra: Partial<V1Pod['spec']> = {}): V1Pod => ({
+  metadata: { name, uid: name },
+  spec: { containers: [{ name: 'c', image: 'i', ...(cpu ? { resources: { requests: { cpu } } } : {}) }], tolerations: tolerate, ...extra },
+});
+
+describe('admission (lifecycle/predicate.go)', () => {
+  it('requests: max of the app containers sum and each init container, sidecars added, plus overhead', () => {
+    const p: V1Pod = {
+      spec: {
+        initContainers: [
+          { name: 'i', resources: { requests: { cpu: '1500m', memory: '64Mi' } } },
+          { name: 'side', restartPolicy: 'Always', resources: { requests: { cpu: '100m' } } },
+        ],
+        containers: [
+          { name: 'a', resources: { requests: { cpu: '500m', memory: '128Mi' } } },
+          { name: 'b', resources: { requests: { cpu: '250m' } } },
+        ],
+        overhead: { cpu: '10m' },
+      },
+    };
+    expect(podRequests(p)).toEqual({ cpuMilli: 1510, memoryBytes: 128 * 1024 * 1024 });
+  });
+
+  it('admits in order and rejects what does not fit with the kubelet reasons and messages', () => {
+    const { admitted, rejected } = admitPods([pod('a', '1500m'), pod('b', '600m'), pod('c', '500m'), pod('d')], [], node, 'node1');
+    expect(admitted.map((p) => p.metadata?.name)).toEqual(['a', 'c', 'd']);
+    expect(rejected).toEqual([
+      { pod: expect.anything(), reason: 'OutOfcpu', message: "Pod was rejected: Node didn't have enough resource: cpu, requested: 600, used: 1500, capacity: 2000" },
+    ]);
+    const more = admitPods([pod('e')], admitted, node, 'node1');
+    expect(more.rejected[0]).toMatchObject({ reason: 'OutOfpods', message: "Pod was rejected: Node didn't have enough resource: pods, requested: 1, used: 3, capacity: 3" });
+  });
+
+  it('OutOfmemory', () => {
+    const p = pod('m', undefined, { containers: [{ name: 'c', resources: { requests: { memory: '2Gi' } } }] });
+    expect(admitPods([p], [], node, 'node1').rejected[0]?.reason).toBe('OutOfmemory');
+  });
+
+  it('node selector, required node affinity and spec.os', () => {
+    expect(matchesNode(pod('x', undefined, { nodeSelector: { zone: 'a' } }), node, 'node1')).toBe(true);
+    expect(matchesNode(pod('x', undefined, { nodeSelector: { zone: 'b' } }), node, 'node1')).toBe(false);
+    expect(matchesNode(pod('x', undefined, { os: { name: 'windows' } }), node, 'node1')).toBe(false);
+    const aff = (expr: object[], fields: object[] = []) =>
+      pod('x', undefined, { affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: expr as never, matchFields: fields as never }] } } } });
+    expect(matchesNode(aff([{ key: 'gen', operator: 'Gt', values: ['4'] }, { key: 'zone', operator: 'In', values: ['a', 'b'] }]), node, 'node1')).toBe(true);
+    expect(matchesNode(aff([{ key: 'gpu', operator: 'Exists' }]), node, 'node1')).toBe(false);
+    expect(matchesNode(aff([], [{ key: 'metadata.name', operator: 'In', values: ['node1'] }]), node, 'node1')).toBe(true);
+    expect(matchesNode(aff([], [{ key: 'metadata.name', operator: 'In', values: ['node2'] }]), node, 'node1')).toBe(false);
+    const r = admitPods([pod('x', undefined, { nodeSelector: { zone: 'b' } })], [], node, 'node1').rejected[0];
+    expect(r).toMatchObject({ reason: 'NodeAffinity', message: "Pod was rejected: Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector" });
+  });
+
+  it('NoExecute taints must be tolerated; NoSchedule ones are the scheduler\'s', () => {
+    const r = admitPods([pod('t', undefined, { tolerations: [] })], [], node, 'node1').rejected[0];
+    expect(r).toMatchObject({ reason: 'TaintToleration', message: 'Pod was rejected: Predicate TaintToleration failed: node(s) had untolerated taint {dedicated: edge}' });
+    expect(admitPods([pod('t', undefined, { tolerations: [{ operator: 'Exists' }] })], [], node, 'node1').admitted).toHaveLength(1);
+  });
+});

@@ -1,0 +1,90 @@
+import type { V1Pod } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { ApiServerError } from '../../src/lib/kube/errors.js';
+import type { PodApi } from '../../src/lib/node/api.js';
+import { PodStatusManager, type MirrorPodEvent, mirrorPodFor } from '../../src/lib/node/status-manager.js';
+
+const staticPod = (phase = 'Running', hash = 'h1'): V1Pod => ({
+  metadata: { name: 'etcd-node1', namespace: 'kube-system', uid: hash, annotations: { 'kubernetes.io/config.source': 'file', 'kubernetes.io/config.hash': hash, 'kubernetes.io/config.seen': 'x' } },
+  spec: { containers: [{ name: 'etcd', image: 'etcd' }], serviceAccountName: 'default', serviceAccount: 'default' },
+  status: { phase },
+});
+
+function fakeApi() {
+  const pods = new Map<string, V1Pod>();
+  const calls: string[] = [];
+  let n = 0;
+  let down = false;
+  const api: PodApi = {
+    server: 'https://fake',
+    listNodePods: async () => {
+      if (down) throw new ApiServerError('API server https://fake: list pods: connection refused');
+      return [...pods.values()].map((p) => structuredClone(p));
+    },
+    watchNodePods: async () => {},
+    createPod: async (p) => {
+      calls.push('create');
+      const created = { ...structuredClone(p), metadata: { ...p.metadata, uid: `m${++n}` } };
+      pods.set(p.metadata!.name!, created);
+      return structuredClone(created);
+    },
+    deletePod: async (_ns, name, uid) => {
+      calls.push('delete');
+      if (pods.get(name)?.metadata?.uid === uid) pods.delete(name);
+    },
+    patchPodStatus: async (_ns, name, uid, status) => {
+      if (down) throw new ApiServerError('API server https://fake: patch: connection refused');
+      calls.push(`status:${status.phase}`);
+      const p = pods.get(name)!;
+      expect(p.metadata?.uid).toBe(uid);
+      p.status = status;
+      return p;
+    },
+  };
+  return { api, pods, calls, setDown: (d: boolean) => (down = d) };
+}
+
+describe('mirror pods', () => {
+  it('mirrorPodFor: bound to the node, owned by it, config.mirror = the config hash, no service account', () => {
+    const m = mirrorPodFor(staticPod(), { name: 'node1', uid: 'node-uid' });
+    expect(m.metadata?.annotations).toEqual({ 'kubernetes.io/config.source': 'file', 'kubernetes.io/config.hash': 'h1', 'kubernetes.io/config.mirror': 'h1' });
+    expect(m.metadata?.ownerReferences).toEqual([{ apiVersion: 'v1', kind: 'Node', name: 'node1', uid: 'node-uid', controller: true }]);
+    expect(m.metadata?.uid).toBeUndefined();
+    expect(m.spec?.nodeName).toBe('node1');
+    expect(m.spec?.serviceAccountName).toBeUndefined();
+    expect(m.status).toBeUndefined();
+  });
+
+  it('creates once, patches status only on change, replaces a stale mirror, deletes orphans, and writes the latest status after an outage', async () => {
+    const f = fakeApi();
+    let local = [staticPod('Pending')];
+    const events: MirrorPodEvent[] = [];
+    const mgr = new PodStatusManager({ api: f.api, nodeName: 'node1', nodeUid: () => 'node-uid', localPods: async () => local, onEvent: (e) => events.push(e) });
+    const s = new AbortController().signal;
+    await mgr.syncOnce(s);
+    await mgr.syncOnce(s);
+    expect(f.calls).toEqual(['create', 'status:Pending']);
+    local = [staticPod('Running')];
+    f.setDown(true);
+    await expect(mgr.syncOnce(s)).rejects.toThrow(/connection refused/);
+    f.setDown(false);
+    await mgr.syncOnce(s);
+    expect(f.calls).toEqual(['create', 'status:Pending', 'status:Running']);
+    // The manifest changed (new hash): the old mirror pod is stale.
+    local = [staticPod('Running', 'h2')];
+    await mgr.syncOnce(s);
+    expect(f.calls.slice(3)).toEqual(['delete', 'create', 'status:Running']);
+    expect(f.pods.get('etcd-node1')?.metadata?.annotations?.['kubernetes.io/config.mirror']).toBe('h2');
+    expect(events.filter((e) => e.kind === 'MirrorPodCreated').map((e) => (e as { reason: string }).reason)).toEqual(['missing', 'stale']);
+    local = [];
+    await mgr.syncOnce(s);
+    expect(f.pods.size).toBe(0);
+  });
+
+  it('creates nothing before the node is registered', async () => {
+    const f = fakeApi();
+    const mgr = new PodStatusManager({ api: f.api, nodeName: 'node1', nodeUid: () => undefined, localPods: async () => [staticPod()] });
+    await mgr.syncOnce(new AbortController().signal);
+    expect(f.calls).toEqual([]);
+  });
+});
