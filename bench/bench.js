@@ -32,7 +32,7 @@ const SANDBOX_READY = 0; // CRI PodSandboxState.SANDBOX_READY
 // ---------------------------------------------------------------- arguments
 const ALL = ['startup-1', 'startup-10', 'startup-30', 'startup-110', 'steady-110', 'probes-110', 'exit-to-restart', 'teardown-30', 'cold-start', 'churn'];
 function parseArgs(argv) {
-  const o = { scenarios: [], pairs: 5, smoke: false, kubelet: true, steadySeconds: 60, churnCycles: 100, exitPods: 20, cpuProf: null, out: null };
+  const o = { scenarios: [], pairs: 5, smoke: false, kubelet: true, steadySeconds: 60, churnCycles: 100, exitPods: 20, cpuProf: null, out: null, kletNodeFlags: [] };
   const num = (flag, v) => {
     const n = Number(v);
     if (!Number.isInteger(n) || n < 1) fail(`${flag}: expected a positive integer, got ${JSON.stringify(v)}`);
@@ -49,9 +49,10 @@ function parseArgs(argv) {
     else if (flag === '--churn-cycles') o.churnCycles = num(flag, value());
     else if (flag === '--exit-pods') o.exitPods = num(flag, value());
     else if (flag === '--cpu-prof') o.cpuProf = path.resolve(value() ?? fail('--cpu-prof: needs a directory'));
+    else if (flag === '--klet-node-flags') o.kletNodeFlags = (value() ?? '').split(' ').filter(Boolean);
     else if (flag === '--out') o.out = path.resolve(value() ?? fail('--out: needs a file name'));
-    else if (flag.startsWith('-')) fail(`unknown option ${a} (options: --pairs N --smoke --no-kubelet --steady-seconds S --churn-cycles N --exit-pods N --cpu-prof DIR --out FILE)`);
-    else if (ALL.includes(a)) o.scenarios.push(a);
+    else if (flag.startsWith('-')) fail(`unknown option ${a} (options: --pairs N --smoke --no-kubelet --steady-seconds S --churn-cycles N --exit-pods N --cpu-prof DIR --klet-node-flags FLAGS --out FILE)`);
+    else if (ALL.includes(a) || /^(startup|steady|teardown)-[1-9]\d*$/.test(a)) o.scenarios.push(a); // other sizes: for debugging
     else fail(`unknown scenario ${JSON.stringify(a)} (scenarios: ${ALL.join(', ')})`);
   }
   if (o.smoke) {
@@ -313,8 +314,25 @@ async function kubeletReady(proc) {
   await waitFor('kubelet /healthz', () => httpOk(proc.healthz), { timeoutMs: 120_000, everyMs: 100, proc });
   await sleep(3000); // its first housekeeping and PLEG relist are done by then
 }
+/** V8 heap figures from klet sync's own /metrics (prom-client's default metrics), in MB. */
+async function kletHeap() {
+  const text = await new Promise((resolve) => {
+    const req = http.get({ socketPath: path.join(KROOT, 'klet.sock'), path: '/metrics' }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => (body += d));
+      res.on('end', () => resolve(body));
+    });
+    req.on('error', () => resolve(''));
+  });
+  const metric = (name) => {
+    const m = new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text);
+    return m ? round(Number(m[1]) / 2 ** 20) : null;
+  };
+  return { heapUsedMB: metric('nodejs_heap_size_used_bytes'), heapTotalMB: metric('nodejs_heap_size_total_bytes'), externalMB: metric('nodejs_external_memory_bytes') };
+}
 async function startKletSyncWarm() {
-  const proc = start(NODE, [KLET, 'sync', '--manifest-dir', MANIFESTS, ...kletGlobal()], { log: path.join(tmp, 'klet-sync.log'), env: kletEnv() });
+  const proc = start(NODE, [...opts.kletNodeFlags, KLET, 'sync', '--manifest-dir', MANIFESTS, ...kletGlobal()], { log: path.join(tmp, 'klet-sync.log'), env: kletEnv() });
   await waitFor('klet sync local API', () => fs.existsSync(path.join(KROOT, 'klet.sock')), { timeoutMs: 60_000, proc });
   await sleep(2000);
   return proc;
@@ -327,7 +345,7 @@ function startupVariants(n) {
     'klet runonce': async () => {
       writeManifests(MANIFESTS, n);
       const t0 = now();
-      const p = start(NODE, [KLET, 'runonce', '--manifest-dir', MANIFESTS, ...kletGlobal(), '-o', 'json'], { log: path.join(tmp, 'klet-runonce.log'), env: kletEnv() });
+      const p = start(NODE, [...opts.kletNodeFlags, KLET, 'runonce', '--manifest-dir', MANIFESTS, ...kletGlobal(), '-o', 'json'], { log: path.join(tmp, 'klet-runonce.log'), env: kletEnv() });
       const t1 = await waitFor('klet runonce', nRunning(n), { proc: p });
       await mustExit0(p, 'klet runonce');
       return { ms: t1 - t0 };
@@ -335,7 +353,7 @@ function startupVariants(n) {
     'klet sync (cold)': async () => {
       writeManifests(MANIFESTS, n);
       const t0 = now();
-      const p = start(NODE, [KLET, 'sync', '--manifest-dir', MANIFESTS, ...kletGlobal()], { log: path.join(tmp, 'klet-sync.log'), env: kletEnv() });
+      const p = start(NODE, [...opts.kletNodeFlags, KLET, 'sync', '--manifest-dir', MANIFESTS, ...kletGlobal()], { log: path.join(tmp, 'klet-sync.log'), env: kletEnv() });
       const t1 = await waitFor('klet sync', nRunning(n), { proc: p });
       const rssMB = procStatus(p.pid, 'VmHWM');
       await stopProc(p);
@@ -400,14 +418,23 @@ function steadyVariants(n) {
     await sleep(opts.steadySeconds * 1000);
     if (!p.alive) throw new Error(`${what}: exited during the steady window${logTail(p)}`);
     const cpu = ((procStat(p.pid).ticks - c0) / CLK_TCK) * 1000 * 100 / (now() - w0);
-    const r = { ms: cpu, cpuPct: cpu, peakRssMB: procStatus(p.pid, 'VmHWM'), rssMB: procStatus(p.pid, 'VmRSS') };
+    const r = {
+      ms: cpu,
+      cpuPct: cpu,
+      peakRssMB: procStatus(p.pid, 'VmHWM'),
+      rssMB: procStatus(p.pid, 'VmRSS'),
+      // Where the resident set is: anonymous (heaps, malloc) vs file-backed (the binary's text).
+      rssAnonMB: procStatus(p.pid, 'RssAnon'),
+      rssFileMB: procStatus(p.pid, 'RssFile'),
+    };
+    if (what.startsWith('klet')) Object.assign(r, await kletHeap());
     if ((await appContainers(RUNNING)).length !== n) throw new Error(`${what}: fewer than ${n} containers running at the end of the window`);
     return r;
   };
   const v = {
     'klet sync': async () => {
       writeManifests(MANIFESTS, n);
-      const p = start(NODE, [KLET, 'sync', '--manifest-dir', MANIFESTS, ...kletGlobal()], { log: path.join(tmp, 'klet-sync.log'), env: kletEnv() });
+      const p = start(NODE, [...opts.kletNodeFlags, KLET, 'sync', '--manifest-dir', MANIFESTS, ...kletGlobal()], { log: path.join(tmp, 'klet-sync.log'), env: kletEnv() });
       const r = await measure(p, 'klet sync');
       await stopProc(p);
       return r;
@@ -458,7 +485,7 @@ function exitVariants(m) {
   const v = {
     'klet sync': async () => {
       writeManifests(MANIFESTS, m);
-      const p = start(NODE, [KLET, 'sync', '--manifest-dir', MANIFESTS, ...kletGlobal()], { log: path.join(tmp, 'klet-sync.log'), env: kletEnv() });
+      const p = start(NODE, [...opts.kletNodeFlags, KLET, 'sync', '--manifest-dir', MANIFESTS, ...kletGlobal()], { log: path.join(tmp, 'klet-sync.log'), env: kletEnv() });
       const r = await measure(p, 'klet sync');
       await stopProc(p);
       return r;
@@ -481,10 +508,10 @@ function teardownVariants(n) {
   const v = {
     'klet delete --all': async () => {
       writeManifests(MANIFESTS, n);
-      const setup = start(NODE, [KLET, 'runonce', '--manifest-dir', MANIFESTS, ...kletGlobal(), '-o', 'json'], { log: path.join(tmp, 'klet-runonce.log') });
+      const setup = start(NODE, [...opts.kletNodeFlags, KLET, 'runonce', '--manifest-dir', MANIFESTS, ...kletGlobal(), '-o', 'json'], { log: path.join(tmp, 'klet-runonce.log') });
       await mustExit0(setup, 'klet runonce (set-up)');
       const t0 = now();
-      const p = start(NODE, [KLET, 'delete', '--all', ...kletGlobal(), '-o', 'json'], { log: path.join(tmp, 'klet-delete.log'), env: kletEnv() });
+      const p = start(NODE, [...opts.kletNodeFlags, KLET, 'delete', '--all', ...kletGlobal(), '-o', 'json'], { log: path.join(tmp, 'klet-delete.log'), env: kletEnv() });
       const t1 = await waitFor('klet delete --all', noSandboxes, { proc: p });
       await mustExit0(p, 'klet delete --all');
       return { ms: t1 - t0 };
@@ -547,6 +574,9 @@ function coldStartVariants() {
     'klet --version': timed([KLET, '--version'], (out) => {
       if (!/^klet\//.test(out)) throw new Error(`klet --version printed ${JSON.stringify(out.slice(0, 80))}`);
     }),
+    'klet status --help': timed([KLET, 'status', '--help'], (out) => {
+      if (!out.includes('USAGE')) throw new Error(`klet status --help printed ${JSON.stringify(out.slice(0, 80))}`);
+    }),
     'klet status (10 pods)': timed([KLET, 'status', ...kletGlobal()], (out) => {
       const pods = out.split('\n').filter((l) => l.includes(PREFIX)).length;
       if (pods !== 10) throw new Error(`klet status listed ${pods} of the 10 pods:\n${out}`);
@@ -594,12 +624,13 @@ async function runScenario(s) {
     const runs = await alternate(s, startupVariants(n), opts.pairs);
     return { unit: 'ms', runs, summary: mapValues(runs, (r) => summarize(r)), ratios: startupRatios.map(([a, b]) => ratios(runs, a, b)).filter(Boolean) };
   }
-  if (s === 'steady-110') {
-    const runs = await alternate(s, steadyVariants(110), opts.pairs);
+  const steady = /^steady-(\d+)$/.exec(s);
+  if (steady) {
+    const runs = await alternate(s, steadyVariants(Number(steady[1])), opts.pairs);
     return {
       unit: '% of one core / MB',
       runs,
-      summary: mapValues(runs, (r) => ({ cpuPct: summarize(r, 'cpuPct'), peakRssMB: summarize(r, 'peakRssMB'), rssMB: summarize(r, 'rssMB') })),
+      summary: mapValues(runs, (r) => Object.fromEntries(['cpuPct', 'peakRssMB', 'rssMB', 'rssAnonMB', 'rssFileMB', 'heapUsedMB', 'heapTotalMB', 'externalMB'].filter((k) => r[0]?.[k] != null).map((k) => [k, summarize(r, k)]))),
       ratios: ['cpuPct', 'peakRssMB', 'rssMB'].map((k) => ratios(runs, 'klet sync', 'kubelet', k)).filter(Boolean),
     };
   }
@@ -616,8 +647,9 @@ async function runScenario(s) {
       ratios: ['p50', 'p99'].map((k) => ratios(runs, 'klet sync', 'kubelet', k)).filter(Boolean),
     };
   }
-  if (s === 'teardown-30') {
-    const runs = await alternate(s, teardownVariants(30), opts.pairs);
+  const teardown = /^teardown-(\d+)$/.exec(s);
+  if (teardown) {
+    const runs = await alternate(s, teardownVariants(Number(teardown[1])), opts.pairs);
     return {
       unit: 'ms',
       runs,
@@ -628,7 +660,7 @@ async function runScenario(s) {
   if (s === 'cold-start') {
     await reset();
     writeManifests(MANIFESTS, 10);
-    const setup = start(NODE, [KLET, 'runonce', '--manifest-dir', MANIFESTS, ...kletGlobal(), '-o', 'json'], { log: path.join(tmp, 'klet-runonce.log') });
+    const setup = start(NODE, [...opts.kletNodeFlags, KLET, 'runonce', '--manifest-dir', MANIFESTS, ...kletGlobal(), '-o', 'json'], { log: path.join(tmp, 'klet-runonce.log') });
     await mustExit0(setup, 'klet runonce (set-up of 10 pods)');
     const runs = await alternate(s, coldStartVariants(), opts.pairs * 4, { resetEach: false });
     await reset();
@@ -636,7 +668,7 @@ async function runScenario(s) {
       unit: 'ms',
       runs,
       summary: mapValues(runs, (r) => summarize(r)),
-      ratios: [ratios(runs, 'klet --version', 'node -e 0'), ratios(runs, 'klet status (10 pods)', 'node -e 0')],
+      ratios: [ratios(runs, 'klet --version', 'node -e 0'), ratios(runs, 'klet status --help', 'node -e 0'), ratios(runs, 'klet status (10 pods)', 'node -e 0')],
     };
   }
   if (s === 'churn') return churn();
@@ -676,7 +708,7 @@ async function churn() {
     containers: (await cri.listContainers({})).containers.length,
     podDirs: fs.existsSync(path.join(KROOT, 'pods')) ? fs.readdirSync(path.join(KROOT, 'pods')).length : 0,
     logDirs: ourLogDirs().length,
-    shims: (await shimPids(path.join(tmp, 'containerd.sock'))).length,
+    shims: await shimsAfterSettling(),
     mounts: (await mountsUnder(tmp)).length - mounts0,
     fds: fs.readdirSync(`/proc/${p.pid}/fd`).length - fd0,
   };
@@ -710,12 +742,24 @@ async function churn() {
   return out;
 }
 
+/** A shim exits on its own shortly after its sandbox is removed (slowly on a loaded machine): give it 60 s. */
+async function shimsAfterSettling() {
+  const socket = path.join(tmp, 'containerd.sock');
+  const deadline = now() + 60_000;
+  let n = (await shimPids(socket)).length;
+  while (n > 0 && now() < deadline) {
+    await sleep(250);
+    n = (await shimPids(socket)).length;
+  }
+  return n;
+}
+
 /** After everything: nothing of ours may be left in the runtime or on the host. */
 async function finalLeaks() {
   return {
     sandboxes: (await cri.listPodSandbox({})).items.length,
     containers: (await cri.listContainers({})).containers.length,
-    shims: (await shimPids(path.join(tmp, 'containerd.sock'))).length,
+    shims: await shimsAfterSettling(),
     logDirs: ourLogDirs().length,
     kletMounts: (await mountsUnder(KROOT)).length,
     processes: children.size,
