@@ -24,8 +24,11 @@ const repo = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const KLET = path.join(repo, 'bin/run.js');
 const FLOOR = path.join(repo, 'bench/floor.js');
 const NODE = process.execPath;
+const TAG = String(process.pid % 1000).padStart(3, '0');
 const NODE_NAME = 'kbench';
-const PREFIX = 'kbh-';
+// Pod names carry this run's tag: /var/log/pods is shared by every runtime on
+// the host, and the harness deletes only log dirs of its own pods.
+const PREFIX = `kbh${TAG}-`;
 const RUNNING = 1; // CRI ContainerState.CONTAINER_RUNNING
 const SANDBOX_READY = 0; // CRI PodSandboxState.SANDBOX_READY
 
@@ -116,7 +119,7 @@ function httpOk(url) {
 
 // ------------------------------------------------------------- environment
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'klet-bench-'));
-const tag = String(process.pid % 1000).padStart(3, '0');
+const tag = TAG;
 const target = {
   endpoint: `unix://${tmp}/containerd.sock`,
   rootDir: tmp,
