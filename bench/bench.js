@@ -55,7 +55,7 @@ function parseArgs(argv) {
     else if (flag === '--klet-node-flags') o.kletNodeFlags = (value() ?? '').split(' ').filter(Boolean);
     else if (flag === '--out') o.out = path.resolve(value() ?? fail('--out: needs a file name'));
     else if (flag.startsWith('-')) fail(`unknown option ${a} (options: --pairs N --smoke --no-kubelet --steady-seconds S --churn-cycles N --exit-pods N --cpu-prof DIR --klet-node-flags FLAGS --out FILE)`);
-    else if (ALL.includes(a) || /^(startup|steady|teardown)-[1-9]\d*$/.test(a)) o.scenarios.push(a); // other sizes: for debugging
+    else if (ALL.includes(a) || /^(startup|steady|probes|teardown)-[1-9]\d*$/.test(a)) o.scenarios.push(a); // other sizes: for debugging
     else fail(`unknown scenario ${JSON.stringify(a)} (scenarios: ${ALL.join(', ')})`);
   }
   if (o.smoke) {
@@ -130,11 +130,13 @@ const MANIFESTS = path.join(tmp, 'manifests'); // the watched dir (klet sync / k
 const STAGING = path.join(tmp, 'staging'); // manifests written here, renamed in for "warm" runs
 const children = new Set(); // every process this harness started and has not reaped
 
-function manifest(i) {
-  return `apiVersion: v1
+function manifest(i, { probes = false } = {}) {
+  const name = `${PREFIX}${String(i).padStart(3, '0')}`;
+  if (!probes) {
+    return `apiVersion: v1
 kind: Pod
 metadata:
-  name: ${PREFIX}${String(i).padStart(3, '0')}
+  name: ${name}
   namespace: default
 spec:
   containers:
@@ -142,12 +144,31 @@ spec:
       image: ${BUSYBOX_IMAGE}
       command: ["sh", "-c", "trap 'exit 0' TERM; sleep 2147483647 & wait"]
 `;
+  }
+  // probes-N: busybox httpd answers the liveness httpGet; the readiness probe execs in the container.
+  return `apiVersion: v1
+kind: Pod
+metadata:
+  name: ${name}
+  namespace: default
+spec:
+  containers:
+    - name: app
+      image: ${BUSYBOX_IMAGE}
+      command: ["sh", "-c", "trap 'exit 0' TERM; mkdir -p /tmp/www && echo ok > /tmp/www/index.html; httpd -f -p 8080 -h /tmp/www & wait"]
+      readinessProbe:
+        exec: { command: ["cat", "/tmp/www/index.html"] }
+        periodSeconds: 1
+      livenessProbe:
+        httpGet: { path: /, port: 8080 }
+        periodSeconds: 1
+`;
 }
 /** Write N manifests into dir (emptied first). */
-function writeManifests(dir, n) {
+function writeManifests(dir, n, opts) {
   fs.rmSync(dir, { recursive: true, force: true });
   fs.mkdirSync(dir, { recursive: true });
-  for (let i = 0; i < n; i++) fs.writeFileSync(path.join(dir, `${PREFIX}${String(i).padStart(3, '0')}.yaml`), manifest(i));
+  for (let i = 0; i < n; i++) fs.writeFileSync(path.join(dir, `${PREFIX}${String(i).padStart(3, '0')}.yaml`), manifest(i, opts));
 }
 /** Move staged manifests into the watched dir, one rename each (a watcher never sees half a file). */
 function dropManifests() {
@@ -412,7 +433,7 @@ const startupRatios = [
 ];
 
 /** steady-110: start with 110 manifests, all running, settle 10 s, then CPU over the window and RSS. */
-function steadyVariants(n) {
+function steadyVariants(n, { probes = false } = {}) {
   const measure = async (p, what) => {
     await waitFor(what, nRunning(n), { proc: p });
     await sleep(10_000);
@@ -431,12 +452,14 @@ function steadyVariants(n) {
       rssFileMB: procStatus(p.pid, 'RssFile'),
     };
     if (what.startsWith('klet')) Object.assign(r, await kletHeap());
-    if ((await appContainers(RUNNING)).length !== n) throw new Error(`${what}: fewer than ${n} containers running at the end of the window`);
+    const running = await appContainers(RUNNING);
+    if (running.length !== n) throw new Error(`${what}: fewer than ${n} containers running at the end of the window`);
+    r.restarts = running.filter((c) => c.metadata.attempt > 0).length; // a failing liveness probe would restart containers
     return r;
   };
   const v = {
     'klet sync': async () => {
-      writeManifests(MANIFESTS, n);
+      writeManifests(MANIFESTS, n, { probes });
       const p = start(NODE, [...opts.kletNodeFlags, KLET, 'sync', '--manifest-dir', MANIFESTS, ...kletGlobal()], { log: path.join(tmp, 'klet-sync.log'), env: kletEnv() });
       const r = await measure(p, 'klet sync');
       await stopProc(p);
@@ -445,7 +468,7 @@ function steadyVariants(n) {
   };
   if (opts.kubelet) {
     v.kubelet = async () => {
-      writeManifests(MANIFESTS, n);
+      writeManifests(MANIFESTS, n, { probes });
       const p = await startKubelet();
       const r = await measure(p, 'kubelet');
       await cleanKubelet(p);
@@ -627,18 +650,15 @@ async function runScenario(s) {
     const runs = await alternate(s, startupVariants(n), opts.pairs);
     return { unit: 'ms', runs, summary: mapValues(runs, (r) => summarize(r)), ratios: startupRatios.map(([a, b]) => ratios(runs, a, b)).filter(Boolean) };
   }
-  const steady = /^steady-(\d+)$/.exec(s);
+  const steady = /^(steady|probes)-(\d+)$/.exec(s);
   if (steady) {
-    const runs = await alternate(s, steadyVariants(Number(steady[1])), opts.pairs);
+    const runs = await alternate(s, steadyVariants(Number(steady[2]), { probes: steady[1] === 'probes' }), opts.pairs);
     return {
       unit: '% of one core / MB',
       runs,
-      summary: mapValues(runs, (r) => Object.fromEntries(['cpuPct', 'peakRssMB', 'rssMB', 'rssAnonMB', 'rssFileMB', 'heapUsedMB', 'heapTotalMB', 'externalMB'].filter((k) => r[0]?.[k] != null).map((k) => [k, summarize(r, k)]))),
+      summary: mapValues(runs, (r) => Object.fromEntries(['cpuPct', 'peakRssMB', 'rssMB', 'rssAnonMB', 'rssFileMB', 'heapUsedMB', 'heapTotalMB', 'externalMB', 'restarts'].filter((k) => r[0]?.[k] != null).map((k) => [k, summarize(r, k)]))),
       ratios: ['cpuPct', 'peakRssMB', 'rssMB'].map((k) => ratios(runs, 'klet sync', 'kubelet', k)).filter(Boolean),
     };
-  }
-  if (s === 'probes-110') {
-    return { skipped: 'the prober is not on this branch yet (klet probe exits 3): probes-110 runs once it lands' };
   }
   if (s === 'exit-to-restart') {
     const runs = await alternate(s, exitVariants(opts.exitPods), opts.pairs);
@@ -809,6 +829,29 @@ function machine() {
 // --------------------------------------------------------------------- main
 let status = 0;
 const started = new Date();
+// Ctrl-C / SIGTERM: stop what this run started and take its runtime down, then exit 1.
+let interrupted = false;
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  process.on(sig, () => {
+    if (interrupted) return;
+    interrupted = true;
+    process.stderr.write(`bench: ${sig}: cleaning up\n`);
+    cleanup().finally(() => process.exit(1));
+  });
+}
+async function cleanup() {
+  for (const p of [...children]) await stopProc(p, 5000).catch(() => undefined);
+  if (cri) {
+    await removeAllPods().catch(() => undefined);
+    cri.close();
+    cri = undefined;
+  }
+  await stopManagedRuntime(target).catch((e) => process.stderr.write(`bench: stopping the runtime: ${e.message}\n`));
+  spawnSync('ip', ['link', 'del', target.network.bridge]);
+  for (const d of ourLogDirs()) fs.rmSync(path.join('/var/log/pods', d), { recursive: true, force: true });
+  if ((await mountsUnder(tmp)).length === 0) fs.rmSync(tmp, { recursive: true, force: true });
+  else process.stderr.write(`bench: mounts left under ${tmp}; not removed\n`);
+}
 results.date = started.toISOString();
 results.options = { ...opts };
 results.loadBefore = os.loadavg().map((x) => round(x, 2));
@@ -849,16 +892,7 @@ try {
   results.error = err.message;
   process.stderr.write(`bench: ${err.message}\n`);
 } finally {
-  for (const p of [...children]) await stopProc(p, 5000).catch(() => undefined);
-  if (cri) {
-    await removeAllPods().catch(() => undefined);
-    cri.close();
-  }
-  await stopManagedRuntime(target).catch((e) => process.stderr.write(`bench: stopping the runtime: ${e.message}\n`));
-  spawnSync('ip', ['link', 'del', target.network.bridge]);
-  for (const d of ourLogDirs()) fs.rmSync(path.join('/var/log/pods', d), { recursive: true, force: true });
-  if ((await mountsUnder(tmp)).length === 0) fs.rmSync(tmp, { recursive: true, force: true });
-  else process.stderr.write(`bench: mounts left under ${tmp}; not removed\n`);
+  if (!interrupted) await cleanup();
 }
 results.machine = machine();
 results.loadAfter = os.loadavg().map((x) => round(x, 2));
