@@ -15,7 +15,7 @@ for (const file of files) {
   for (const [name, s] of Object.entries(r.scenarios)) {
     const load = `${s.loadBefore?.[0]} → ${s.loadAfter?.[0]}`;
     if (s.skipped || s.error) {
-      out.push(`| ${name} | ${s.skipped ? 'skipped' : 'ERROR'}: ${s.skipped ?? s.error} | | | | | ${load} |`);
+      out.push(`| ${name} | ${s.skipped ? 'skipped' : 'ERROR'}: ${(s.skipped ?? s.error).split('\n')[0].replaceAll('|', '\\|')} | | | | | ${load} |`);
       continue;
     }
     for (const [variant, v] of Object.entries(s.summary)) {
