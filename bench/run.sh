@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# All benchmarks, one after another (as root, after `npm run build`). Each
-# runs its baseline side by side with klet and prints ratios; see README.md.
+# Every benchmark (as root, after `npm run build`); see README.md.
+#   npm run bench: klet vs the CRI floor and the real kubelet, every scenario
+#   package-coldstart.js: the packaged klet's start-up
+#   pleg.js: PLEG relist + diff vs the bare list calls (in-process)
+#   sync.js: klet sync's view latency and RSS with the local API polled
+#   probes.js: klet sync's prober: CPU, lateness, RSS growth
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/bootstrap.sh
-echo "== cold start (klet --version, klet status --help vs node -e 0)"
-node bench/coldstart.js 20
+npm run bench -- "$@"
 echo "== the packaged klet (npm run package): klet --version, klet status vs its node -e 0"
 npm run --silent package >/dev/null
 node bench/package-coldstart.js 20
-echo "== runonce of 20 pods vs the CRI floor"
-node bench/runonce.js 5 20
 echo "== PLEG relist + diff vs the bare list calls, 110 pods"
 node bench/pleg.js 50 110
 echo "== klet sync holding 110 pods: CPU, RSS, exit-to-status latency"

@@ -85,9 +85,15 @@ function moveLeadingGlobalFlags(args) {
 // of resident memory an agent does not need, and V8 sizes its young
 // generation for throughput (16 MB semi-spaces), not for a small resident
 // set. Re-exec once, in place (same pid: process.execve, no extra
-// process), with two arenas and 2 MB semi-spaces.
+// process), with two arenas, 2 MB semi-spaces and V8's --optimize-for-size
+// (its heap grows less eagerly and gives pages back: holding 110 pods, the
+// V8 heap's committed size went from 61 MB to 29 MB for 24 MB used, at no
+// measurable CPU cost; npm run bench -- steady-110).
 if (moveLeadingGlobalFlags(argv)[0] === 'sync' && process.env.MALLOC_ARENA_MAX === undefined && typeof process.execve === 'function') {
-  const v8Flags = process.execArgv.some((a) => a.startsWith('--max-semi-space-size')) ? [] : ['--max-semi-space-size=2'];
+  const v8Flags = [
+    ...(process.execArgv.some((a) => a.startsWith('--max-semi-space-size')) ? [] : ['--max-semi-space-size=2']),
+    ...(process.execArgv.includes('--optimize-for-size') ? [] : ['--optimize-for-size']),
+  ];
   process.execve(process.execPath, [process.execPath, ...v8Flags, ...process.execArgv, ...process.argv.slice(1)], {
     ...process.env,
     MALLOC_ARENA_MAX: '2',

@@ -1,0 +1,906 @@
+// klet side by side with its peers — the CRI floor (bench/floor.js) and the
+// real kubelet in standalone mode — on ONE private containerd with the same
+// pre-imported images. See bench/README.md for every scenario and the method.
+//
+//   npm run bench -- [scenario...] [--pairs N] [--smoke] [--no-kubelet]
+//                    [--steady-seconds S] [--churn-cycles N] [--cpu-prof DIR]
+//
+// Every timed run starts from an empty runtime (checked, not assumed), and the
+// kubelet never runs at the same time as klet (it kills runtime pods it does not
+// know). Exit status: 0 ran (whatever the ratios), 1 harness error, 2 leaks.
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CriClient } from '../dist/lib/cri/client.js';
+import { shimPids, startManagedRuntime, stopManagedRuntime } from '../dist/lib/runtime/containerd.js';
+import { BUSYBOX_IMAGE } from '../dist/lib/runtime/containerd-config.js';
+import { mountsUnder, unmountAll } from '../dist/lib/util/mounts.js';
+
+const repo = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
+const KLET = path.join(repo, 'bin/run.js');
+const FLOOR = path.join(repo, 'bench/floor.js');
+const NODE = process.execPath;
+const TAG = String(process.pid % 1000).padStart(3, '0');
+const NODE_NAME = 'kbench';
+// Pod names carry this run's tag: /var/log/pods is shared by every runtime on
+// the host, and the harness deletes only log dirs of its own pods.
+const PREFIX = `kbh${TAG}-`;
+const RUNNING = 1; // CRI ContainerState.CONTAINER_RUNNING
+const SANDBOX_READY = 0; // CRI PodSandboxState.SANDBOX_READY
+
+// ---------------------------------------------------------------- arguments
+const ALL = ['startup-1', 'startup-10', 'startup-30', 'startup-110', 'steady-110', 'probes-110', 'exit-to-restart', 'teardown-30', 'cold-start', 'churn'];
+function parseArgs(argv) {
+  const o = { scenarios: [], pairs: 5, smoke: false, kubelet: true, steadySeconds: 60, churnCycles: 100, exitPods: 20, cpuProf: null, out: null, kletNodeFlags: [] };
+  const num = (flag, v) => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 1) fail(`${flag}: expected a positive integer, got ${JSON.stringify(v)}`);
+    return n;
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const [flag, inline] = a.startsWith('--') && a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a, undefined];
+    const value = () => inline ?? argv[++i];
+    if (flag === '--pairs') o.pairs = num(flag, value());
+    else if (flag === '--smoke') o.smoke = true;
+    else if (flag === '--no-kubelet') o.kubelet = false;
+    else if (flag === '--steady-seconds') o.steadySeconds = num(flag, value());
+    else if (flag === '--churn-cycles') o.churnCycles = num(flag, value());
+    else if (flag === '--exit-pods') o.exitPods = num(flag, value());
+    else if (flag === '--cpu-prof') o.cpuProf = path.resolve(value() ?? fail('--cpu-prof: needs a directory'));
+    else if (flag === '--klet-node-flags') o.kletNodeFlags = (value() ?? '').split(' ').filter(Boolean);
+    else if (flag === '--out') o.out = path.resolve(value() ?? fail('--out: needs a file name'));
+    else if (flag.startsWith('-')) fail(`unknown option ${a} (options: --pairs N --smoke --no-kubelet --steady-seconds S --churn-cycles N --exit-pods N --cpu-prof DIR --klet-node-flags FLAGS --out FILE)`);
+    else if (ALL.includes(a) || /^(startup|steady|probes|teardown)-[1-9]\d*$/.test(a)) o.scenarios.push(a); // other sizes: for debugging
+    else fail(`unknown scenario ${JSON.stringify(a)} (scenarios: ${ALL.join(', ')})`);
+  }
+  if (o.smoke) {
+    if (o.scenarios.length) fail('--smoke runs its own scenarios (startup-1 with the floor, cold-start); give no scenario with it');
+    o.scenarios = ['startup-1', 'cold-start'];
+    o.pairs = argv.includes('--pairs') || argv.some((x) => x.startsWith('--pairs=')) ? o.pairs : 2;
+    o.kubelet = false;
+  }
+  if (!o.scenarios.length) o.scenarios = [...ALL];
+  return o;
+}
+function fail(msg) {
+  console.error(`bench: ${msg}`);
+  process.exit(1);
+}
+const opts = parseArgs(process.argv.slice(2));
+
+// ------------------------------------------------------------------ helpers
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const now = () => Number(process.hrtime.bigint()) / 1e6;
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length === 0 ? NaN : s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+const pct = (xs, p) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0 ? NaN : s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
+};
+const round = (x, d = 1) => (Number.isFinite(x) ? Number(x.toFixed(d)) : null);
+function procStat(pid) {
+  const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const v = f.slice(f.lastIndexOf(')') + 2).split(' ');
+  return { ticks: Number(v[11]) + Number(v[12]) + Number(v[13]) + Number(v[14]) }; // utime stime cutime cstime
+}
+function procStatus(pid, key) {
+  const m = new RegExp(`${key}:\\s+(\\d+) kB`).exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
+}
+const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+async function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+function httpOk(url) {
+  return new Promise((resolve) => {
+    const req = http.get(url, (res) => {
+      res.resume();
+      resolve(res.statusCode === 200);
+    });
+    req.on('error', () => resolve(false));
+    req.setTimeout(1000, () => req.destroy());
+  });
+}
+
+// ------------------------------------------------------------- environment
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'klet-bench-'));
+const tag = TAG;
+const target = {
+  endpoint: `unix://${tmp}/containerd.sock`,
+  rootDir: tmp,
+  network: { bridge: `kbh${tag}`, subnet: `10.84.${process.pid % 250}.0/24`, name: `klet-bench-${tag}` },
+};
+const KROOT = path.join(tmp, 'klet'); // klet's --root-dir
+const MANIFESTS = path.join(tmp, 'manifests'); // the watched dir (klet sync / kubelet staticPodPath)
+const STAGING = path.join(tmp, 'staging'); // manifests written here, renamed in for "warm" runs
+const children = new Set(); // every process this harness started and has not reaped
+
+function manifest(i, { probes = false } = {}) {
+  const name = `${PREFIX}${String(i).padStart(3, '0')}`;
+  if (!probes) {
+    return `apiVersion: v1
+kind: Pod
+metadata:
+  name: ${name}
+  namespace: default
+spec:
+  containers:
+    - name: app
+      image: ${BUSYBOX_IMAGE}
+      command: ["sh", "-c", "trap 'exit 0' TERM; sleep 2147483647 & wait"]
+`;
+  }
+  // probes-N: busybox httpd answers the liveness httpGet; the readiness probe execs in the container.
+  return `apiVersion: v1
+kind: Pod
+metadata:
+  name: ${name}
+  namespace: default
+spec:
+  containers:
+    - name: app
+      image: ${BUSYBOX_IMAGE}
+      command: ["sh", "-c", "trap 'exit 0' TERM; mkdir -p /tmp/www && echo ok > /tmp/www/index.html; httpd -f -p 8080 -h /tmp/www & wait"]
+      readinessProbe:
+        exec: { command: ["cat", "/tmp/www/index.html"] }
+        periodSeconds: 1
+      livenessProbe:
+        httpGet: { path: /, port: 8080 }
+        periodSeconds: 1
+`;
+}
+/** Write N manifests into dir (emptied first). */
+function writeManifests(dir, n, opts) {
+  fs.rmSync(dir, { recursive: true, force: true });
+  fs.mkdirSync(dir, { recursive: true });
+  for (let i = 0; i < n; i++) fs.writeFileSync(path.join(dir, `${PREFIX}${String(i).padStart(3, '0')}.yaml`), manifest(i, opts));
+}
+/** Move staged manifests into the watched dir, one rename each (a watcher never sees half a file). */
+function dropManifests() {
+  for (const f of fs.readdirSync(STAGING)) fs.renameSync(path.join(STAGING, f), path.join(MANIFESTS, f));
+}
+function clearManifests() {
+  for (const f of fs.readdirSync(MANIFESTS)) fs.rmSync(path.join(MANIFESTS, f));
+}
+
+function start(cmd, args, { log, env } = {}) {
+  const out = log ? fs.openSync(log, 'a') : 'ignore';
+  const child = spawn(cmd, args, { stdio: ['ignore', out, out], env: env ?? process.env });
+  if (typeof out === 'number') fs.closeSync(out);
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const proc = { child, pid: child.pid, exited, log, alive: true };
+  exited.then(() => {
+    proc.alive = false;
+    children.delete(proc);
+  });
+  children.add(proc);
+  return proc;
+}
+async function stopProc(proc, timeoutMs = 20_000) {
+  if (!proc.alive) return proc.exited;
+  proc.child.kill('SIGTERM');
+  const r = await Promise.race([proc.exited, sleep(timeoutMs).then(() => null)]);
+  if (r) return r;
+  proc.child.kill('SIGKILL');
+  return proc.exited;
+}
+async function mustExit0(proc, what, timeoutMs = 600_000) {
+  const r = await Promise.race([proc.exited, sleep(timeoutMs).then(() => null)]);
+  if (!r) {
+    await stopProc(proc, 1000);
+    throw new Error(`${what}: did not exit within ${timeoutMs / 1000} s${logTail(proc)}`);
+  }
+  if (r.code !== 0) throw new Error(`${what}: exited ${r.code ?? r.signal}${logTail(proc)}`);
+}
+function logTail(proc) {
+  try {
+    return proc.log ? `; last log lines:\n${fs.readFileSync(proc.log, 'utf8').trimEnd().split('\n').slice(-8).join('\n')}` : '';
+  } catch {
+    return '';
+  }
+}
+function kletEnv() {
+  if (!opts.cpuProf) return process.env;
+  fs.mkdirSync(opts.cpuProf, { recursive: true });
+  return { ...process.env, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --cpu-prof --cpu-prof-dir=${opts.cpuProf}`.trim() };
+}
+const kletGlobal = () => ['--root-dir', KROOT, '--container-runtime-endpoint', target.endpoint, '--node-name', NODE_NAME];
+
+// -------------------------------------------------------------- the runtime
+let cri;
+let imageId;
+async function appContainers(state) {
+  const { containers } = await cri.listContainers(state === undefined ? {} : { filter: { state: { state } } });
+  return containers.filter((c) => c.labels['io.kubernetes.container.name'] === 'app');
+}
+/** Poll until pred() holds; returns the time (now()) it was first seen. */
+async function waitFor(what, pred, { timeoutMs = 600_000, everyMs = 50, proc } = {}) {
+  const deadline = now() + timeoutMs;
+  for (;;) {
+    if (await pred()) return now();
+    if (proc && !proc.alive) {
+      const r = await proc.exited;
+      if (r.code !== 0) throw new Error(`${what}: the process exited ${r.code ?? r.signal} first${logTail(proc)}`);
+    }
+    if (now() > deadline) throw new Error(`${what}: not reached within ${timeoutMs / 1000} s${proc ? logTail(proc) : ''}`);
+    await sleep(everyMs);
+  }
+}
+const nRunning = (n) => async () => (await appContainers(RUNNING)).length >= n;
+const noSandboxes = async () => (await cri.listPodSandbox({})).items.length === 0;
+const noReadySandboxes = async () => (await cri.listPodSandbox({})).items.every((s) => s.state !== SANDBOX_READY);
+
+async function removeAllPods() {
+  const { items } = await cri.listPodSandbox({});
+  await Promise.all(
+    items.map(async (sb) => {
+      await cri.stopPodSandbox({ podSandboxId: sb.id });
+      await cri.removePodSandbox({ podSandboxId: sb.id });
+    }),
+  );
+  const { containers } = await cri.listContainers({});
+  await Promise.all(containers.map((c) => cri.removeContainer({ containerId: c.id })));
+}
+function ourLogDirs() {
+  return fs.existsSync('/var/log/pods') ? fs.readdirSync('/var/log/pods').filter((d) => d.startsWith(`default_${PREFIX}`) || d.startsWith(`default_floor-${tag}-`)) : [];
+}
+/**
+ * Back to an empty runtime between runs (untimed): no process of ours alive,
+ * no sandbox, no container, no klet pod dir, no log dir of our pods.
+ */
+async function reset() {
+  for (const p of [...children]) await stopProc(p);
+  await removeAllPods();
+  for (const d of ourLogDirs()) fs.rmSync(path.join('/var/log/pods', d), { recursive: true, force: true });
+  await unmountAll(KROOT);
+  fs.rmSync(KROOT, { recursive: true, force: true });
+  fs.mkdirSync(MANIFESTS, { recursive: true });
+  clearManifests();
+  await assertEmpty();
+}
+async function assertEmpty() {
+  const sb = (await cri.listPodSandbox({})).items.length;
+  const ct = (await cri.listContainers({})).containers.length;
+  if (sb || ct) throw new Error(`the runtime is not empty before a run: ${sb} sandboxes, ${ct} containers`);
+  if (children.size) throw new Error(`a process of an earlier run is still alive: pid ${[...children].map((p) => p.pid).join(', ')}`);
+}
+
+// ------------------------------------------------------------- the kubelet
+let kubeletBin = null;
+let kubeletVersion = null;
+let kubeletRuns = 0;
+function findKubelet() {
+  const script = path.join(repo, 'scripts/build-k8s.sh');
+  if (fs.existsSync(script)) {
+    const r = spawnSync('bash', [script], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+    if (r.status !== 0) throw new Error(`scripts/build-k8s.sh exited ${r.status}: the kubelet peer cannot be built (or run with --no-kubelet)`);
+    return path.join(r.stdout.trim().split('\n').at(-1), 'kubelet');
+  }
+  // Until scripts/build-k8s.sh is on this branch: its cache, or KLET_KUBELET.
+  const p = process.env.KLET_KUBELET ?? '/var/cache/klet-k8s/v1.34.4/kubelet';
+  if (!fs.existsSync(p)) throw new Error(`no kubelet at ${p}: build it (scripts/build-k8s.sh on the cluster branch), set KLET_KUBELET, or run with --no-kubelet`);
+  return p;
+}
+/** Start the real kubelet standalone: static pod path, no kubeconfig, our containerd, its own root dir and ports. */
+async function startKubelet() {
+  const dir = path.join(tmp, `kubelet-${++kubeletRuns}`);
+  fs.mkdirSync(dir, { recursive: true });
+  const healthz = await freePort();
+  const port = await freePort();
+  const config = path.join(dir, 'config.yaml');
+  fs.writeFileSync(
+    config,
+    `apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+staticPodPath: ${MANIFESTS}
+cgroupDriver: cgroupfs
+cgroupsPerQOS: false
+enforceNodeAllocatable: []
+failSwapOn: false
+failCgroupV1: false
+authentication: {anonymous: {enabled: true}, webhook: {enabled: false}}
+authorization: {mode: AlwaysAllow}
+readOnlyPort: 0
+address: 127.0.0.1
+port: ${port}
+healthzPort: ${healthz}
+healthzBindAddress: 127.0.0.1
+containerRuntimeEndpoint: ${target.endpoint}
+`,
+  );
+  const proc = start(kubeletBin, ['--config', config, '--root-dir', path.join(dir, 'root'), '--hostname-override', NODE_NAME], { log: path.join(dir, 'kubelet.log') });
+  proc.healthz = `http://127.0.0.1:${healthz}/healthz`;
+  proc.dir = dir;
+  return proc;
+}
+async function cleanKubelet(proc) {
+  await stopProc(proc);
+  await unmountAll(proc.dir);
+  if ((await mountsUnder(proc.dir)).length) throw new Error(`mounts left under the kubelet's dir ${proc.dir}`);
+  fs.rmSync(proc.dir, { recursive: true, force: true });
+}
+async function kubeletReady(proc) {
+  await waitFor('kubelet /healthz', () => httpOk(proc.healthz), { timeoutMs: 120_000, everyMs: 100, proc });
+  await sleep(3000); // its first housekeeping and PLEG relist are done by then
+}
+/** V8 heap figures from klet sync's own /metrics (prom-client's default metrics), in MB. */
+async function kletHeap() {
+  const text = await new Promise((resolve) => {
+    const req = http.get({ socketPath: path.join(KROOT, 'klet.sock'), path: '/metrics' }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => (body += d));
+      res.on('end', () => resolve(body));
+    });
+    req.on('error', () => resolve(''));
+  });
+  const metric = (name) => {
+    const m = new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text);
+    return m ? round(Number(m[1]) / 2 ** 20) : null;
+  };
+  return { heapUsedMB: metric('nodejs_heap_size_used_bytes'), heapTotalMB: metric('nodejs_heap_size_total_bytes'), externalMB: metric('nodejs_external_memory_bytes') };
+}
+async function startKletSyncWarm() {
+  const proc = start(NODE, [...opts.kletNodeFlags, KLET, 'sync', '--manifest-dir', MANIFESTS, ...kletGlobal()], { log: path.join(tmp, 'klet-sync.log'), env: kletEnv() });
+  await waitFor('klet sync local API', () => fs.existsSync(path.join(KROOT, 'klet.sock')), { timeoutMs: 60_000, proc });
+  await sleep(2000);
+  return proc;
+}
+
+// ------------------------------------------------------------ the variants
+/** startup-N: each returns { ms } from process start (cold) or manifest drop (warm) to N app containers running, seen through CRI. */
+function startupVariants(n) {
+  const v = {
+    'klet runonce': async () => {
+      writeManifests(MANIFESTS, n);
+      const t0 = now();
+      const p = start(NODE, [...opts.kletNodeFlags, KLET, 'runonce', '--manifest-dir', MANIFESTS, ...kletGlobal(), '-o', 'json'], { log: path.join(tmp, 'klet-runonce.log'), env: kletEnv() });
+      const t1 = await waitFor('klet runonce', nRunning(n), { proc: p });
+      await mustExit0(p, 'klet runonce');
+      return { ms: t1 - t0 };
+    },
+    'klet sync (cold)': async () => {
+      writeManifests(MANIFESTS, n);
+      const t0 = now();
+      const p = start(NODE, [...opts.kletNodeFlags, KLET, 'sync', '--manifest-dir', MANIFESTS, ...kletGlobal()], { log: path.join(tmp, 'klet-sync.log'), env: kletEnv() });
+      const t1 = await waitFor('klet sync', nRunning(n), { proc: p });
+      const rssMB = procStatus(p.pid, 'VmHWM');
+      await stopProc(p);
+      return { ms: t1 - t0, rssMB };
+    },
+    'klet sync (warm)': async () => {
+      writeManifests(STAGING, n);
+      const p = await startKletSyncWarm();
+      const t0 = now();
+      dropManifests();
+      const t1 = await waitFor('klet sync (warm)', nRunning(n), { proc: p });
+      await stopProc(p);
+      return { ms: t1 - t0 };
+    },
+    floor: async () => {
+      const t0 = now();
+      const p = start(NODE, [FLOOR, target.endpoint, String(n), imageId, `floor-${tag}-`], { log: path.join(tmp, 'floor.log') });
+      const t1 = await waitFor('floor', nRunning(n), { proc: p });
+      await mustExit0(p, 'floor');
+      return { ms: t1 - t0 };
+    },
+  };
+  if (opts.kubelet) {
+    v['kubelet (cold)'] = async () => {
+      writeManifests(MANIFESTS, n);
+      const t0 = now();
+      const p = await startKubelet();
+      const t1 = await waitFor('kubelet (cold)', nRunning(n), { proc: p });
+      const rssMB = procStatus(p.pid, 'VmHWM');
+      await cleanKubelet(p);
+      return { ms: t1 - t0, rssMB };
+    };
+    v['kubelet (warm)'] = async () => {
+      writeManifests(STAGING, n);
+      const p = await startKubelet();
+      await kubeletReady(p);
+      const t0 = now();
+      dropManifests();
+      const t1 = await waitFor('kubelet (warm)', nRunning(n), { proc: p });
+      await cleanKubelet(p);
+      return { ms: t1 - t0 };
+    };
+  }
+  if (opts.smoke) for (const k of Object.keys(v)) if (k !== 'klet runonce' && k !== 'floor') delete v[k];
+  return v;
+}
+const startupRatios = [
+  ['klet runonce', 'floor'],
+  ['klet runonce', 'kubelet (cold)'],
+  ['klet sync (cold)', 'kubelet (cold)'],
+  ['klet sync (warm)', 'kubelet (warm)'],
+  ['klet sync (cold)', 'floor'],
+];
+
+/** steady-110: start with 110 manifests, all running, settle 10 s, then CPU over the window and RSS. */
+function steadyVariants(n, { probes = false } = {}) {
+  const measure = async (p, what) => {
+    await waitFor(what, nRunning(n), { proc: p });
+    await sleep(10_000);
+    const c0 = procStat(p.pid).ticks;
+    const w0 = now();
+    await sleep(opts.steadySeconds * 1000);
+    if (!p.alive) throw new Error(`${what}: exited during the steady window${logTail(p)}`);
+    const cpu = ((procStat(p.pid).ticks - c0) / CLK_TCK) * 1000 * 100 / (now() - w0);
+    const r = {
+      ms: cpu,
+      cpuPct: cpu,
+      peakRssMB: procStatus(p.pid, 'VmHWM'),
+      rssMB: procStatus(p.pid, 'VmRSS'),
+      // Where the resident set is: anonymous (heaps, malloc) vs file-backed (the binary's text).
+      rssAnonMB: procStatus(p.pid, 'RssAnon'),
+      rssFileMB: procStatus(p.pid, 'RssFile'),
+    };
+    if (what.startsWith('klet')) Object.assign(r, await kletHeap());
+    const running = await appContainers(RUNNING);
+    if (running.length !== n) throw new Error(`${what}: fewer than ${n} containers running at the end of the window`);
+    r.restarts = running.filter((c) => c.metadata.attempt > 0).length; // a failing liveness probe would restart containers
+    return r;
+  };
+  const v = {
+    'klet sync': async () => {
+      writeManifests(MANIFESTS, n, { probes });
+      const p = start(NODE, [...opts.kletNodeFlags, KLET, 'sync', '--manifest-dir', MANIFESTS, ...kletGlobal()], { log: path.join(tmp, 'klet-sync.log'), env: kletEnv() });
+      const r = await measure(p, 'klet sync');
+      await stopProc(p);
+      return r;
+    },
+  };
+  if (opts.kubelet) {
+    v.kubelet = async () => {
+      writeManifests(MANIFESTS, n, { probes });
+      const p = await startKubelet();
+      const r = await measure(p, 'kubelet');
+      await cleanKubelet(p);
+      return r;
+    };
+  }
+  return v;
+}
+
+/**
+ * exit-to-restart: M pods running; one at a time, the app container's pid 1
+ * exits (it exits 0 on SIGTERM, sent from inside through CRI exec); latency =
+ * the new container's startedAt - the old one's finishedAt (CRI timestamps,
+ * so the harness's polling adds nothing). restartPolicy Always, first restart.
+ */
+function exitVariants(m) {
+  const measure = async (p, what) => {
+    await waitFor(what, nRunning(m), { proc: p });
+    await sleep(3000);
+    const lat = [];
+    for (const c of await appContainers(RUNNING)) {
+      const pod = c.labels['io.kubernetes.pod.name'];
+      await cri.execSync({ containerId: c.id, cmd: ['kill', '-TERM', '1'], timeout: 5n }).catch(() => undefined);
+      let finishedAt = 0n;
+      await waitFor(`${what}: ${pod} exits`, async () => {
+        finishedAt = (await cri.containerStatus({ containerId: c.id })).status?.finishedAt ?? 0n;
+        return finishedAt > 0n;
+      }, { timeoutMs: 10_000, everyMs: 10 });
+      let next;
+      await waitFor(`${what}: ${pod} restarted`, async () => {
+        const { containers } = await cri.listContainers({ filter: { state: { state: RUNNING }, labelSelector: { 'io.kubernetes.pod.name': pod } } });
+        next = containers.find((x) => x.id !== c.id && x.labels['io.kubernetes.container.name'] === 'app');
+        return next !== undefined;
+      }, { timeoutMs: 60_000, everyMs: 20, proc: p });
+      const startedAt = (await cri.containerStatus({ containerId: next.id })).status.startedAt;
+      lat.push(Number(startedAt - finishedAt) / 1e6);
+    }
+    return { ms: median(lat), p50: median(lat), p99: pct(lat, 99), samples: lat };
+  };
+  const v = {
+    'klet sync': async () => {
+      writeManifests(MANIFESTS, m);
+      const p = start(NODE, [...opts.kletNodeFlags, KLET, 'sync', '--manifest-dir', MANIFESTS, ...kletGlobal()], { log: path.join(tmp, 'klet-sync.log'), env: kletEnv() });
+      const r = await measure(p, 'klet sync');
+      await stopProc(p);
+      return r;
+    },
+  };
+  if (opts.kubelet) {
+    v.kubelet = async () => {
+      writeManifests(MANIFESTS, m);
+      const p = await startKubelet();
+      const r = await measure(p, 'kubelet');
+      await cleanKubelet(p);
+      return r;
+    };
+  }
+  return v;
+}
+
+/** teardown-N: N running pods (set up untimed), then delete them all; time until no sandbox is left (and, for the kubelet, until none is ready). */
+function teardownVariants(n) {
+  const v = {
+    'klet delete --all': async () => {
+      writeManifests(MANIFESTS, n);
+      const setup = start(NODE, [...opts.kletNodeFlags, KLET, 'runonce', '--manifest-dir', MANIFESTS, ...kletGlobal(), '-o', 'json'], { log: path.join(tmp, 'klet-runonce.log') });
+      await mustExit0(setup, 'klet runonce (set-up)');
+      const t0 = now();
+      const p = start(NODE, [...opts.kletNodeFlags, KLET, 'delete', '--all', ...kletGlobal(), '-o', 'json'], { log: path.join(tmp, 'klet-delete.log'), env: kletEnv() });
+      const t1 = await waitFor('klet delete --all', noSandboxes, { proc: p });
+      await mustExit0(p, 'klet delete --all');
+      return { ms: t1 - t0 };
+    },
+    'klet sync (manifests removed)': async () => {
+      writeManifests(STAGING, n);
+      const p = await startKletSyncWarm();
+      dropManifests();
+      await waitFor('klet sync (set-up)', nRunning(n), { proc: p });
+      await sleep(2000);
+      const t0 = now();
+      clearManifests();
+      const stopped = await waitFor('klet sync: sandboxes stopped', noReadySandboxes, { proc: p });
+      const t1 = await waitFor('klet sync: sandboxes removed', noSandboxes, { proc: p, timeoutMs: 180_000 });
+      await stopProc(p);
+      return { ms: t1 - t0, stoppedMs: stopped - t0 };
+    },
+    floor: async () => {
+      const setup = start(NODE, [FLOOR, target.endpoint, String(n), imageId, `floor-${tag}-`], { log: path.join(tmp, 'floor.log') });
+      await mustExit0(setup, 'floor (set-up)');
+      const t0 = now();
+      const p = start(NODE, [FLOOR, 'teardown', target.endpoint], { log: path.join(tmp, 'floor.log') });
+      const t1 = await waitFor('floor teardown', noSandboxes, { proc: p });
+      await mustExit0(p, 'floor teardown');
+      return { ms: t1 - t0 };
+    },
+  };
+  if (opts.kubelet) {
+    v['kubelet (manifests removed)'] = async () => {
+      writeManifests(STAGING, n);
+      const p = await startKubelet();
+      await kubeletReady(p);
+      dropManifests();
+      await waitFor('kubelet (set-up)', nRunning(n), { proc: p });
+      await sleep(2000);
+      const t0 = now();
+      clearManifests();
+      const stopped = await waitFor('kubelet: sandboxes stopped', noReadySandboxes, { proc: p });
+      // The kubelet removes dead sandboxes in its container GC (every minute).
+      const t1 = await waitFor('kubelet: sandboxes removed', noSandboxes, { proc: p, timeoutMs: 180_000, everyMs: 200 });
+      await cleanKubelet(p);
+      return { ms: t1 - t0, stoppedMs: stopped - t0 };
+    };
+  }
+  return v;
+}
+
+/** cold-start: process start to exit, one of each per round. */
+function coldStartVariants() {
+  const timed = (args, check) => async () => {
+    const t0 = now();
+    const r = spawnSync(NODE, args, { encoding: 'utf8' });
+    const ms = now() - t0;
+    if (r.status !== 0) throw new Error(`node ${args.join(' ')} exited ${r.status}: ${r.stderr.slice(-300)}`);
+    if (check) check(r.stdout);
+    return { ms };
+  };
+  return {
+    'node -e 0': timed(['-e', '0']),
+    'klet --version': timed([KLET, '--version'], (out) => {
+      if (!/^klet\//.test(out)) throw new Error(`klet --version printed ${JSON.stringify(out.slice(0, 80))}`);
+    }),
+    'klet status --help': timed([KLET, 'status', '--help'], (out) => {
+      if (!out.includes('USAGE')) throw new Error(`klet status --help printed ${JSON.stringify(out.slice(0, 80))}`);
+    }),
+    'klet status (10 pods)': timed([KLET, 'status', ...kletGlobal()], (out) => {
+      const pods = out.split('\n').filter((l) => l.includes(PREFIX)).length;
+      if (pods !== 10) throw new Error(`klet status listed ${pods} of the 10 pods:\n${out}`);
+    }),
+  };
+}
+
+// ------------------------------------------------------------------ rounds
+/**
+ * Run variants alternately: one warm-up round (not counted), then `pairs`
+ * rounds of every variant, the order rotated each round so that background
+ * noise falls on all alike. Every run starts from an empty runtime.
+ */
+async function alternate(name, variants, pairs, { resetEach = true } = {}) {
+  const names = Object.keys(variants);
+  const runs = Object.fromEntries(names.map((k) => [k, []]));
+  for (let r = 0; r <= pairs; r++) {
+    const order = names.map((_, i) => names[(i + r) % names.length]);
+    for (const k of order) {
+      if (resetEach) await reset();
+      const res = await variants[k]();
+      if (r > 0) runs[k].push(res);
+      process.stderr.write(`  ${name} ${r === 0 ? 'warm-up' : `round ${r}/${pairs}`} ${k}: ${res.ms.toFixed(1)}\n`);
+    }
+  }
+  if (resetEach) await reset();
+  return runs;
+}
+function summarize(runs, key = 'ms') {
+  const xs = runs.map((x) => x[key]).filter((x) => Number.isFinite(x));
+  return { median: round(median(xs)), min: round(Math.min(...xs)), max: round(Math.max(...xs)), n: xs.length };
+}
+function ratios(runs, a, b, key = 'ms') {
+  if (!runs[a] || !runs[b]) return null;
+  const rs = runs[a].map((x, i) => x[key] / runs[b][i][key]).filter((x) => Number.isFinite(x));
+  return { klet: a, peer: b, key, median: round(median(rs), 2), min: round(Math.min(...rs), 2), max: round(Math.max(...rs), 2), pairs: rs.map((x) => round(x, 2)) };
+}
+
+// --------------------------------------------------------------- scenarios
+const results = { scenarios: {} };
+async function runScenario(s) {
+  const m = /^startup-(\d+)$/.exec(s);
+  if (m) {
+    const n = Number(m[1]);
+    const runs = await alternate(s, startupVariants(n), opts.pairs);
+    return { unit: 'ms', runs, summary: mapValues(runs, (r) => summarize(r)), ratios: startupRatios.map(([a, b]) => ratios(runs, a, b)).filter(Boolean) };
+  }
+  const steady = /^(steady|probes)-(\d+)$/.exec(s);
+  if (steady) {
+    const runs = await alternate(s, steadyVariants(Number(steady[2]), { probes: steady[1] === 'probes' }), opts.pairs);
+    return {
+      unit: '% of one core / MB',
+      runs,
+      summary: mapValues(runs, (r) => Object.fromEntries(['cpuPct', 'peakRssMB', 'rssMB', 'rssAnonMB', 'rssFileMB', 'heapUsedMB', 'heapTotalMB', 'externalMB', 'restarts'].filter((k) => r[0]?.[k] != null).map((k) => [k, summarize(r, k)]))),
+      ratios: ['cpuPct', 'peakRssMB', 'rssMB'].map((k) => ratios(runs, 'klet sync', 'kubelet', k)).filter(Boolean),
+    };
+  }
+  if (s === 'exit-to-restart') {
+    const runs = await alternate(s, exitVariants(opts.exitPods), opts.pairs);
+    const all = mapValues(runs, (r) => r.flatMap((x) => x.samples));
+    return {
+      unit: 'ms',
+      runs: mapValues(runs, (r) => r.map(({ p50, p99, samples }) => ({ p50: round(p50), p99: round(p99), samples: samples.map((x) => round(x)) }))),
+      summary: mapValues(all, (xs) => ({ p50: round(pct(xs, 50)), p99: round(pct(xs, 99)), min: round(Math.min(...xs)), max: round(Math.max(...xs)), n: xs.length })),
+      ratios: ['p50', 'p99'].map((k) => ratios(runs, 'klet sync', 'kubelet', k)).filter(Boolean),
+    };
+  }
+  const teardown = /^teardown-(\d+)$/.exec(s);
+  if (teardown) {
+    const runs = await alternate(s, teardownVariants(Number(teardown[1])), opts.pairs);
+    return {
+      unit: 'ms',
+      runs,
+      summary: mapValues(runs, (r) => ({ ...summarize(r), ...(r[0]?.stoppedMs !== undefined ? { stopped: summarize(r, 'stoppedMs') } : {}) })),
+      ratios: [ratios(runs, 'klet delete --all', 'floor'), ratios(runs, 'klet sync (manifests removed)', 'floor'), ratios(runs, 'klet sync (manifests removed)', 'kubelet (manifests removed)'), ratios(runs, 'klet sync (manifests removed)', 'kubelet (manifests removed)', 'stoppedMs')].filter(Boolean),
+    };
+  }
+  if (s === 'cold-start') {
+    await reset();
+    writeManifests(MANIFESTS, 10);
+    const setup = start(NODE, [...opts.kletNodeFlags, KLET, 'runonce', '--manifest-dir', MANIFESTS, ...kletGlobal(), '-o', 'json'], { log: path.join(tmp, 'klet-runonce.log') });
+    await mustExit0(setup, 'klet runonce (set-up of 10 pods)');
+    const runs = await alternate(s, coldStartVariants(), opts.pairs * 4, { resetEach: false });
+    await reset();
+    return {
+      unit: 'ms',
+      runs,
+      summary: mapValues(runs, (r) => summarize(r)),
+      ratios: [ratios(runs, 'klet --version', 'node -e 0'), ratios(runs, 'klet status --help', 'node -e 0'), ratios(runs, 'klet status (10 pods)', 'node -e 0')],
+    };
+  }
+  if (s === 'churn') return churn();
+  throw new Error(`no scenario ${s}`);
+}
+const mapValues = (o, f) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, f(v)]));
+
+/**
+ * churn: C create/delete cycles of one pod through `klet sync` (manifest in →
+ * running → manifest out → sandbox gone), and the same cycles through bare CRI
+ * calls (the floor, in this process). Wall time, then leaks: everything a pod
+ * leaves behind must be gone.
+ */
+async function churn() {
+  const cycles = opts.churnCycles;
+  const out = { unit: 'ms', cycles, runs: {}, leaks: {} };
+  await reset();
+  const p = await startKletSyncWarm();
+  const fd0 = fs.readdirSync(`/proc/${p.pid}/fd`).length;
+  const rss0 = procStatus(p.pid, 'VmRSS');
+  const mounts0 = (await mountsUnder(tmp)).length;
+  const per = [];
+  const t0 = now();
+  for (let i = 0; i < cycles; i++) {
+    const c0 = now();
+    fs.writeFileSync(path.join(STAGING, 'churn.yaml'), manifest(900));
+    fs.renameSync(path.join(STAGING, 'churn.yaml'), path.join(MANIFESTS, 'churn.yaml'));
+    await waitFor(`churn cycle ${i}: running`, nRunning(1), { proc: p, timeoutMs: 60_000, everyMs: 20 });
+    fs.rmSync(path.join(MANIFESTS, 'churn.yaml'));
+    await waitFor(`churn cycle ${i}: gone`, noSandboxes, { proc: p, timeoutMs: 60_000, everyMs: 20 });
+    per.push(now() - c0);
+  }
+  const wall = now() - t0;
+  await sleep(2000); // let klet finish what it does after the sandbox is gone (pod dir, log dir)
+  out.leaks['klet sync'] = {
+    sandboxes: (await cri.listPodSandbox({})).items.length,
+    containers: (await cri.listContainers({})).containers.length,
+    podDirs: fs.existsSync(path.join(KROOT, 'pods')) ? fs.readdirSync(path.join(KROOT, 'pods')).length : 0,
+    logDirs: ourLogDirs().length,
+    shims: await shimsAfterSettling(),
+    mounts: (await mountsUnder(tmp)).length - mounts0,
+    fds: fs.readdirSync(`/proc/${p.pid}/fd`).length - fd0,
+  };
+  out.rssGrowthMB = round(procStatus(p.pid, 'VmRSS') - rss0);
+  out.runs['klet sync'] = { wallMs: round(wall), perCycle: { median: round(median(per)), p99: round(pct(per, 99)), max: round(Math.max(...per)) } };
+  await stopProc(p);
+  await reset();
+  // The floor: the same cycles as bare CRI calls.
+  const perF = [];
+  const tf = now();
+  for (let i = 0; i < cycles; i++) {
+    const c0 = now();
+    const name = `floor-${tag}-churn`;
+    const config = { metadata: { name, namespace: 'default', uid: `${name}-${i}`, attempt: 0 }, hostname: name, logDirectory: `/var/log/pods/default_${name}_${i}`, labels: {} };
+    const { podSandboxId } = await cri.runPodSandbox({ config });
+    const { containerId } = await cri.createContainer({
+      podSandboxId,
+      sandboxConfig: config,
+      config: { metadata: { name: 'app', attempt: 0 }, image: { image: imageId }, command: ['sh', '-c', "trap 'exit 0' TERM; sleep 2147483647 & wait"], logPath: 'app/0.log', labels: { 'io.kubernetes.container.name': 'app' } },
+    });
+    await cri.startContainer({ containerId });
+    await cri.stopContainer({ containerId, timeout: 30n });
+    await cri.stopPodSandbox({ podSandboxId });
+    await cri.removePodSandbox({ podSandboxId });
+    perF.push(now() - c0);
+  }
+  out.runs.floor = { wallMs: round(now() - tf), perCycle: { median: round(median(perF)), p99: round(pct(perF, 99)), max: round(Math.max(...perF)) } };
+  await reset();
+  out.summary = mapValues(out.runs, (r) => ({ median: r.wallMs, min: r.wallMs, max: r.wallMs, n: 1 }));
+  out.ratios = [{ klet: 'klet sync', peer: 'floor', key: 'wallMs', median: round(out.runs['klet sync'].wallMs / out.runs.floor.wallMs, 2), pairs: [] }];
+  return out;
+}
+
+/** A shim exits on its own shortly after its sandbox is removed (slowly on a loaded machine): give it 60 s. */
+async function shimsAfterSettling() {
+  const socket = path.join(tmp, 'containerd.sock');
+  const deadline = now() + 60_000;
+  let n = (await shimPids(socket)).length;
+  while (n > 0 && now() < deadline) {
+    await sleep(250);
+    n = (await shimPids(socket)).length;
+  }
+  return n;
+}
+
+/** After everything: nothing of ours may be left in the runtime or on the host. */
+async function finalLeaks() {
+  return {
+    sandboxes: (await cri.listPodSandbox({})).items.length,
+    containers: (await cri.listContainers({})).containers.length,
+    shims: await shimsAfterSettling(),
+    logDirs: ourLogDirs().length,
+    kletMounts: (await mountsUnder(KROOT)).length,
+    processes: children.size,
+  };
+}
+
+// -------------------------------------------------------------------- table
+function printTable(res) {
+  const lines = [];
+  for (const [s, r] of Object.entries(res.scenarios)) {
+    lines.push(`\n${s}${r.unit ? ` (${r.unit})` : ''}`);
+    if (r.skipped || r.error) {
+      lines.push(`  ${r.skipped ? 'skipped' : 'ERROR'}: ${r.skipped ?? r.error}`);
+      continue;
+    }
+    for (const [k, v] of Object.entries(r.summary)) {
+      const fmt = (x) => (x && 'median' in x ? `median ${x.median}  min ${x.min}  max ${x.max}  (n=${x.n})` : x && 'p50' in x ? `p50 ${x.p50}  p99 ${x.p99}  min ${x.min}  max ${x.max}  (n=${x.n})` : '');
+      if ('median' in v || 'p50' in v) lines.push(`  ${k.padEnd(32)} ${fmt(v)}${v.stopped ? `; all stopped: median ${v.stopped.median}` : ''}`);
+      else for (const [kk, vv] of Object.entries(v)) lines.push(`  ${`${k} ${kk}`.padEnd(32)} ${fmt(vv)}`);
+    }
+    for (const q of r.ratios ?? []) {
+      lines.push(`  ratio ${`${q.klet} / ${q.peer}${q.key !== 'ms' ? ` [${q.key}]` : ''}`.padEnd(60)} median ${q.median}×${q.pairs.length ? `  min ${q.min}  max ${q.max}  pairs ${q.pairs.join(' ')}` : ''}`);
+    }
+    if (r.leaks) for (const [k, v] of Object.entries(r.leaks)) lines.push(`  leaks after ${k}: ${JSON.stringify(v)}${r.rssGrowthMB !== undefined ? `; RSS growth ${r.rssGrowthMB} MB` : ''}`);
+  }
+  lines.push(`\nleaks at the end: ${JSON.stringify(res.leaks)}`);
+  console.log(lines.join('\n'));
+}
+
+function machine() {
+  const v = (cmd, args) => (spawnSync(cmd, args, { encoding: 'utf8' }).stdout ?? '').trim().split('\n')[0];
+  return {
+    cpus: os.cpus().length,
+    cpuModel: os.cpus()[0]?.model,
+    memGB: round(os.totalmem() / 2 ** 30),
+    kernel: os.release(),
+    node: process.version,
+    containerd: v('containerd', ['--version']),
+    runc: v('runc', ['--version']),
+    kubelet: kubeletVersion,
+  };
+}
+
+// --------------------------------------------------------------------- main
+let status = 0;
+const started = new Date();
+// Ctrl-C / SIGTERM: stop what this run started and take its runtime down, then exit 1.
+let interrupted = false;
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  process.on(sig, () => {
+    if (interrupted) return;
+    interrupted = true;
+    process.stderr.write(`bench: ${sig}: cleaning up\n`);
+    cleanup().finally(() => process.exit(1));
+  });
+}
+async function cleanup() {
+  for (const p of [...children]) await stopProc(p, 5000).catch(() => undefined);
+  if (cri) {
+    await removeAllPods().catch(() => undefined);
+    cri.close();
+    cri = undefined;
+  }
+  await stopManagedRuntime(target).catch((e) => process.stderr.write(`bench: stopping the runtime: ${e.message}\n`));
+  spawnSync('ip', ['link', 'del', target.network.bridge]);
+  for (const d of ourLogDirs()) fs.rmSync(path.join('/var/log/pods', d), { recursive: true, force: true });
+  if ((await mountsUnder(tmp)).length === 0) fs.rmSync(tmp, { recursive: true, force: true });
+  else process.stderr.write(`bench: mounts left under ${tmp}; not removed\n`);
+}
+results.date = started.toISOString();
+results.options = { ...opts };
+results.loadBefore = os.loadavg().map((x) => round(x, 2));
+try {
+  if (opts.kubelet && opts.scenarios.some((s) => /^(startup|steady|exit|teardown)/.test(s))) {
+    kubeletBin = findKubelet();
+    kubeletVersion = spawnSync(kubeletBin, ['--version'], { encoding: 'utf8' }).stdout.trim();
+  }
+  await startManagedRuntime(target, { timeoutMs: 120_000 });
+  cri = CriClient.connect(target.endpoint, { timeoutMs: 120_000 });
+  imageId = (await cri.imageStatus({ image: { image: BUSYBOX_IMAGE } })).image.id;
+  fs.mkdirSync(MANIFESTS, { recursive: true });
+  fs.mkdirSync(STAGING, { recursive: true });
+  await assertEmpty();
+  for (const s of opts.scenarios) {
+    process.stderr.write(`== ${s}\n`);
+    const loadBefore = os.loadavg().map((x) => round(x, 2));
+    const t0 = now();
+    try {
+      results.scenarios[s] = { ...(await runScenario(s)), loadBefore };
+    } catch (err) {
+      status = 1;
+      results.scenarios[s] = { error: err.message, loadBefore };
+      process.stderr.write(`bench: ${s}: ${err.message}\n`);
+      await reset().catch((e) => process.stderr.write(`bench: reset after the error failed: ${e.message}\n`));
+    }
+    results.scenarios[s].seconds = round((now() - t0) / 1000);
+    results.scenarios[s].loadAfter = os.loadavg().map((x) => round(x, 2));
+  }
+  results.leaks = await finalLeaks();
+  const churnLeaks = Object.values(results.scenarios.churn?.leaks ?? {}).flatMap((l) => Object.values(l));
+  if (Object.values(results.leaks).some((x) => x !== 0) || churnLeaks.some((x) => x !== 0)) {
+    status = Math.max(status, 2);
+    process.stderr.write('bench: LEAKS: something a run created was left behind (see the table)\n');
+  }
+} catch (err) {
+  status = 1;
+  results.error = err.message;
+  process.stderr.write(`bench: ${err.message}\n`);
+} finally {
+  if (!interrupted) await cleanup();
+}
+results.machine = machine();
+results.loadAfter = os.loadavg().map((x) => round(x, 2));
+results.seconds = round((Date.now() - started.getTime()) / 1000);
+results.exitStatus = status;
+printTable(results);
+const file = opts.out ?? path.join(repo, 'bench/results', `${opts.smoke ? 'smoke-' : ''}${started.toISOString().replace(/:/g, '').replace(/\.\d+Z$/, 'Z')}.json`);
+fs.mkdirSync(path.dirname(file), { recursive: true });
+fs.writeFileSync(file, JSON.stringify(results, (_, v) => (typeof v === 'bigint' ? String(v) : v), 2) + '\n');
+console.log(`\nwritten: ${path.relative(process.cwd(), file)}  (load ${results.loadBefore.join(' ')} before, ${results.loadAfter.join(' ')} after; ${results.seconds} s)`);
+process.exit(status);
