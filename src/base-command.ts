@@ -193,6 +193,8 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
       kind = err.code;
       message = this.withFlagName(err);
       suggestions = err.suggestions;
+      // The runtime could not be reached: the flag that points klet elsewhere (the library names no flags).
+      if (err.code === 'CRI_UNAVAILABLE') suggestions = [...suggestions, 'or point klet at a running one with --container-runtime-endpoint'];
     } else if (err.oclif?.exit !== undefined) {
       // Flag and argument parse errors from oclif: usage errors.
       code = 2;

@@ -292,6 +292,8 @@ describe('-o json errors', () => {
     const r = await runKlet(['images', 'ls', '-o', 'json', '--container-runtime-endpoint', missingEndpoint]);
     const json = expectJsonError(r, 1, 'CRI_UNAVAILABLE', [missingEndpoint, 'is containerd running?']);
     expect(json.error.suggestions).toContain('start one with: klet runtime start');
+    // The flag is the command layer's to name (the library's error names no flag).
+    expect(json.error.suggestions).toContain('or point klet at a running one with --container-runtime-endpoint');
   });
 
   it('bad input, with --json', async () => {

@@ -52,6 +52,8 @@ describe('toCriError', () => {
     expect(err).toBeInstanceOf(KletError);
     expect(err.message).toBe(`cannot reach the container runtime at ${endpoint}: no such socket; is containerd running?`);
     expect(err.suggestions).toContain('start one with: klet runtime start');
+    // No flag names in the library: the command layer adds --container-runtime-endpoint.
+    expect(err.suggestions.join(' ')).not.toMatch(/--[a-z]/);
     expect(err.grpcCode).toBe(status.UNAVAILABLE);
     expect(err.method).toBe('Version');
     expect(err.endpoint).toBe(endpoint);

@@ -129,7 +129,6 @@ function unreachableReason(endpoint: string, details: string): string {
 }
 
 const START_HINT = 'start one with: klet runtime start';
-const ENDPOINT_HINT = 'or point klet at a running one with --container-runtime-endpoint';
 
 /**
  * Maps anything a CRI call threw (normally a grpc-js ServiceError) to a
@@ -146,7 +145,7 @@ export function toCriError(err: unknown, context: CriErrorContext): CriError {
     case GrpcStatus.UNAVAILABLE:
       return new CriUnavailableError(
         `cannot reach the container runtime at ${endpoint}: ${unreachableReason(endpoint, details)}`,
-        { ...base, suggestions: [START_HINT, ENDPOINT_HINT] },
+        { ...base, suggestions: [START_HINT] },
       );
     case GrpcStatus.DEADLINE_EXCEEDED: {
       if (context.deadlineAt !== undefined && Date.now() < context.deadlineAt - DEADLINE_SLACK_MS) {

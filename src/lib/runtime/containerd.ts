@@ -195,7 +195,7 @@ async function startLocked(
       if (owner !== null) {
         throw new RuntimeStartError(
           `the klet-managed containerd of root dir ${owner} already serves ${endpoint}; root dir ${path.resolve(target.rootDir)} can use it as it is (each root dir owns only its own pods), or get a private runtime on its own socket, e.g. unix://${path.join(path.resolve(target.rootDir), 'containerd.sock')}`,
-          { suggestions: [`use it as it is, or start a private one: klet runtime start --root-dir ${path.resolve(target.rootDir)} --container-runtime-endpoint unix://${path.join(path.resolve(target.rootDir), 'containerd.sock')}`] },
+          { input: 'containerRuntimeEndpoint' },
         );
       }
       throw new RuntimeStartError(`a container runtime not managed by klet is already serving ${endpoint}`, {

@@ -59,7 +59,8 @@ async function clearStaleSocket(socketPath: string): Promise<void> {
   }
   if (!st.isSocket()) {
     throw new InputError(`local API socket ${socketPath}: the path exists and is not a socket; not replacing it`, {
-      suggestions: ['remove it, or choose another --root-dir'],
+      suggestions: ['remove it, or choose another root dir'],
+      input: 'rootDir',
     });
   }
   if (await socketIsLive(socketPath)) {
@@ -98,7 +99,7 @@ export async function listenUnixSocket(server: Server, socketPath: string): Prom
     throw new InputError(
       `local API socket ${target}: the path is too long for a unix socket (at most ${MAX_SOCKET_PATH_BYTES} bytes, ` +
         `and klet needs ${tmpLength - Buffer.byteLength(dir)} more in that directory while creating it)`,
-      { suggestions: ['use a shorter --root-dir'] },
+      { suggestions: ['use a shorter root dir'], input: 'rootDir' },
     );
   }
   await mkdir(dir, { recursive: true });
