@@ -190,6 +190,19 @@ describe('the screen', () => {
     expect(sparkline([0, 1, 2, 4, 8])).toBe(' ▁▂▄█');
   });
 
+  it('an event message with a newline or escape codes (the output of an exec probe) stays on its one line', () => {
+    const store = new DashboardStore({ now: () => T0 });
+    store.applyNode(node());
+    store.applyMessage(ev({ kind: 'Event', pod: 'ns/x', uid: 'u', type: 'Warning', reason: 'Unhealthy', message: 'Readiness probe failed: not yet\n\u001b[31mred\r\tx' }));
+    const lines = renderScreen(store.flush(), INITIAL_VIEW, { columns: 100, rows: 30 }).map(lineText);
+    const hit = lines.filter((l) => l.includes('Readiness probe failed'));
+    expect(hit).toHaveLength(1);
+    expect(hit[0]).toContain("not yet  [31mred  x");
+    // eslint-disable-next-line no-control-regex
+    for (const l of lines) expect(l).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/);
+    store.close();
+  });
+
   it('never draws more than the terminal holds, at any size, in any view', () => {
     const store = new DashboardStore({ now: () => T0 });
     store.applyNode(node());

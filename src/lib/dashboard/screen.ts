@@ -421,9 +421,19 @@ function merge(line: Line): Line {
   return out;
 }
 
+/**
+ * Control characters from the outside world (a probe's output ending in a
+ * newline, a container's escape sequences) become spaces, one for one, so
+ * every line stays exactly one terminal line of the width it was cut to.
+ */
+function printable(line: Line): Line {
+  // eslint-disable-next-line no-control-regex
+  return line.map((seg) => (/[\u0000-\u001f\u007f-\u009f]/.test(seg.text) ? { ...seg, text: seg.text.replace(/[\u0000-\u001f\u007f-\u009f]/g, ' ') } : seg));
+}
+
 /** The whole screen: at most `size.rows` lines of at most `size.columns` characters. */
 export function renderScreen(snap: DashboardSnapshot, view: ViewState, size: Size): Line[] {
-  return layout(snap, view, size).map(merge);
+  return layout(snap, view, size).map((line) => merge(printable(line)));
 }
 
 function layout(snap: DashboardSnapshot, view: ViewState, size: Size): Line[] {
