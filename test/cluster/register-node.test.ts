@@ -172,7 +172,8 @@ describe('klet register-node against a real kube-apiserver', () => {
       while (seen.length < 5 && Date.now() - started < 75_000) {
         const lease = await cluster.kubectlJson<K8sLease>(['get', 'lease', '-n', 'kube-node-lease', NODE]);
         const t = Date.parse(lease.spec.renewTime);
-        if (Date.parse(lease.spec.renewTime) > started - 1000 && !seen.includes(t)) seen.push(t);
+        // Only this klet's renewals: an earlier test's one-shot registration renewed the Lease moments before.
+        if (t >= started && !seen.includes(t)) seen.push(t);
         await new Promise((r) => setTimeout(r, 500));
       }
       expect(seen.length, out).toBe(5);
