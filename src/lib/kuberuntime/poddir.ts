@@ -15,6 +15,7 @@ import path from 'node:path';
 import { errorMessage } from '../errors.js';
 import type { V1Pod } from '@kubernetes/client-node';
 import { unmountAll } from '../util/mounts.js';
+import { pidAlive } from '../util/process.js';
 
 export function podsDir(rootDir: string): string {
   return path.join(rootDir, 'pods');
@@ -75,15 +76,6 @@ async function writeFileAtomic(file: string, data: string, mode = 0o644): Promis
     throw new Error(`cannot write ${file}: ${errorMessage(err)}`, { cause: err });
   }
   await removeStaleTmp(file);
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /** Remove `<file>.<pid>.<rand>.tmp` siblings whose writer is gone. */

@@ -25,6 +25,7 @@ import {
   managedRuntimeLayout,
 } from './containerd-config.js';
 import { ensureBuiltinImages } from './images.js';
+import { pidAlive } from '../util/process.js';
 
 /** The kubelet's default endpoint; only this one is started on demand. */
 export { DEFAULT_RUNTIME_ENDPOINT } from '../cri/endpoint.js';
@@ -77,15 +78,6 @@ export function parsePodCidr(value: string): string {
 
 export class RuntimeStartError extends KletError {
   override readonly code: string = 'RUNTIME_START_FAILED';
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /** The pid of the managed containerd for this layout, if it is running. */
