@@ -16,6 +16,7 @@ import { createGunzip } from 'node:zlib';
 import tar from 'tar-stream';
 import { InputError, KletError, MissingDependencyError, errorMessage } from '../errors.js';
 import { log } from '../log.js';
+import { pause } from '../util/sleep.js';
 import {
   ANNOTATION_CONTAINERD_NAME,
   ANNOTATION_REF_NAME,
@@ -469,7 +470,19 @@ export async function ensureBuiltinImages(
     const ref = BUILTIN_IMAGE_REFS[kind];
     if (!have.has(ref)) {
       const file = await cachedBuiltinImage(kind, cacheDir);
-      await importImageArchive({ address, file, name: ref, ...opts });
+      // The import is idempotent, and a freshly started containerd 1.6 under
+      // load has now and then answered a first import of a freshly built
+      // archive with "content digest ...: not found" for a blob that is in
+      // it (seen in this project's CI, never twice in a row): try once more.
+      try {
+        await importImageArchive({ address, file, name: ref, ...opts });
+      } catch (err) {
+        if (opts.signal?.aborted || !(err instanceof KletError) || err instanceof MissingDependencyError) throw err;
+        log.debug(`importing the built-in ${kind} image failed (${errorMessage(err)}); trying once more`);
+        await pause(500, opts.signal ?? new AbortController().signal);
+        opts.signal?.throwIfAborted();
+        await importImageArchive({ address, file, name: ref, ...opts });
+      }
       log.debug(`imported the built-in ${kind} image as ${ref}`);
     }
     refs.push(ref);
