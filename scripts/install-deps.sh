@@ -3,7 +3,7 @@
 # the container runtime (containerd with its CRI plugin, runc, the CNI
 # plugins), busybox-static for locally built images, etcd-server (the real etcd
 # of the control-plane example and tests), gcc + libc6-dev (the static pause
-# binary of the sandbox image is compiled from C), kubectl (the cluster tests),
+# binary of the sandbox image is compiled from C),
 # tools the tests and benchmarks use (openssl: self-signed certificates for the
 # HTTPS probe test and the cluster tests; tmux: the dashboard's terminal tests),
 # ca-certificates, and a seed Node.js: the distribution's nodejs + npm when no
@@ -15,7 +15,7 @@
 #           (scripts/fresh-machine-test.sh), Go for `npm run check:cri-proto`
 #           (golang-go, unless a `go` is on PATH or in /usr/local/go).
 set -euo pipefail
-pkgs=(containerd runc containernetworking-plugins busybox-static etcd-server gcc libc6-dev iptables iproute2 util-linux hyperfine protobuf-compiler time kubectl openssl tmux)
+pkgs=(containerd runc containernetworking-plugins busybox-static etcd-server gcc libc6-dev iptables iproute2 util-linux hyperfine protobuf-compiler time openssl tmux)
 pkgs+=(ca-certificates)
 # A machine with a Node.js distribution of its own (nodesource, nvm) keeps it:
 # Debian's npm would conflict with nodesource's nodejs, which bundles npm.

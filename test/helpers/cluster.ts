@@ -48,12 +48,19 @@ function onPath(cmd: string): boolean {
   });
 }
 
+/** kubectl built by scripts/build-k8s.sh (Debian 12 has no kubectl package), else one on PATH. */
+function kubectlBin(): string {
+  const built = path.join(k8sBinDir(), 'kubectl');
+  return fs.existsSync(built) ? built : 'kubectl';
+}
+
 /** What is missing for cluster tests ([] when they can run). */
 export function missingClusterInfra(): string[] {
   const missing: string[] = [];
   const apiserver = path.join(k8sBinDir(), 'kube-apiserver');
   if (!fs.existsSync(apiserver)) missing.push(`${apiserver} (run scripts/build-k8s.sh)`);
-  for (const cmd of ['etcd', 'kubectl', 'openssl']) if (!onPath(cmd)) missing.push(`${cmd} (scripts/install-deps.sh)`);
+  if (!fs.existsSync(path.join(k8sBinDir(), 'kubectl')) && !onPath('kubectl')) missing.push(`${path.join(k8sBinDir(), 'kubectl')} (run scripts/build-k8s.sh)`);
+  for (const cmd of ['etcd', 'openssl']) if (!onPath(cmd)) missing.push(`${cmd} (scripts/install-deps.sh)`);
   return missing;
 }
 
@@ -250,7 +257,7 @@ export async function startTestCluster(opts: { nodes?: string[] } = {}): Promise
 
     const kubectl = async (args: string[], o: { kubeconfig?: string; input?: string } = {}): Promise<string> => {
       return new Promise((resolve, reject) => {
-        const child = spawn('kubectl', [`--kubeconfig=${o.kubeconfig ?? adminKubeconfig}`, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+        const child = spawn(kubectlBin(), [`--kubeconfig=${o.kubeconfig ?? adminKubeconfig}`, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
         let out = '';
         let err = '';
         child.stdout.on('data', (b: Buffer) => (out += b.toString()));
