@@ -110,12 +110,8 @@ export async function cniNetnsNames(): Promise<string[]> {
   }
 }
 
-/**
- * Remove what a failed test left on its private runtime: every container and
- * sandbox, the mounts and pod dirs under `rootDir`, and the pod log dirs of
- * namespace `ns` (only that namespace: other tests' log dirs are not ours).
- */
-export async function wipeNode(cri: CriClient, rootDir: string, ns: string, logRoot = '/var/log/pods'): Promise<void> {
+/** Stop and remove every container and sandbox on a test's private runtime (ignoring errors). */
+export async function removeAllPods(cri: CriClient): Promise<void> {
   for (const c of (await cri.listContainers()).containers) {
     await cri.stopContainer({ containerId: c.id, timeout: 0n }).catch(() => undefined);
     await cri.removeContainer({ containerId: c.id }).catch(() => undefined);
@@ -124,6 +120,15 @@ export async function wipeNode(cri: CriClient, rootDir: string, ns: string, logR
     await cri.stopPodSandbox({ podSandboxId: s.id }).catch(() => undefined);
     await cri.removePodSandbox({ podSandboxId: s.id }).catch(() => undefined);
   }
+}
+
+/**
+ * Remove what a failed test left on its private runtime: every container and
+ * sandbox, the mounts and pod dirs under `rootDir`, and the pod log dirs of
+ * namespace `ns` (only that namespace: other tests' log dirs are not ours).
+ */
+export async function wipeNode(cri: CriClient, rootDir: string, ns: string, logRoot = '/var/log/pods'): Promise<void> {
+  await removeAllPods(cri);
   // Never rm -rf through a live mount (a volume tmpfs, a subPath bind).
   for (const m of await mountsUnder(path.join(rootDir, 'pods'))) await execFileP('umount', ['-l', m]).catch(() => undefined);
   await fs.rm(path.join(rootDir, 'pods'), { recursive: true, force: true });

@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CriClient } from '../../src/lib/cri/index.js';
-import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+import { removeAllPods, startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 import { apiEvents, apiGet, eventually, killAllSyncs, startSync, type SyncProcess } from '../helpers/sync.js';
 
 const NODE = 'metricsnode';
@@ -122,14 +122,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await killAllSyncs();
   if (cri) {
-    for (const c of (await cri.listContainers()).containers) {
-      await cri.stopContainer({ containerId: c.id, timeout: 0n }).catch(() => undefined);
-      await cri.removeContainer({ containerId: c.id }).catch(() => undefined);
-    }
-    for (const s of (await cri.listPodSandbox()).items) {
-      await cri.stopPodSandbox({ podSandboxId: s.id }).catch(() => undefined);
-      await cri.removePodSandbox({ podSandboxId: s.id }).catch(() => undefined);
-    }
+    await removeAllPods(cri);
     cri.close();
   }
   for (const d of fs.existsSync(LOG_ROOT) ? fs.readdirSync(LOG_ROOT) : []) {

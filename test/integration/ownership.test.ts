@@ -20,7 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ContainerState, CriClient, PodSandboxState } from '../../src/lib/cri/index.js';
 import { networkFor, shimPids, stopManagedRuntime } from '../../src/lib/runtime/containerd.js';
 import { explain, runKlet, type CliResult } from '../helpers/cli.js';
-import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+import { removeAllPods, startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 import { killAllSyncs, sleep, startSync } from '../helpers/sync.js';
 
 const NS = 'kown';
@@ -135,14 +135,7 @@ afterAll(async () => {
   if (cri) {
     await klet(A, ['delete', '--all', '--force']).catch(() => undefined);
     await klet(B, ['delete', '--all', '--force']).catch(() => undefined);
-    for (const c of (await cri.listContainers()).containers) {
-      await cri.stopContainer({ containerId: c.id, timeout: 0n }).catch(() => undefined);
-      await cri.removeContainer({ containerId: c.id }).catch(() => undefined);
-    }
-    for (const s of (await cri.listPodSandbox()).items) {
-      await cri.stopPodSandbox({ podSandboxId: s.id }).catch(() => undefined);
-      await cri.removePodSandbox({ podSandboxId: s.id }).catch(() => undefined);
-    }
+    await removeAllPods(cri);
     cri.close();
   }
   fs.rmSync(path.join('/var/log/pods', `${NS}_${kubeletPod.name}_${kubeletPod.uid}`), { recursive: true, force: true });

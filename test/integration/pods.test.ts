@@ -19,7 +19,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CriClient, PodSandboxState } from '../../src/lib/cri/index.js';
 import { KLET_INSTANCE_LABEL, kletInstance } from '../../src/lib/kuberuntime/labels.js';
 import { PROJECT_ROOT, explain, nonEmptyLines, runKlet, type CliResult } from '../helpers/cli.js';
-import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+import { removeAllPods, startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
 const NODE = 'testnode';
 const LOG_ROOT = '/var/log/pods';
@@ -166,14 +166,7 @@ afterEach(async () => {
   if (left > 0) {
     // A failed test: clean up through klet, then through CRI, so the next test starts empty.
     await klet(['delete', '--all', '--force']);
-    for (const c of (await cri.listContainers()).containers) {
-      await cri.stopContainer({ containerId: c.id, timeout: 0n }).catch(() => undefined);
-      await cri.removeContainer({ containerId: c.id }).catch(() => undefined);
-    }
-    for (const s of (await cri.listPodSandbox()).items) {
-      await cri.stopPodSandbox({ podSandboxId: s.id }).catch(() => undefined);
-      await cri.removePodSandbox({ podSandboxId: s.id }).catch(() => undefined);
-    }
+    await removeAllPods(cri);
   }
   await expectNodeEmpty();
 });
