@@ -1,7 +1,6 @@
 import { Args, Flags } from '@oclif/core';
 import { PodCommand, outputFlags } from '../base-command.js';
-import { InputError, isKletError } from '../lib/errors.js';
-import { parseDuration } from '../lib/util/duration.js';
+import { durationFlag } from '../flags.js';
 
 export default class Probe extends PodCommand<typeof Probe> {
   static override summary = "Run a pod's liveness, readiness or startup probes once, now, and show the result.";
@@ -27,85 +26,27 @@ Exit status: 0 when every probe passed (a redirect to another host passes with a
     http: Flags.string({ summary: 'Ad-hoc: GET [SCHEME://]PORT/PATH on the pod IP; 200-399 passes.', exclusive: ['exec', 'tcp', 'grpc'] }),
     tcp: Flags.string({ summary: 'Ad-hoc: open a TCP connection to PORT on the pod IP.', exclusive: ['exec', 'http', 'grpc'] }),
     grpc: Flags.string({ summary: 'Ad-hoc: grpc.health.v1 Check on PORT[/SERVICE] of the pod IP; SERVING passes.', exclusive: ['exec', 'http', 'tcp'] }),
-    timeout: Flags.string({ summary: "An ad-hoc probe's timeout, as a duration (the kubelet's default 1s).", default: '1s' }),
+    timeout: durationFlag({ summary: "An ad-hoc probe's timeout, whole seconds (the kubelet's default 1s).", default: '1s' }),
     watch: Flags.boolean({ char: 'w', summary: 'Repeat at each probe period until Ctrl-C.', default: false }),
   };
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(Probe);
     const svc = await import('../lib/services/probe.js');
-    const timeoutMs = parseDuration(flags.timeout);
-    if (timeoutMs === null || timeoutMs < 1000 || timeoutMs % 1000 !== 0) throw new InputError(`--timeout "${flags.timeout}": not a whole number of seconds, at least 1s`);
-    const withFlag = <T>(flag: string, fn: () => T): T => {
-      try {
-        return fn();
-      } catch (err) {
-        if (isKletError(err) && err instanceof InputError) throw new InputError(`--${flag} ${err.message}`);
-        throw err;
-      }
-    };
-    const adHoc =
-      flags.exec !== undefined
-        ? ({ handler: 'exec', command: flags.exec } as const)
-        : flags.http !== undefined
-          ? withFlag('http', () => svc.parseHttpSpec(flags.http ?? ''))
-          : flags.tcp !== undefined
-            ? withFlag('tcp', () => svc.parseTcpSpec(flags.tcp ?? ''))
-            : flags.grpc !== undefined
-              ? withFlag('grpc', () => svc.parseGrpcSpec(flags.grpc ?? ''))
-              : undefined;
-
-    const deps = await this.deps();
     const { formatTable } = await import('../lib/util/table.js');
-    const row = (r: import('../lib/services/probe.js').ProbeRunReport) => [
-      r.container,
-      r.probe,
-      r.handler,
-      r.result,
-      `${r.durationMs.toFixed(0)}ms`,
-      describeDetail(r),
-    ];
-    const header = ['CONTAINER', 'PROBE', 'HANDLER', 'RESULT', 'TIME', 'DETAIL'];
     let printedHeader = false;
+    // --watch streams: one JSON object per line, or one table row per run under one header.
+    const onResult = (r: import('../lib/services/probe.js').ProbeRunReport) => {
+      if (this.output === 'json') return void process.stdout.write(JSON.stringify(r) + '\n');
+      const lines = formatTable(svc.PROBE_REPORT_HEADERS, [svc.probeReportRow(r)]).split('\n');
+      process.stdout.write((printedHeader ? lines.slice(1) : lines).join('\n') + '\n');
+      printedHeader = true;
+    };
     const res = await svc.probe(
-      { pod: args.pod, container: flags.container, type: flags.type, adHoc, timeoutSeconds: timeoutMs / 1000, watch: flags.watch },
-      {
-        ...deps,
-        // --watch streams: one JSON object per line, or one table row per run.
-        onResult: flags.watch
-          ? (r) => {
-              if (this.output === 'json') process.stdout.write(JSON.stringify(r) + '\n');
-              else {
-                const lines = formatTable(header, [row(r)]).split('\n');
-                process.stdout.write((printedHeader ? lines.slice(1) : lines).join('\n') + '\n');
-                printedHeader = true;
-              }
-            }
-          : undefined,
-      },
+      { pod: args.pod, container: flags.container, type: flags.type, adHoc: svc.parseAdHoc(flags), timeoutMs: flags.timeout, watch: flags.watch },
+      { ...(await this.deps()), onResult: flags.watch ? onResult : undefined },
     );
-    if (!flags.watch) await this.printObject(res, () => formatTable(header, res.results.map(row)));
+    if (!flags.watch) await this.printObject(res, () => formatTable(svc.PROBE_REPORT_HEADERS, res.results.map(svc.probeReportRow)));
     if (res.exitCode !== 0) this.exit(res.exitCode);
-  }
-}
-
-function describeDetail(r: import('../lib/services/probe.js').ProbeRunReport): string {
-  const d = r.detail;
-  const oneLine = (s: string, n = 80) => {
-    const t = s.replace(/\s+/g, ' ').trim();
-    return t.length > n ? `${t.slice(0, n)}…` : t;
-  };
-  if (d === null) return r.message;
-  switch (d.handler) {
-    case 'exec':
-    return d.exitCode === null ? r.message : `exit ${d.exitCode}${d.output.trim() ? `: ${oneLine(d.output)}` : ''}`;
-    case 'httpGet':
-    return d.statusCode === null
-      ? r.message
-      : `HTTP ${d.statusCode} ${d.url}${d.redirects.length ? ` -> ${d.redirects.join(' -> ')}` : ''}${d.body.trim() ? ` body: ${oneLine(d.body)}` : ''}`;
-    case 'tcpSocket':
-    return d.error ?? `connected to ${d.address}`;
-    case 'grpc':
-    return d.status ?? r.message;
   }
 }

@@ -8,6 +8,7 @@ import type { V1Container, V1Probe } from '@kubernetes/client-node';
 import type { CriClient } from '../cri/client.js';
 import { errorMessage, InputError, KletError, NotFoundError } from '../errors.js';
 import { findPods } from './lookup.js';
+import { formatDuration } from '../util/duration.js';
 import { instanceSelector } from '../kuberuntime/labels.js';
 import { getRuntimePodStatus } from '../kuberuntime/runtime-status.js';
 import { hostIPs } from '../node/addresses.js';
@@ -38,8 +39,8 @@ export interface ProbeOptions {
   type: ProbeSelector;
   /** Instead of the configured probes. */
   adHoc?: AdHocProbe;
-  /** An ad-hoc probe's timeout. Default 1 s (the kubelet's default). */
-  timeoutSeconds?: number;
+  /** An ad-hoc probe's timeout in milliseconds, a whole number of seconds as a probe's timeoutSeconds is. Default 1 s (the kubelet's default). */
+  timeoutMs?: number;
   /** Repeat at each probe's period (an ad-hoc probe's: 1 s) until the signal aborts. */
   watch?: boolean;
 }
@@ -99,6 +100,38 @@ export function parseGrpcSpec(text: string): AdHocProbe {
   return { handler: 'grpc', port, service: m[2] ?? '' };
 }
 
+/** An ad-hoc probe as typed by the user: at most one of these, each in the parse*Spec syntax. */
+export interface AdHocSpec {
+  exec?: string;
+  http?: string;
+  tcp?: string;
+  grpc?: string;
+}
+
+/** The ad-hoc probe of a spec, if one is given; a bad spec is an error naming its input (`http`, `tcp`, `grpc`). */
+export function parseAdHoc(spec: AdHocSpec): AdHocProbe | undefined {
+  const named = (input: keyof AdHocSpec, parse: (text: string) => AdHocProbe, text: string): AdHocProbe => {
+    try {
+      return parse(text);
+    } catch (err) {
+      if (err instanceof InputError) throw new InputError(err.text, { input });
+      throw err;
+    }
+  };
+  if (spec.exec !== undefined) return { handler: 'exec', command: spec.exec };
+  if (spec.http !== undefined) return named('http', parseHttpSpec, spec.http);
+  if (spec.tcp !== undefined) return named('tcp', parseTcpSpec, spec.tcp);
+  if (spec.grpc !== undefined) return named('grpc', parseGrpcSpec, spec.grpc);
+  return undefined;
+}
+
+/** A probe's timeout is whole seconds (timeoutSeconds), at least one. */
+function timeoutSeconds(ms: number | undefined): number {
+  if (ms === undefined) return 1;
+  if (!(ms >= 1000) || ms % 1000 !== 0) throw new InputError(`"${formatDuration(ms)}": a probe timeout is a whole number of seconds, at least 1s`, { input: 'timeout' });
+  return ms / 1000;
+}
+
 function adHocProbe(p: AdHocProbe, timeoutSeconds: number): V1Probe {
   const base = { timeoutSeconds, periodSeconds: 1 };
   switch (p.handler) {
@@ -121,6 +154,7 @@ interface Planned {
 }
 
 export async function probe(opts: ProbeOptions, deps: ProbeDeps): Promise<ProbeServiceResult> {
+  const timeout = timeoutSeconds(opts.timeoutMs);
   const ctx = { cri: deps.cri, rootDir: deps.rootDir, nodeName: deps.nodeName, objects: { configMaps: [], secrets: [] }, signal: deps.signal };
   let found;
   try {
@@ -149,7 +183,7 @@ export async function probe(opts: ProbeOptions, deps: ProbeDeps): Promise<ProbeS
   for (const c of chosen) {
     const wanted: { type: ProbeType | 'AdHoc'; probe: V1Probe }[] =
       opts.adHoc !== undefined
-        ? [{ type: 'AdHoc', probe: adHocProbe(opts.adHoc, opts.timeoutSeconds ?? 1) }]
+        ? [{ type: 'AdHoc', probe: adHocProbe(opts.adHoc, timeout) }]
         : types.flatMap((t) => {
             const p = t === 'Liveness' ? c.livenessProbe : t === 'Readiness' ? c.readinessProbe : c.startupProbe;
             return p ? [{ type: t, probe: p }] : [];
@@ -217,4 +251,33 @@ export async function probe(opts: ProbeOptions, deps: ProbeDeps): Promise<ProbeS
   );
   const final = [...last.values()];
   return { results: final, exitCode: exitOf(final) };
+}
+
+/** The table of probe results: its header and one row per result (`klet probe`, one row at a time with --watch). */
+export const PROBE_REPORT_HEADERS = ['CONTAINER', 'PROBE', 'HANDLER', 'RESULT', 'TIME', 'DETAIL'];
+
+export function probeReportRow(r: ProbeRunReport): string[] {
+  return [r.container, r.probe, r.handler, r.result, `${r.durationMs.toFixed(0)}ms`, describeDetail(r)];
+}
+
+/** The handler's detail on one line: status code and body excerpt, exit code and output, or the connect error. */
+function describeDetail(r: ProbeRunReport): string {
+  const d = r.detail;
+  const oneLine = (s: string, n = 80) => {
+    const t = s.replace(/\s+/g, ' ').trim();
+    return t.length > n ? `${t.slice(0, n)}…` : t;
+  };
+  if (d === null) return r.message;
+  switch (d.handler) {
+    case 'exec':
+      return d.exitCode === null ? r.message : `exit ${d.exitCode}${d.output.trim() ? `: ${oneLine(d.output)}` : ''}`;
+    case 'httpGet':
+      return d.statusCode === null
+        ? r.message
+        : `HTTP ${d.statusCode} ${d.url}${d.redirects.length ? ` -> ${d.redirects.join(' -> ')}` : ''}${d.body.trim() ? ` body: ${oneLine(d.body)}` : ''}`;
+    case 'tcpSocket':
+      return d.error ?? `connected to ${d.address}`;
+    case 'grpc':
+      return d.status ?? r.message;
+  }
 }
