@@ -546,3 +546,32 @@ describe('ManifestError', () => {
     expect(thrown.errors).toBe(errs);
   });
 });
+
+describe('quoted scalars read as slices', () => {
+  // Long double-quoted values without escapes are read through the single-quoted
+  // path (one slice instead of a per-character rope): the values and the error
+  // lines must be exactly what the YAML means, whatever the content.
+  const long = 'v'.repeat(70);
+  it.each([
+    ['plain text', `"${long} and more"`, `${long} and more`],
+    ['an escape', `"${long}\\tend"`, `${long}\tend`],
+    ['a unicode escape', `"${long}\\u00e9"`, `${long}é`],
+    ['a single quote inside', `"${long}'s"`, `${long}'s`],
+    ['trailing blanks', `"${long}   "`, `${long}   `],
+    ['a folded line', `"${long}\n            next"`, `${long} next`],
+    ['a short value', '"a\\"b"', 'a"b'],
+    ['a dollar reference', `"$(HOME)${long}"`, `$(HOME)${long}`],
+  ])('%s', (_what, yamlValue, want) => {
+    const text = ['apiVersion: v1', 'kind: Pod', 'metadata:', '  name: q', 'spec:', '  containers:', '    - name: c', '      image: busybox', '      env:', `        - name: V`, `          value: ${yamlValue}`, ''].join('\n');
+    const parsed = parseManifestText(text, '/m/q.yaml', 'file');
+    expect(parsed.errors).toEqual([]);
+    const pod = parsed.objects[0]?.object as V1Pod;
+    expect(pod.spec?.containers[0]?.env?.[0]?.value).toBe(want);
+  });
+
+  it('keeps error lines after long quoted values', () => {
+    const text = ['apiVersion: v1', 'kind: Pod', 'metadata:', '  name: q', 'spec:', '  containers:', '    - name: c', '      image: busybox', '      env:', `        - name: V`, `          value: "${long}"`, '      bogusField: 1', ''].join('\n');
+    const set = prepareManifests(parseManifestText(text, '/m/q.yaml', 'file'), { nodeName: NODE });
+    expect(set.errors.map((e) => String(e))).toEqual([expect.stringMatching(/q\.yaml:12\b/)]);
+  });
+});
