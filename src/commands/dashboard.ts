@@ -15,7 +15,7 @@ Keys: ↑/↓ select, Enter details, Esc back, l follow the log, Tab next contai
   ];
   static override flags = {
     socket: Flags.string({ summary: 'Local API socket of the klet sync to watch. Default <root-dir>/klet.sock.', exclusive: ['server'] }),
-    server: Flags.string({ summary: "URL of a klet sync's --listen TCP listener (http://127.0.0.1:PORT); needs --token-file." }),
+    server: Flags.string({ summary: "URL of a klet sync's --listen TCP listener (http://127.0.0.1:PORT: plain HTTP, so https:// is refused); needs --token-file." }),
     'token-file': Flags.string({ summary: 'File holding the bearer token of --server.' }),
   };
 
@@ -33,7 +33,11 @@ Keys: ↑/↓ select, Enter details, Esc back, l follow the log, Tab next contai
       } catch {
         throw new InputError(`--server "${flags.server}": not a URL (e.g. http://127.0.0.1:10250)`);
       }
-      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new InputError(`--server "${flags.server}": expected an http:// or https:// URL`);
+      // `klet sync --listen` serves plain HTTP (loopback only, every request
+      // with the bearer token): there is no TLS to talk to, and an https://
+      // URL would only end in an OpenSSL record error.
+      if (url.protocol === 'https:') throw new InputError(`--server "${flags.server}": klet sync --listen serves plain HTTP on loopback; use http://${url.host}`);
+      if (url.protocol !== 'http:') throw new InputError(`--server "${flags.server}": expected an http:// URL (e.g. http://127.0.0.1:10250)`);
       if (flags['token-file'] === undefined) throw new InputError('--server needs --token-file: the TCP listener of klet sync never serves without a token');
       target = { url: url.origin, token: await readAuthTokenFile(flags['token-file']) };
     } else {
@@ -56,13 +60,21 @@ Keys: ↑/↓ select, Enter details, Esc back, l follow the log, Tab next contai
             ? async (args) => {
                 const { runScreen } = await import('../ui/dashboard/screen.js');
                 const { colorWanted } = await import('../lib/dashboard/screen.js');
-                // bench/dashboard.js: KLET_DASHBOARD_FRAME_STATS=FILE gets every frame's render time on exit.
+                // bench/dashboard.js: KLET_DASHBOARD_FRAME_STATS=FILE gets every frame's timing on exit.
                 const statsFile = process.env.KLET_DASHBOARD_FRAME_STATS;
-                const frames: number[] = [];
+                const latency: number[] = [];
+                const inkRender: number[] = [];
+                const cpu: number[] = [];
+                const onFrame = (f: { latencyMs: number; inkRenderMs: number; cpuMs: number }) => {
+                  if (latency.length >= 1_000_000) return;
+                  latency.push(f.latencyMs);
+                  inkRender.push(f.inkRenderMs);
+                  cpu.push(f.cpuMs);
+                };
                 try {
-                  await runScreen(args, { color: colorWanted(), onFrame: statsFile ? (ms) => frames.length < 1_000_000 && frames.push(ms) : undefined });
+                  await runScreen(args, { color: colorWanted(), onFrame: statsFile ? onFrame : undefined });
                 } finally {
-                  if (statsFile) (await import('node:fs')).writeFileSync(statsFile, JSON.stringify({ frames }));
+                  if (statsFile) (await import('node:fs')).writeFileSync(statsFile, JSON.stringify({ latency, inkRender, cpu }));
                 }
               }
             : undefined,

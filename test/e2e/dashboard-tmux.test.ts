@@ -18,6 +18,7 @@
  */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -41,6 +42,10 @@ let rt: TestRuntime;
 let cri: CriClient;
 let manifestDir: string;
 let sync: SyncProcess | undefined;
+/** The sync's --listen TCP listener and the token file it requires. */
+let listenAddr: string;
+let tokenFile: string;
+const TOKEN = 'dashboard-e2e-token-0123456789abcdef';
 
 async function tmux(...args: string[]): Promise<string> {
   const { stdout } = await execFileP('tmux', ['-L', TMUX_SERVER, ...args]);
@@ -89,7 +94,7 @@ function startKletSync(): Promise<SyncProcess> {
     nodeName: NODE,
     manifestDir,
     // A long first back-off, so the countdown is seen going down for a while.
-    args: ['--crash-loop-backoff-initial', '30s'],
+    args: ['--crash-loop-backoff-initial', '30s', '--listen', listenAddr, '--auth-token-file', tokenFile],
   });
 }
 
@@ -101,6 +106,13 @@ beforeAll(async () => {
   rt = await startTestRuntime();
   cri = CriClient.connect(rt.endpoint, { timeoutMs: 30_000 });
   manifestDir = fs.mkdtempSync(path.join(os.tmpdir(), 'klet-dash-m-'));
+  tokenFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'klet-dash-t-')), 'token');
+  fs.writeFileSync(tokenFile, `${TOKEN}\n`, { mode: 0o600 });
+  // A free loopback port for the sync's --listen.
+  const probe = net.createServer();
+  await new Promise<void>((r) => probe.listen({ host: '127.0.0.1', port: 0 }, r));
+  listenAddr = `127.0.0.1:${(probe.address() as net.AddressInfo).port}`;
+  await new Promise((r) => probe.close(r));
   fs.writeFileSync(path.join(manifestDir, 'web.json'), manifest('web', "trap 'exit 0' TERM; sleep 1000000 & wait"));
   fs.writeFileSync(path.join(manifestDir, 'crash.json'), manifest('crash', 'echo starting; sleep 1; echo failing >&2; exit 3'));
   fs.writeFileSync(
@@ -141,6 +153,7 @@ afterAll(async () => {
   cri?.close();
   await rt?.stop();
   if (manifestDir) fs.rmSync(manifestDir, { recursive: true, force: true });
+  if (tokenFile) fs.rmSync(path.dirname(tokenFile), { recursive: true, force: true });
 }, 180_000);
 
 describe('klet dashboard in a terminal', () => {
@@ -242,6 +255,31 @@ describe('klet dashboard in a terminal', () => {
     expect(r.stdout).toMatch(/SYNC LOOP/);
     expect(r.stdout).not.toContain('\x1b');
     expect(r.stderr).toBe('');
+  }, 60_000);
+
+  it('--server: the same snapshot over the TCP listener of klet sync --listen (plain HTTP, bearer token); https:// and a wrong token get one line', async () => {
+    const r = await runKlet(['dashboard', '--server', `http://${listenAddr}`, '--token-file', tokenFile]);
+    expect(r.code, explain(r)).toBe(0);
+    expect(r.stdout).toMatch(/node dashnode/);
+    expect(r.stdout).toMatch(/kdash\/web-dashnode +1\/1 +Running/);
+    expect(r.stdout).toMatch(/kdash\/crash-dashnode /);
+    expect(r.stdout).toMatch(/SYNC LOOP/);
+    expect(r.stderr).toBe('');
+
+    // The listener speaks no TLS: https:// is refused before anything is sent.
+    const tls = await runKlet(['dashboard', '--server', `https://${listenAddr}`, '--token-file', tokenFile]);
+    expect(tls.code, explain(tls)).toBe(2);
+    expect(tls.stderr.trim()).toBe(`error: --server "https://${listenAddr}": klet sync --listen serves plain HTTP on loopback; use http://${listenAddr}`);
+
+    // A token the sync does not hold: one line, and never the token itself.
+    const wrong = path.join(path.dirname(tokenFile), 'wrong');
+    fs.writeFileSync(wrong, 'not-the-token-of-this-sync-0123456789\n', { mode: 0o600 });
+    const refused = await runKlet(['dashboard', '--server', `http://${listenAddr}`, '--token-file', wrong]);
+    expect(refused.code, explain(refused)).not.toBe(0);
+    expect(refused.stderr.trim().split('\n')).toHaveLength(1);
+    expect(refused.stderr).toMatch(/bearer token was refused \(HTTP 401\)/);
+    expect(refused.stderr + refused.stdout).not.toContain('not-the-token');
+    expect(refused.stderr + refused.stdout).not.toContain(TOKEN);
   }, 60_000);
 
   it('klet sync --tui: the same screen in the sync itself; q stops the sync and restores the terminal, the pods keep running', async () => {

@@ -1,5 +1,5 @@
 /**
- * The dashboard's pure parts: the store (batching to ≤ 10 frames/s, bounded
+ * The dashboard's pure parts: the store (batching to one snapshot a second, bounded
  * buffers, the crash-loop countdown from BackOff events, seq handling), the
  * key reducer, the screen layout at any size, and the feed (reconnecting
  * after the sync goes away; refusing sockets that are not klet's).
@@ -9,7 +9,7 @@ import net from 'node:net';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { BusMessage, KletEvent } from '../../src/lib/events/types.js';
 import { LocalApiUnavailableError } from '../../src/lib/server/client.js';
 import type { NodeStatus } from '../../src/lib/server/node-status.js';
@@ -73,10 +73,38 @@ describe('DashboardStore', () => {
     }
     await new Promise((r) => setTimeout(r, FRAME_MS * 2));
     expect(published).toBeGreaterThanOrEqual(1);
-    // 600 ms at ≤ 10 frames/s, plus the trailing frame.
+    // 600 ms at one snapshot per FRAME_MS, plus the trailing one.
     expect(published).toBeLessThanOrEqual(Math.ceil(600 / FRAME_MS) + 2);
     expect(store.getSnapshot().loop.total).toBeGreaterThan(published);
     store.close();
+  });
+
+  describe('frame clock', () => {
+    afterEach(() => {
+      vi.useRealTimers();
+    });
+
+    it('a change on a quiet store shows at once; changes within the next second wait for its end, as one snapshot', async () => {
+      vi.useFakeTimers({ now: T0 });
+      const store = new DashboardStore({ now: () => Date.now() });
+      const at: number[] = [];
+      store.subscribe(() => at.push(Date.now() - T0));
+      await vi.advanceTimersByTimeAsync(5000); // quiet
+      at.length = 0;
+      store.applyMessage(ev({ kind: 'PLEG', type: 'ContainerStarted', podUid: 'u', containerId: 'c' }));
+      await vi.advanceTimersByTimeAsync(0);
+      expect(at).toEqual([5000]);
+      // A busy second and a half: a change every 10 ms.
+      for (let i = 0; i < 150; i++) {
+        store.applyMessage(ev({ kind: 'PLEG', type: 'ContainerDied', podUid: 'u', containerId: 'c' }));
+        await vi.advanceTimersByTimeAsync(10);
+      }
+      await vi.advanceTimersByTimeAsync(FRAME_MS);
+      // One snapshot a second: at 6 s (the changes of 5.00–5.99 s) and at 7 s (those of 6.00–6.49 s), none in between.
+      expect(at).toEqual([5000, 5000 + FRAME_MS, 5000 + 2 * FRAME_MS]);
+      expect(store.getSnapshot().events.at(-1)?.text).toMatch(/ContainerDied/);
+      store.close();
+    });
   });
 
   it('keeps bounded event history, ignores replayed seqs, counts dropped events', () => {
