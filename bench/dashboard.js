@@ -125,7 +125,7 @@ const ticker = setInterval(() => {
 const hk = setInterval(() => bus.emit({ kind: 'SyncLoopIteration', trigger: 'housekeeping', durationMs: 1.1, pods: [] }), 2000);
 
 const env = `KLET_DASHBOARD_FRAME_STATS=${statsFile} ${process.env.BENCH_DASHBOARD_ENV ?? ""}`;
-tmux('-f', '/dev/null', 'new-session', '-d', '-s', 'b', '-x', '120', '-y', '40', `env ${env} TERM=xterm-256color ${process.execPath} ${path.join(root, 'bin/run.js')} dashboard --socket ${socket}`);
+tmux('-f', '/dev/null', 'new-session', '-d', '-s', 'b', '-x', '120', '-y', '40', `env ${env} TERM=xterm-256color ${process.execPath} ${process.env.BENCH_DASHBOARD_NODE_ARGS ?? ''} ${path.join(root, 'bin/run.js')} dashboard --socket ${socket}`);
 const floor = spawn(process.execPath, [path.join(root, 'bench/dashboard-floor.js'), socket], { stdio: 'inherit' });
 
 function dashboardPid() {
