@@ -89,11 +89,24 @@ function moveLeadingGlobalFlags(args) {
 // (its heap grows less eagerly and gives pages back: holding 110 pods, the
 // V8 heap's committed size went from 61 MB to 29 MB for 24 MB used, at no
 // measurable CPU cost; npm run bench -- steady-110).
-if (moveLeadingGlobalFlags(argv)[0] === 'sync' && process.env.MALLOC_ARENA_MAX === undefined && typeof process.execve === 'function') {
-  const v8Flags = [
-    ...(process.execArgv.some((a) => a.startsWith('--max-semi-space-size')) ? [] : ['--max-semi-space-size=2']),
-    ...(process.execArgv.includes('--optimize-for-size') ? [] : ['--optimize-for-size']),
-  ];
+//
+// `klet dashboard` on a terminal runs as long, and its RSS must stay flat:
+// the screen's garbage (ink rebuilds every frame) made V8 grow the young
+// generation from 1 MB to 2x32 MB and shrink it back when things calmed
+// down, most of the dashboard's RSS saw-tooth (130 -> 250 MB in 3 minutes).
+// Semi-spaces fixed at 8 MB: RSS 130-160 MB with no trend, CPU unchanged
+// (3.2 % of a core either way; bench/dashboard.js, see bench/README.md).
+// --optimize-for-size flattened it further but cost 70 % more CPU.
+const command = moveLeadingGlobalFlags(argv)[0];
+const longRunning = command === 'sync' || (command === 'dashboard' && process.stdout.isTTY === true);
+if (longRunning && process.env.MALLOC_ARENA_MAX === undefined && typeof process.execve === 'function') {
+  const semiSpace = process.execArgv.some((a) => a.startsWith('--max-semi-space-size') || a.startsWith('--min-semi-space-size'));
+  const v8Flags =
+    command === 'sync'
+      ? [...(semiSpace ? [] : ['--max-semi-space-size=2']), ...(process.execArgv.includes('--optimize-for-size') ? [] : ['--optimize-for-size'])]
+      : semiSpace
+        ? []
+        : ['--min-semi-space-size=8', '--max-semi-space-size=8'];
   process.execve(process.execPath, [process.execPath, ...v8Flags, ...process.execArgv, ...process.argv.slice(1)], {
     ...process.env,
     MALLOC_ARENA_MAX: '2',

@@ -71,6 +71,14 @@ async function screenMatching(re: RegExp, timeoutMs = 20_000): Promise<string> {
   }
 }
 
+/** The command line of what runs in the pane's shell (the dashboard). */
+async function paneCommandLine(): Promise<string> {
+  const shell = (await tmux('display-message', '-p', '-t', SESSION, '#{pane_pid}')).trim();
+  const { stdout } = await execFileP('pgrep', ['-P', shell]);
+  const pid = stdout.trim().split('\n')[0] ?? '';
+  return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
+}
+
 async function keys(...k: string[]): Promise<void> {
   await tmux('send-keys', '-t', SESSION, ...k);
 }
@@ -165,6 +173,8 @@ describe('klet dashboard in a terminal', () => {
     expect(first).toMatch(/node dashnode/);
     expect(first).toMatch(/kdash\/web-dashnode .*Running/);
     expect(first).toMatch(/SYNC LOOP/);
+    // On a terminal it re-executed itself in place with fixed 8 MB semi-spaces (its RSS stays flat; bench/dashboard.js).
+    expect(await paneCommandLine()).toMatch(/ --min-semi-space-size=8 --max-semi-space-size=8 .*bin\/run\.js dashboard --root-dir /);
     // The pod whose readiness probe fails runs but is not ready.
     await screenMatching(/kdash\/unready-dashnode +0\/1 +Running/);
     expect(first).toMatch(/EVENTS/);
