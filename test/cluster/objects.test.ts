@@ -10,7 +10,7 @@ import https from 'node:https';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { runKlet, runKletJson } from '../helpers/cli.js';
-import { startTestCluster, type TestCluster } from '../helpers/cluster.js';
+import { ensureNamespace, startTestCluster, type TestCluster } from '../helpers/cluster.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 import { killAllSyncs, startSync, type SyncProcess } from '../helpers/sync.js';
 import { localApiEvents, localApiSocketPath } from '../../src/lib/server/client.js';
@@ -26,11 +26,8 @@ let emptyDir: string;
 beforeAll(async () => {
   [rt, cluster] = await Promise.all([startTestRuntime(), startTestCluster({ nodes: [NODE] })]);
   emptyDir = fs.mkdtempSync(path.join(cluster.dir, 'empty-'));
-  const apply = (o: unknown) => cluster.kubectl(['apply', '-f', '-'], { input: JSON.stringify(o) });
-  await apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
-  // No controller-manager runs here: the test does the service account controller's and the root CA publisher's jobs.
-  await apply({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default', namespace: NS } });
-  await apply({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'kube-root-ca.crt', namespace: NS }, data: { 'ca.crt': fs.readFileSync(cluster.caFile, 'utf8') } });
+  // No controller-manager runs here: the default ServiceAccount and kube-root-ca.crt come from the test.
+  await ensureNamespace(cluster, NS);
 }, 240_000);
 afterEach(async () => {
   await killAllSyncs();
