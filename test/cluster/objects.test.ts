@@ -171,6 +171,20 @@ describe('klet sync --kubeconfig: ConfigMaps, Secrets and tokens from the API se
     await poll('the updated ConfigMap in the volume', 30_000, async () => (fs.readFileSync(greeting, 'utf8') === 'updated' ? true : undefined), sync);
     expect((await podJson('reader')).status.containerStatuses?.[0]).toMatchObject({ ready: true });
 
+    // klet mount-volumes on the API pod reads the same objects through the API server (the node's kubeconfig).
+    const mv = ['mount-volumes', `${NS}/reader`, '--root-dir', rt.rootDir, '--node-name', NODE];
+    const { result: mvResult, json: mounted } = await runKletJson<{ exitCode: number; volumes: Array<{ name: string; state: string; message?: string }> }>([...mv, '-o', 'json', '--kubeconfig', cluster.nodes[NODE]!.kubeconfig]);
+    expect(mvResult.code, mvResult.stderr).toBe(0);
+    expect(mounted.volumes.map((v) => [v.name, v.state])).toEqual([
+      ['config', 'Ready'],
+      ['creds', 'Mounted'],
+      [access!.name, 'Mounted'],
+    ]);
+    expect(fs.readFileSync(greeting, 'utf8')).toBe('updated');
+    const without = await runKlet(mv);
+    expect(without.code).toBe(2);
+    expect(without.stderr.trim()).toBe(`error: ${NS}/reader: pod ${NS}/reader came from the API server: its ConfigMaps, Secrets and tokens need the API server's kubeconfig (--kubeconfig)`);
+
     // Secrets never reach what klet wrote: its log, its root dir (less the volumes that hold them
     // and containerd's own state), the pod's status on the server, `klet status -o json`.
     const { result: { stdout: statusJson } } = await runKletJson(['status', `${NS}/reader`, '--root-dir', rt.rootDir, '--container-runtime-endpoint', rt.endpoint, '--node-name', NODE, '-o', 'json']);
