@@ -61,6 +61,15 @@ const apply = (o: unknown) => cluster.kubectl(['apply', '-f', '-'], { input: JSO
 const podJson = (name: string) => cluster.kubectlJson<ApiPod>(['get', 'pod', '-n', NS, name]);
 const kletLogs = async (pod: string) => (await runKlet(['logs', `${NS}/${pod}`, '--root-dir', rt.rootDir, '--container-runtime-endpoint', rt.endpoint, '--node-name', NODE])).stdout;
 
+/** Watches of one ConfigMap by name open on the API server now (its apiserver_longrunning_requests gauge; the API server watches a few itself). */
+async function configMapWatches(): Promise<number> {
+  const metrics = await cluster.kubectl(['get', '--raw', '/metrics']);
+  return metrics
+    .split('\n')
+    .filter((l) => l.startsWith('apiserver_longrunning_requests{') && l.includes('resource="configmaps"') && l.includes('scope="resource"') && l.includes('verb="WATCH"'))
+    .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+}
+
 /** Every file under dir (not following symlinks), except the subtrees `skip` says to leave out. */
 function filesUnder(dir: string, skip: (p: string) => boolean): string[] {
   const out: string[] = [];
@@ -211,6 +220,12 @@ describe('klet sync --kubeconfig: ConfigMaps, Secrets and tokens from the API se
   }, 300_000);
 
   it('a pod referencing a missing ConfigMap waits with FailedMount `configmap "late" not found` and starts once it exists; optional: true needs none', async () => {
+    // The API server's own watches, before klet's (the largest of a few samples: one may be reconnecting).
+    let baseline = 0;
+    for (let i = 0; i < 4; i++) {
+      baseline = Math.max(baseline, await configMapWatches());
+      await new Promise((r) => setTimeout(r, 250));
+    }
     const sync = await startSync({ rootDir: rt.rootDir, endpoint: rt.endpoint, manifestDir: emptyDir, nodeName: NODE, args: ['--kubeconfig', cluster.nodes[NODE]!.kubeconfig] });
     const pod = (name: string, volumes: unknown[]) => ({
       apiVersion: 'v1',
@@ -246,8 +261,13 @@ describe('klet sync --kubeconfig: ConfigMaps, Secrets and tokens from the API se
     await apply({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'late', namespace: NS }, data: { k: 'v' } });
     await poll('waiter Running', 60_000, async () => ((await podJson('waiter')).status.phase === 'Running' ? true : undefined), sync);
     expect(Date.now() - t0, sync.tail()).toBeLessThan(30_000);
+    // One watch per referenced ConfigMap (late, never-there, and kube-root-ca.crt shared by both pods), as the API server counts them.
+    // (Each watch is renewed every 25 s: poll past a reconnect.)
+    await poll('three ConfigMap watches', 30_000, async () => ((await configMapWatches()) === baseline + 3 ? true : undefined), sync);
     await cluster.kubectl(['delete', 'pod', '-n', NS, 'waiter', 'relaxed', '--wait=false']);
     await poll('pods deleted', 40_000, async () => (/waiter|relaxed/.test(await cluster.kubectl(['get', 'pods', '-n', NS, '-o', 'name'])) ? undefined : true), sync);
+    // The last pod referencing them went: so did the watches.
+    await poll('ConfigMap watches dropped', 30_000, async () => ((await configMapWatches()) === baseline ? true : undefined), sync);
     const exit = await sync.stop();
     expect(exit.code, sync.tail()).toBe(0);
     // Every read klet made was allowed by the Node authorizer.
