@@ -219,7 +219,7 @@ describe('klet sync --kubeconfig: ConfigMaps, Secrets and tokens from the API se
     }
   }, 300_000);
 
-  it('a pod referencing a missing ConfigMap waits with FailedMount `configmap "late" not found` and starts once it exists; optional: true needs none', async () => {
+  it('a pod referencing a missing ConfigMap waits with FailedMount `configmap "late" not found` and starts once it exists; optional: true needs none; a missing env Secret is CreateContainerConfigError until it exists', async () => {
     // The API server's own watches, before klet's (the largest of a few samples: one may be reconnecting).
     let baseline = 0;
     for (let i = 0; i < 4; i++) {
@@ -240,6 +240,9 @@ describe('klet sync --kubeconfig: ConfigMaps, Secrets and tokens from the API se
     });
     await apply(pod('waiter', [{ name: 'v', configMap: { name: 'late' } }]));
     await apply(pod('relaxed', [{ name: 'v', configMap: { name: 'never-there', optional: true } }]));
+    const envPod = pod('env-waiter', []) as { spec: { containers: Array<Record<string, unknown>> } };
+    envPod.spec.containers[0] = { name: 'main', image: 'localhost/klet/busybox:1.36', command: ['sleep', '3600'], env: [{ name: 'TOKEN', valueFrom: { secretKeyRef: { name: 'later', key: 't' } } }] };
+    await apply(envPod);
     await poll('relaxed Running', 90_000, async () => ((await podJson('relaxed')).status.phase === 'Running' ? true : undefined), sync);
     // The kubelet's FailedMount event; the pod stays Pending and klet keeps retrying.
     const failedMount = async () => {
@@ -256,6 +259,14 @@ describe('klet sync --kubeconfig: ConfigMaps, Secrets and tokens from the API se
     await poll('FailedMount retried', 30_000, async () => ((await failedMount()).length > messages.length ? true : undefined), sync);
     expect((await podJson('waiter')).status.phase).toBe('Pending');
 
+    // An env secretKeyRef to a missing Secret: the kubelet's CreateContainerConfigError, on the server too.
+    await poll('env-waiter CreateContainerConfigError', 60_000, async () => {
+      const w = (await podJson('env-waiter')).status.containerStatuses?.[0]?.state.waiting;
+      return w?.reason === 'CreateContainerConfigError' && w.message === 'secret "later" not found' ? true : undefined;
+    }, sync);
+    await apply({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'later', namespace: NS }, stringData: { t: 'x' } });
+    await poll('env-waiter Running once the Secret exists', 60_000, async () => ((await podJson('env-waiter')).status.phase === 'Running' ? true : undefined), sync);
+
     // The ConfigMap appears: its watch (registered for the pod) sees it, and the pod starts.
     const t0 = Date.now();
     await apply({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'late', namespace: NS }, data: { k: 'v' } });
@@ -264,7 +275,7 @@ describe('klet sync --kubeconfig: ConfigMaps, Secrets and tokens from the API se
     // One watch per referenced ConfigMap (late, never-there, and kube-root-ca.crt shared by both pods), as the API server counts them.
     // (Each watch is renewed every 25 s: poll past a reconnect.)
     await poll('three ConfigMap watches', 30_000, async () => ((await configMapWatches()) === baseline + 3 ? true : undefined), sync);
-    await cluster.kubectl(['delete', 'pod', '-n', NS, 'waiter', 'relaxed', '--wait=false']);
+    await cluster.kubectl(['delete', 'pod', '-n', NS, 'waiter', 'relaxed', 'env-waiter', '--wait=false']);
     await poll('pods deleted', 40_000, async () => (/waiter|relaxed/.test(await cluster.kubectl(['get', 'pods', '-n', NS, '-o', 'name'])) ? undefined : true), sync);
     // The last pod referencing them went: so did the watches.
     await poll('ConfigMap watches dropped', 30_000, async () => ((await configMapWatches()) === baseline ? true : undefined), sync);
