@@ -7,12 +7,15 @@ export default class MountVolumes extends BaseCommand<typeof MountVolumes> {
 
 FILE is a Pod manifest (ConfigMaps and Secrets in the same file are used); POD is a pod klet has a record of (ns/name, name or UID prefix), whose ConfigMaps and Secrets come from its manifest file when it is still there. --objects adds a directory or file of ConfigMaps and Secrets.
 
+A pod klet sync runs from the API server (--kubeconfig) reads its ConfigMaps, Secrets and service account tokens from the API server, as klet sync does: pass the same --kubeconfig (the node's credentials).
+
 --dry-run prints what would be created, mounted and written, and checks every reference (hostPath types, ConfigMap and Secret keys) without touching anything. --unmount unmounts and removes the pod's volume dirs (never a hostPath's contents); it refuses while the pod has running containers. Exit status 1 when a volume fails (its row says why).`;
   static override examples = [
     '<%= config.bin %> <%= command.id %> examples/volumes/pod-with-volumes.yaml',
     '<%= config.bin %> <%= command.id %> examples/volumes/pod-with-volumes.yaml --dry-run',
     '<%= config.bin %> <%= command.id %> default/volumes-demo-node1 -o json',
     '<%= config.bin %> <%= command.id %> examples/volumes/pod-with-volumes.yaml --unmount',
+    '<%= config.bin %> <%= command.id %> apps/web --kubeconfig /etc/kubernetes/kubelet.conf',
   ];
   static override args = {
     target: Args.string({ description: 'Pod manifest file, or a pod klet knows (ns/name, name, UID prefix)', required: true }),
@@ -22,11 +25,12 @@ FILE is a Pod manifest (ConfigMaps and Secrets in the same file are used); POD i
     unmount: Flags.boolean({ summary: "Tear the pod's volumes down instead of setting them up.", default: false, exclusive: ['dry-run'] }),
     'dry-run': Flags.boolean({ summary: 'Show what would be done; change nothing.', default: false, exclusive: ['unmount'] }),
     objects: Flags.string({ summary: 'Directory (or file) of ConfigMap and Secret manifests for the pod.' }),
+    kubeconfig: Flags.string({ summary: "For a pod from the API server: read its ConfigMaps, Secrets and tokens there (the node's kubeconfig, as given to klet sync)." }),
   };
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(MountVolumes);
-    const { mountVolumes } = await import('../lib/services/mount-volumes.js');
+    const { mountVolumes, NeedsApiServerError } = await import('../lib/services/mount-volumes.js');
     const mode = flags.unmount ? 'unmount' : flags['dry-run'] ? 'dry-run' : 'mount';
     const result = await mountVolumes(
       { target: args.target, objectsDir: flags.objects, mode },
@@ -34,9 +38,13 @@ FILE is a Pod manifest (ConfigMaps and Secrets in the same file are used); POD i
         rootDir: this.flags['root-dir'],
         nodeName: this.nodeName(),
         signal: this.signal,
+        objectApi: flags.kubeconfig === undefined ? undefined : async () => (await import('../lib/kube/node-api.js')).connectNodeApi(flags.kubeconfig!),
         runningContainers: mode === 'unmount' ? (uid) => this.runningContainers(uid) : undefined,
       },
-    );
+    ).catch((err: unknown) => {
+      if (err instanceof NeedsApiServerError) throw new NeedsApiServerError(`${err.message} (--kubeconfig)`);
+      throw err;
+    });
     const { formatTable, humanBytes } = await import('../lib/util/table.js');
     await this.printObject(result, () => {
       if (result.volumes.length === 0) return `pod ${result.pod}: no volumes`;

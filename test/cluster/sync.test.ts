@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT, explain, nonEmptyLines, runKlet, runKletJson } from '../helpers/cli.js';
-import { freePort, startTestCluster, type TestCluster } from '../helpers/cluster.js';
+import { ensureNamespace as ensureClusterNamespace, freePort, startTestCluster, type TestCluster } from '../helpers/cluster.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 import { killAllSyncs, startSync } from '../helpers/sync.js';
 
@@ -161,11 +161,7 @@ describe('klet sync --kubeconfig: mirror pods for static pods', () => {
 
 describe('klet sync --kubeconfig: pods from the API server', () => {
   const NS = 'apps';
-  const ensureNamespace = async () => {
-    await cluster.kubectl(['apply', '-f', '-'], { input: JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } }) });
-    // The ServiceAccount admission plugin wants the namespace's default service account (the controller-manager would make it).
-    await cluster.kubectl(['apply', '-f', '-'], { input: JSON.stringify({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default', namespace: NS } }) });
-  };
+  const ensureNamespace = () => ensureClusterNamespace(cluster, NS);
   const podYaml = (name: string, grace = 5) =>
     JSON.stringify({
       apiVersion: 'v1',
@@ -173,8 +169,6 @@ describe('klet sync --kubeconfig: pods from the API server', () => {
       metadata: { name, namespace: NS, labels: { app: name } },
       spec: {
         nodeName: NODE,
-        // No controller-manager here: no token controller for the projected service account volume.
-        automountServiceAccountToken: false,
         terminationGracePeriodSeconds: grace,
         containers: [{ name: 'main', image: 'localhost/klet/busybox:1.36', command: ['sh', '-c', "trap 'exit 0' TERM; sleep 3600 & wait"] }],
       },
@@ -276,6 +270,7 @@ describe('klet sync --kubeconfig: pods from the API server', () => {
   }, 300_000);
 
   it('admission: a pod that does not fit is Failed with OutOfcpu, one whose nodeSelector does not match with NodeAffinity; neither runs', async () => {
+    await ensureNamespace();
     const dir = fs.mkdtempSync(path.join(cluster.dir, 'empty-'));
     const sync = await startSync({ rootDir: rt.rootDir, endpoint: rt.endpoint, manifestDir: dir, nodeName: NODE, args: ['--kubeconfig', cluster.nodes[NODE]!.kubeconfig] });
     const big = JSON.parse(podYaml('too-big')) as { spec: { containers: Array<Record<string, unknown>>; nodeSelector?: Record<string, string> } };

@@ -308,3 +308,16 @@ export async function startTestCluster(opts: { nodes?: string[] } = {}): Promise
     throw err;
   }
 }
+
+/**
+ * A namespace as kube-controller-manager would leave it (none runs in the
+ * tests): with its `default` ServiceAccount (the ServiceAccount admission
+ * plugin refuses pods without it) and the `kube-root-ca.crt` ConfigMap the
+ * root CA publisher writes (the kube-api-access-* volume reads its ca.crt).
+ */
+export async function ensureNamespace(cluster: TestCluster, ns: string): Promise<void> {
+  const apply = (o: unknown) => cluster.kubectl(['apply', '-f', '-'], { input: JSON.stringify(o) });
+  await apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+  await apply({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default', namespace: ns } });
+  await apply({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'kube-root-ca.crt', namespace: ns }, data: { 'ca.crt': fs.readFileSync(cluster.caFile, 'utf8') } });
+}

@@ -326,3 +326,35 @@ describe('keepLastGood and mergeUnits', () => {
     ]);
   });
 });
+
+describe('PodConfig: static pods in cluster mode', () => {
+  const withConfigMap = podYaml('cm') + '  volumes:\n  - name: v\n    configMap:\n      name: settings\n';
+  const withServiceAccount = podYaml('sa') + '  serviceAccountName: builder\n';
+
+  it('refuses a static pod that references API objects with the kubelet\'s message, and runs the others', () => {
+    const config = new PodConfig({ rejectStaticApiReferences: true });
+    const file = config.register('file');
+    const plain = load(podYaml('plain'), '/m/plain.yaml')[0]!;
+    file.snapshot(snap([plain, load(withConfigMap, '/m/cm.yaml')[0]!, load(withServiceAccount, '/m/sa.yaml')[0]!]));
+    expect(summary(drain(config))).toEqual([`ADD file plain-node1@${uid(plain).slice(0, 8)}`]);
+    expect(config.errors().get('file')?.map(String)).toEqual([
+      '/m/cm.yaml:1: static pods may not reference configmaps',
+      '/m/sa.yaml:1: static pods may not reference serviceaccounts',
+    ]);
+  });
+
+  it('lets the API source\'s pods reference anything, and static pods too in standalone mode', () => {
+    const cluster = new PodConfig({ rejectStaticApiReferences: true });
+    const api = cluster.register('api');
+    const apiPod = load(withConfigMap, 'https://apiserver/api/v1/namespaces/default/pods/cm')[0]!;
+    api.snapshot(snap([apiPod]));
+    expect(summary(drain(cluster))).toEqual([`ADD api cm-node1@${uid(apiPod).slice(0, 8)}`]);
+    expect(cluster.errors().get('api')).toEqual([]);
+
+    const standalone = new PodConfig();
+    const file = standalone.register('file');
+    const staticPod = load(withConfigMap, '/m/cm.yaml')[0]!;
+    file.snapshot(snap([staticPod]));
+    expect(summary(drain(standalone))).toEqual([`ADD file cm-node1@${uid(staticPod).slice(0, 8)}`]);
+  });
+});

@@ -31,7 +31,8 @@ import type { LocalObjects } from '../kuberuntime/env.js';
 import { log } from '../log.js';
 import { cloneModel } from '../pod/defaults.js';
 import { type LoadedPod, ManifestError, type ManifestSource } from '../pod/manifest.js';
-import { CONFIG_HASH_ANNOTATION, CONFIG_SEEN_ANNOTATION, CONFIG_SOURCE_ANNOTATION } from '../pod/static-pod.js';
+import { CONFIG_HASH_ANNOTATION, CONFIG_SEEN_ANNOTATION, CONFIG_SOURCE_ANNOTATION, apiObjectReference } from '../pod/static-pod.js';
+import { API_SOURCE } from './api.js';
 import { canonicalJson } from '../util/json.js';
 import { Channel } from '../util/channel.js';
 import { type PodSource, type SourceSink, type SourceSnapshot, objectKey } from './source.js';
@@ -57,6 +58,14 @@ export interface PodConfigOptions {
    * arrive as REMOVE of the old pod and ADD of the new one instead.
    */
   keepIdentity?: (current: V1Pod, next: V1Pod) => boolean;
+  /**
+   * Cluster mode: a static pod (any source but the API server) that
+   * references API objects is not run, and its manifest gets the kubelet's
+   * error "static pods may not reference RESOURCE". In standalone mode klet
+   * lets static pods read ConfigMaps and Secrets from local files (no API
+   * server is involved), where the kubelet rejects them too.
+   */
+  rejectStaticApiReferences?: boolean;
 }
 
 /** The key of seedIdentities(): `source|namespace/name`, the pod's full (node-suffixed) name. */
@@ -142,6 +151,7 @@ export class PodConfig {
   private readonly sources = new Map<string, SourceState>();
   private readonly seeds = new Map<string, string>();
   private readonly keepIdentity: (current: V1Pod, next: V1Pod) => boolean;
+  private readonly rejectStaticApiReferences: boolean;
   /** Error lines already logged, per source, so a problem is logged once, not on every re-read. */
   private readonly logged = new Map<string, Set<string>>();
   private controller: AbortController | undefined;
@@ -150,6 +160,7 @@ export class PodConfig {
 
   constructor(opts: PodConfigOptions = {}) {
     this.keepIdentity = opts.keepIdentity ?? (() => true);
+    this.rejectStaticApiReferences = opts.rejectStaticApiReferences === true;
   }
 
   /** Add a source to run on start(). Names must be unique. */
@@ -315,11 +326,17 @@ export class PodConfig {
     if (state === undefined) return;
     const first = state.desired === undefined;
     state.lastReadAt = Date.now();
-    state.desired = [...snapshot.pods];
+    const refused: ManifestError[] = [];
+    state.desired = snapshot.pods.filter((p) => {
+      if (!this.rejectStaticApiReferences || name === API_SOURCE) return true;
+      const resource = apiObjectReference(p.pod);
+      if (resource !== undefined) refused.push(new ManifestError({ file: p.source.path, line: p.source.line, message: `static pods may not reference ${resource}` }));
+      return resource === undefined;
+    });
     const objectsBefore = canonicalJson(state.objects);
     state.objects = { configMaps: [...snapshot.objects.configMaps], secrets: [...snapshot.objects.secrets] };
     if (canonicalJson(state.objects) !== objectsBefore) for (const l of this.objectListeners) l(name);
-    state.sourceErrors = [...snapshot.errors];
+    state.sourceErrors = [...snapshot.errors, ...refused];
 
     const plan = this.plan();
     if (first) {

@@ -51,7 +51,7 @@ export interface PodSourcesOptions extends PodConfigOptions {
  * a bad URL.
  */
 export function createPodConfig(opts: PodSourcesOptions): PodConfig {
-  const config = new PodConfig({ keepIdentity: opts.keepIdentity });
+  const config = new PodConfig({ keepIdentity: opts.keepIdentity, rejectStaticApiReferences: opts.rejectStaticApiReferences });
   if (opts.manifestDir !== undefined) {
     config.addSource(new FileSource({ name: FILE_SOURCE, path: opts.manifestDir, nodeName: opts.nodeName, fileCheckFrequencyMs: opts.fileCheckFrequencyMs }));
   }

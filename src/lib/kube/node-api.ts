@@ -4,11 +4,12 @@
  * the commands that talk to an API server may pay for it.
  */
 import fs from 'node:fs/promises';
-import type { V1Lease, V1Node, V1NodeStatus, V1Pod } from '@kubernetes/client-node';
+import type { V1ConfigMap, V1Lease, V1Node, V1NodeStatus, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { LineCounter, parseDocument } from 'yaml';
 import { InputError, errorMessage } from '../errors.js';
 import type { NodeApi, PodApi } from '../node/api.js';
 import { NODE_LEASE_NAMESPACE } from '../node/api.js';
+import type { ObjectApi } from '../volume/api-objects.js';
 import { pause } from '../util/sleep.js';
 import { ApiServerError, redact, toApiServerError } from './errors.js';
 
@@ -77,7 +78,7 @@ export async function loadKubeconfig(path: string, k8s: ClientNode): Promise<Loa
 }
 
 /** Connect to the API server a kubeconfig names (no request is made yet). */
-export async function connectNodeApi(kubeconfigPath: string, opts: { requestTimeoutMs?: number } = {}): Promise<NodeApi & PodApi> {
+export async function connectNodeApi(kubeconfigPath: string, opts: { requestTimeoutMs?: number } = {}): Promise<NodeApi & PodApi & ObjectApi> {
   const k8s = await import('@kubernetes/client-node');
   const { kc, server, secrets } = await loadKubeconfig(kubeconfigPath, k8s);
   const core = kc.makeApiClient(k8s.CoreV1Api);
@@ -115,6 +116,84 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
     }
   };
 
+  /**
+   * List, then watch from the list's resourceVersion until the signal aborts
+   * (the reflector): `items` gets the whole set after the list and after
+   * every change; a 410 Gone relists, any failure is reported to `error` and
+   * retried from a fresh list with back-off. Never rejects.
+   */
+  async function listWatch<T extends { metadata?: { uid?: string; resourceVersion?: string } }>(o: {
+    path: string;
+    fieldSelector: string;
+    type: string;
+    what: string;
+    list: (signal: AbortSignal) => Promise<{ items: T[]; metadata?: { resourceVersion?: string } }>;
+    on: { items(items: T[]): void; error(message: string): void };
+    signal: AbortSignal;
+  }): Promise<void> {
+    const { ObjectSerializer } = await import('@kubernetes/client-node/dist/gen/models/ObjectSerializer.js');
+    const { signal, on } = o;
+    const watch = new k8s.Watch(kc);
+    const items = new Map<string, T>();
+    let rv: string | undefined;
+    let backoff = WATCH_RETRY_INITIAL_MS;
+    const emit = () => on.items([...items.values()]);
+    while (!signal.aborted) {
+      try {
+        if (rv === undefined) {
+          const list = await call(`list ${o.what}`, () => o.list(signal));
+          items.clear();
+          for (const p of list.items) items.set(p.metadata?.uid ?? '', p);
+          rv = list.metadata?.resourceVersion;
+          emit();
+        }
+        const gone = await new Promise<boolean>((resolve, reject) => {
+          let expired = false;
+          let ctrl: AbortController | undefined;
+          const onAbort = () => ctrl?.abort();
+          watch
+            .watch(
+              o.path,
+              // The server ends the watch before client-node's 30 s inactivity timeout; then it resumes from rv.
+              { fieldSelector: o.fieldSelector, resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds: WATCH_TIMEOUT_SECONDS },
+              (type: string, obj: unknown) => {
+                const m = obj as { code?: number; metadata?: { resourceVersion?: string; uid?: string } };
+                if (type === 'ERROR') {
+                  if (m.code === 410) expired = true;
+                  else reject(new Error(`watch error: ${JSON.stringify(obj)}`));
+                  return;
+                }
+                if (m.metadata?.resourceVersion) rv = m.metadata.resourceVersion;
+                if (type === 'BOOKMARK') return;
+                const item = ObjectSerializer.deserialize(obj, o.type, '') as T;
+                if (type === 'DELETED') items.delete(item.metadata?.uid ?? '');
+                else items.set(item.metadata?.uid ?? '', item);
+                emit();
+              },
+              (err: unknown) => {
+                signal.removeEventListener('abort', onAbort);
+                if (err && !signal.aborted) reject(err);
+                else resolve(expired);
+              },
+            )
+            .then((c) => {
+              ctrl = c;
+              if (signal.aborted) c.abort();
+              else signal.addEventListener('abort', onAbort, { once: true });
+            }, reject);
+        });
+        if (gone) rv = undefined; // 410 Gone: the resourceVersion is too old; relist
+        backoff = WATCH_RETRY_INITIAL_MS;
+      } catch (err) {
+        if (signal.aborted) break;
+        rv = undefined; // after a failure, start again from a fresh list
+        on.error(toApiServerError(err, `API server ${server}`, `watch ${o.what}`, secrets).message);
+        await pause(backoff, signal);
+        backoff = Math.min(backoff * 2, WATCH_RETRY_MAX_MS);
+      }
+    }
+  }
+
   return {
     server,
     getNode: (name, signal) => orNull(call(`get node ${name}`, () => core.readNode({ name }, options(signal)))),
@@ -143,68 +222,45 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
           core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${nodeName}` }, options(signal)),
         )
       ).items,
-    watchNodePods: async (nodeName, on, signal) => {
-      const { ObjectSerializer } = await import('@kubernetes/client-node/dist/gen/models/ObjectSerializer.js');
-      const watch = new k8s.Watch(kc);
+    watchNodePods: (nodeName, on, signal) => {
       const fieldSelector = `spec.nodeName=${nodeName}`;
-      const pods = new Map<string, V1Pod>();
-      let rv: string | undefined;
-      let backoff = WATCH_RETRY_INITIAL_MS;
-      const emit = () => on.pods([...pods.values()]);
-      while (!signal.aborted) {
-        try {
-          if (rv === undefined) {
-            const list = await call(`list pods on node ${nodeName}`, () => core.listPodForAllNamespaces({ fieldSelector }, options(signal)));
-            pods.clear();
-            for (const p of list.items) pods.set(p.metadata?.uid ?? '', p);
-            rv = list.metadata?.resourceVersion;
-            emit();
-          }
-          const gone = await new Promise<boolean>((resolve, reject) => {
-            let expired = false;
-            let ctrl: AbortController | undefined;
-            const onAbort = () => ctrl?.abort();
-            watch
-              .watch(
-                '/api/v1/pods',
-                // The server ends the watch before client-node's 30 s inactivity timeout; then it resumes from rv.
-                { fieldSelector, resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds: WATCH_TIMEOUT_SECONDS },
-                (type: string, obj: unknown) => {
-                  const o = obj as { code?: number; metadata?: { resourceVersion?: string; uid?: string } };
-                  if (type === 'ERROR') {
-                    if (o.code === 410) expired = true;
-                    else reject(new Error(`watch error: ${JSON.stringify(obj)}`));
-                    return;
-                  }
-                  if (o.metadata?.resourceVersion) rv = o.metadata.resourceVersion;
-                  if (type === 'BOOKMARK') return;
-                  const pod = ObjectSerializer.deserialize(obj, 'V1Pod', '') as V1Pod;
-                  if (type === 'DELETED') pods.delete(pod.metadata?.uid ?? '');
-                  else pods.set(pod.metadata?.uid ?? '', pod);
-                  emit();
-                },
-                (err: unknown) => {
-                  signal.removeEventListener('abort', onAbort);
-                  if (err && !signal.aborted) reject(err);
-                  else resolve(expired);
-                },
-              )
-              .then((c) => {
-                ctrl = c;
-                if (signal.aborted) c.abort();
-                else signal.addEventListener('abort', onAbort, { once: true });
-              }, reject);
-          });
-          if (gone) rv = undefined; // 410 Gone: the resourceVersion is too old; relist
-          backoff = WATCH_RETRY_INITIAL_MS;
-        } catch (err) {
-          if (signal.aborted) break;
-          rv = undefined; // after a failure, start again from a fresh list
-          on.error(toApiServerError(err, `API server ${server}`, `watch pods on node ${nodeName}`, secrets).message);
-          await pause(backoff, signal);
-          backoff = Math.min(backoff * 2, WATCH_RETRY_MAX_MS);
-        }
-      }
+      return listWatch<V1Pod>({
+        path: '/api/v1/pods',
+        fieldSelector,
+        type: 'V1Pod',
+        what: `pods on node ${nodeName}`,
+        list: (s) => core.listPodForAllNamespaces({ fieldSelector }, options(s)),
+        on: { items: on.pods, error: on.error },
+        signal,
+      });
+    },
+    watchObject: (kind, namespace, name, on, signal) => {
+      const fieldSelector = `metadata.name=${name}`;
+      const singular = kind === 'configmaps' ? 'configmap' : 'secret';
+      const list = kind === 'configmaps'
+        ? (s: AbortSignal) => core.listNamespacedConfigMap({ namespace, fieldSelector }, options(s))
+        : (s: AbortSignal) => core.listNamespacedSecret({ namespace, fieldSelector }, options(s));
+      return listWatch<V1ConfigMap | V1Secret>({
+        path: `/api/v1/namespaces/${namespace}/${kind}`,
+        fieldSelector,
+        type: kind === 'configmaps' ? 'V1ConfigMap' : 'V1Secret',
+        what: `${singular} ${namespace}/${name}`,
+        list,
+        on,
+        signal,
+      });
+    },
+    createServiceAccountToken: async (namespace, serviceAccount, spec, signal) => {
+      const tr = await call(`create token for serviceaccount ${namespace}/${serviceAccount}`, () =>
+        core.createNamespacedServiceAccountToken(
+          { name: serviceAccount, namespace, body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec } },
+          options(signal),
+        ),
+      );
+      const token = tr.status?.token ?? '';
+      const exp = tr.status?.expirationTimestamp;
+      if (token === '' || exp === undefined) throw new ApiServerError(`API server ${server}: create token for serviceaccount ${namespace}/${serviceAccount}: the TokenRequest came back without a token`);
+      return { token, expirationTimestamp: new Date(exp) };
     },
     createPod: (pod, signal) =>
       call(`create pod ${pod.metadata?.namespace}/${pod.metadata?.name}`, () =>

@@ -134,6 +134,8 @@ async function activePods(ctx: SyncContext, self: string): Promise<V1Pod[]> {
 
 /** The kubelet's kubecontainer.ErrCreatePodSandbox. */
 export const CREATE_POD_SANDBOX_ERROR = 'CreatePodSandboxError';
+/** When a container whose config could not be made is tried again (the kubelet's pod worker backOffPeriod). */
+const CONFIG_ERROR_RETRY_MS = 10_000;
 
 export const DEADLINE_EXCEEDED_MESSAGE = 'Pod was active on the node longer than the specified deadline';
 
@@ -375,7 +377,8 @@ async function startContainer(
     );
     containerId = created.containerId;
   } catch (err) {
-    if (err instanceof ContainerConfigError || err instanceof SubPathError) return fail('CreateContainerConfigError', err.message);
+    // Retried after the pod worker's error back-off (the kubelet's backOffPeriod, 10 s): a missing ConfigMap or Secret may appear.
+    if (err instanceof ContainerConfigError || err instanceof SubPathError) return fail('CreateContainerConfigError', err.message, CONFIG_ERROR_RETRY_MS);
     return fail('CreateContainerError', errorMessage(err), undefined, runtimeCode(err));
   }
   try {

@@ -121,3 +121,51 @@ export function toStaticPod(pod: V1Pod, opts: StaticPodOptions): StaticPodResult
   out.status = { ...out.status, phase: 'Pending' };
   return { pod: out, errors: [] };
 }
+
+/**
+ * The API objects a pod references, as the plural resource of the first
+ * found (the kubelet's podutil.HasAPIObjectReference, order kept), or
+ * undefined. A kubelet joined to a cluster rejects static pods that
+ * reference any (PreventStaticPodAPIReferences, on by default since 1.34):
+ * NodeRestriction would refuse their mirror pods and the Node authorizer
+ * their reads.
+ */
+export function apiObjectReference(pod: V1Pod): string | undefined {
+  const spec = pod.spec;
+  if (!spec) return undefined;
+  if ((spec.serviceAccountName ?? '') !== '') return 'serviceaccounts';
+  const containers = [...(spec.initContainers ?? []), ...(spec.containers ?? []), ...(spec.ephemeralContainers ?? [])];
+  const vols = spec.volumes ?? [];
+  const secrets =
+    (spec.imagePullSecrets ?? []).length > 0 ||
+    containers.some((c) => (c.envFrom ?? []).some((f) => f.secretRef) || (c.env ?? []).some((e) => e.valueFrom?.secretKeyRef)) ||
+    vols.some(
+      (v) =>
+        v.secret ||
+        (v.projected?.sources ?? []).some((s) => s.secret) ||
+        v.azureFile ||
+        v.cephfs?.secretRef ||
+        v.cinder?.secretRef ||
+        v.flexVolume?.secretRef ||
+        v.iscsi?.secretRef ||
+        v.rbd?.secretRef ||
+        v.scaleIO?.secretRef ||
+        v.storageos?.secretRef ||
+        v.csi?.nodePublishSecretRef,
+    );
+  if (secrets) return 'secrets';
+  const configMaps =
+    containers.some((c) => (c.envFrom ?? []).some((f) => f.configMapRef) || (c.env ?? []).some((e) => e.valueFrom?.configMapKeyRef)) ||
+    vols.some((v) => v.configMap || (v.projected?.sources ?? []).some((s) => s.configMap));
+  if (configMaps) return 'configmaps';
+  if ((spec.resourceClaims ?? []).length > 0) return 'resourceclaims';
+  for (const v of vols) {
+    if (v.persistentVolumeClaim || v.ephemeral) return 'persistentvolumeclaims';
+    for (const s of v.projected?.sources ?? []) {
+      if (s.clusterTrustBundle) return 'clustertrustbundles';
+      if (s.serviceAccountToken) return 'serviceaccounts';
+      if (s.podCertificate) return 'podcertificaterequests';
+    }
+  }
+  return undefined;
+}

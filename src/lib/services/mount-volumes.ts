@@ -15,7 +15,19 @@ import { loadManifests, manifestErrorsToError } from '../pod/index.js';
 import { resolvePodRef } from '../pod/ref.js';
 import { validatePod } from '../pod/validate.js';
 import { VolumeManager, VolumeMountError, diskUsage, type VolumeState } from '../volume/manager.js';
-import { localObjectSource } from '../volume/plugins.js';
+import { ApiObjectManager, type ObjectApi, podObjectRefs } from '../volume/api-objects.js';
+import { type ObjectSource, localObjectSource } from '../volume/plugins.js';
+import { API_SOURCE } from '../config/api.js';
+import { CONFIG_SOURCE_ANNOTATION } from '../pod/static-pod.js';
+
+/** The pod's volumes read API objects and no API server was given (the command names its flag). */
+export class NeedsApiServerError extends InputError {}
+
+/** ConfigMaps, Secrets or service account tokens in the pod's volumes. */
+function podReferencesApiObjects(pod: V1Pod): boolean {
+  const refs = podObjectRefs(pod);
+  return refs.configMaps.size + refs.secrets.size > 0 || (pod.spec?.volumes ?? []).some((v) => (v.projected?.sources ?? []).some((s) => s.serviceAccountToken));
+}
 
 export interface MountVolumesOptions {
   /** A manifest file, or a pod klet has a record of (ns/name, name, UID prefix). */
@@ -27,6 +39,8 @@ export interface MountVolumesOptions {
 
 /** No runtime needed: the volumes are the node's; only --unmount asks whether the pod runs. */
 export interface MountVolumesDeps extends Pick<ServiceDeps, 'rootDir' | 'nodeName' | 'signal' | 'onEvent'> {
+  /** The API server a pod from it reads its ConfigMaps, Secrets and tokens from (as klet sync does). */
+  objectApi?: () => Promise<ObjectApi>;
   /** How many containers of the pod are running (refuses --unmount under a running pod); unset: not checked. */
   runningContainers?: (uid: string) => Promise<number>;
 }
@@ -105,6 +119,16 @@ async function describe(st: VolumeState, pod: V1Pod): Promise<VolumeRow> {
 }
 
 export async function mountVolumes(opts: MountVolumesOptions, deps: MountVolumesDeps): Promise<MountVolumesResult> {
+  // Watches of API objects end with the command.
+  const done = new AbortController();
+  try {
+    return await mountVolumesOnce(opts, { ...deps, signal: AbortSignal.any([deps.signal, done.signal]) });
+  } finally {
+    done.abort();
+  }
+}
+
+async function mountVolumesOnce(opts: MountVolumesOptions, deps: MountVolumesDeps): Promise<MountVolumesResult> {
   const { pod, configMaps, secrets } = await resolveTarget(opts, deps);
   const md = pod.metadata ?? {};
   const key = `${md.namespace ?? 'default'}/${md.name ?? ''}`;
@@ -112,10 +136,18 @@ export async function mountVolumes(opts: MountVolumesOptions, deps: MountVolumes
   // A pod from a record was valid when admitted; validate again (records may be older than the rules).
   const invalid = validatePod(pod);
   if (invalid.length > 0) throw new InputError(`${opts.target}: ${invalid[0]!.toString()}`);
+  let objects: ObjectSource = localObjectSource({ configMaps, secrets });
+  const fromApi = md.annotations?.[CONFIG_SOURCE_ANNOTATION] === API_SOURCE;
+  if (fromApi && opts.mode !== 'unmount' && podReferencesApiObjects(pod)) {
+    if (deps.objectApi === undefined) throw new NeedsApiServerError(`${opts.target}: pod ${key} came from the API server: its ConfigMaps, Secrets and tokens need the API server's kubeconfig`);
+    const api = new ApiObjectManager({ api: await deps.objectApi(), signal: deps.signal });
+    api.registerPod(pod);
+    objects = api.source(pod, deps.signal);
+  }
   const manager = new VolumeManager({
     rootDir: deps.rootDir,
     nodeName: deps.nodeName,
-    objects: () => localObjectSource({ configMaps, secrets }),
+    objects: () => objects,
     onEvent: deps.onEvent,
     resyncMs: 0,
   });

@@ -10,6 +10,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { CriClient } from '../cri/client.js';
 import type { PodConfig, PodUpdate } from '../config/config.js';
 import { identityKey } from '../config/config.js';
+import { API_SOURCE } from '../config/api.js';
 import { errorMessage } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
 import type { SyncLoopTrigger } from '../events/types.js';
@@ -27,6 +28,7 @@ import type { GenericPLEG } from '../pleg/generic.js';
 import { hostIPs } from '../node/addresses.js';
 import { ProberManager, type ProbeUpdate } from '../prober/manager.js';
 import { Channel } from '../util/channel.js';
+import { ApiObjectManager, type ObjectApi } from '../volume/api-objects.js';
 import { localObjectSource } from '../volume/plugins.js';
 import { VolumeManager } from '../volume/manager.js';
 import { PodWorkers, type SyncOutcome, type UpdateType, type WorkerState } from './pod-workers.js';
@@ -53,6 +55,8 @@ export interface KubeletOptions {
   evictionIntervalMs?: number;
   /** The volume manager (default: one over the sources' ConfigMaps and Secrets, resynced every resyncIntervalMs). */
   volumes?: VolumeManager;
+  /** Cluster mode: API pods' ConfigMaps, Secrets and service account tokens come from this API server. */
+  objectApi?: ObjectApi;
 }
 
 interface DesiredPod {
@@ -80,8 +84,19 @@ export class Kubelet {
   /** Probe results that changed (the kubelet's liveness/readiness/startup update channels). */
   private readonly probeUpdates = new Channel<ProbeUpdate>();
   readonly volumes: VolumeManager;
+  /** API pods' ConfigMaps, Secrets and tokens (cluster mode). */
+  readonly apiObjects: ApiObjectManager | undefined;
 
   constructor(private readonly opts: KubeletOptions) {
+    this.apiObjects =
+      opts.objectApi === undefined
+        ? undefined
+        : new ApiObjectManager({
+            api: opts.objectApi,
+            signal: this.abort.signal,
+            onChange: () => this.apiObjectsChanged(),
+            onWarning: (m) => log.warn(m),
+          });
     this.prober = new ProberManager({
       cri: opts.cri,
       hostIPs,
@@ -97,7 +112,10 @@ export class Kubelet {
       new VolumeManager({
         rootDir: opts.rootDir,
         nodeName: opts.nodeName,
-        objects: (pod) => localObjectSource(opts.config.objects(this.desired.get(pod.metadata?.uid ?? '')?.source ?? 'file')),
+        objects: (pod) => {
+          const source = this.desired.get(pod.metadata?.uid ?? '')?.source ?? 'file';
+          return source === API_SOURCE && this.apiObjects ? this.apiObjects.source(pod, this.abort.signal) : localObjectSource(opts.config.objects(source));
+        },
         onEvent: (e) => opts.bus.emit(e),
         resyncMs: opts.resyncIntervalMs ?? 60_000,
       });
@@ -141,7 +159,7 @@ export class Kubelet {
 
   /** The sync context for one pod: its events carry that pod's UID (a pod being killed is no longer in `desired`). */
   private ctx(source: string, forPod: V1Pod, onStarted?: (container: string) => void): SyncContext {
-    const objects: LocalObjects = this.opts.config.objects(source);
+    const objects: LocalObjects = source === API_SOURCE && this.apiObjects ? this.apiObjects.objects(forPod) : this.opts.config.objects(source);
     return {
       cri: this.opts.cri,
       rootDir: this.opts.rootDir,
@@ -178,6 +196,8 @@ export class Kubelet {
     const rec = await readPodRecord(this.opts.rootDir, uid);
     const firstSeen = rec ? Date.parse(rec.firstSeen) : undefined;
     const started = new Set<string>();
+    // The objects its environment and volumes read have been listed once (the watch-based managers' HasSynced).
+    if (d?.source === API_SOURCE) await this.apiObjects?.ready(pod, this.abort.signal);
     const res = await syncPod(this.ctx(d?.source ?? 'file', pod, (c) => started.add(c)), pod, { startTime: firstSeen });
     this.trackPodStart(pod, firstSeen, res.status, res.actions.containersToKill, started);
     // The prober works from the runtime status each sync reads (its status provider).
@@ -268,6 +288,7 @@ export class Kubelet {
         case 'UPDATE': {
           const wasTerminated = this.workers.state(uid) === 'TerminatedPod' && !this.workers.isBusy(uid);
           this.desired.set(uid, { pod, source: u.source });
+          if (u.source === API_SOURCE) this.apiObjects?.registerPod(pod);
           await this.admit(pod, u.source);
           if (wasTerminated) {
             // A finished pod whose manifest changed, or a pod removed from its
@@ -285,15 +306,27 @@ export class Kubelet {
         }
         case 'REMOVE':
           this.desired.delete(uid);
+          this.apiObjects?.unregisterPod(uid);
           this.due.delete(uid);
           this.workers.updatePod({ pod, type: 'kill', reason: 'removed from its source' });
           break;
         case 'RECONCILE':
           this.desired.set(uid, { pod, source: u.source });
+          if (u.source === API_SOURCE) this.apiObjects?.registerPod(pod);
           break;
       }
     }
     return touched;
+  }
+
+  /**
+   * A ConfigMap or Secret an API pod references changed, appeared or went:
+   * re-project the volumes, and sync now the pods whose mount failed (one
+   * waiting for a missing ConfigMap starts as soon as it exists).
+   */
+  private apiObjectsChanged(): void {
+    this.volumes.objectsChanged();
+    for (const uid of this.desired.keys()) if (this.volumes.retryInMs(uid) !== undefined) this.due.set(uid, Date.now());
   }
 
   private handlePleg(podUid: string): string[] {

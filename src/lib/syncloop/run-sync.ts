@@ -42,7 +42,7 @@ export interface SyncOptions {
    */
   cluster?: {
     options: import('../services/register-node.js').RegisterNodeOptions;
-    api: import('../node/api.js').NodeApi & import('../node/api.js').PodApi;
+    api: import('../node/api.js').NodeApi & import('../node/api.js').PodApi & import('../volume/api-objects.js').ObjectApi;
     kletVersion: string;
   };
   /**
@@ -75,6 +75,7 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
     manifestUrlHeaders: opts.manifestUrlHeaders,
     fileCheckFrequencyMs: opts.fileCheckFrequencyMs,
     httpCheckFrequencyMs: opts.httpCheckFrequencyMs,
+    rejectStaticApiReferences: opts.cluster !== undefined,
     // An API pod is its UID: only static pods keep their identity across edits.
     keepIdentity: (current, next) =>
       next.metadata?.annotations?.['kubernetes.io/config.source'] === 'api' ? current.metadata?.uid === next.metadata?.uid : sameSandboxSpec(current, next),
@@ -94,6 +95,7 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
     backoff: opts.backoff,
     resyncIntervalMs: opts.resyncIntervalMs,
     concurrency: opts.concurrency,
+    objectApi: opts.cluster?.api,
   });
   let lastSourceErrors = '';
   const reportSourceErrors = () => {

@@ -16,6 +16,7 @@ import type {
   V1Secret,
   V1SecretProjection,
   V1SecretVolumeSource,
+  V1ServiceAccountTokenProjection,
   V1Volume,
 } from '@kubernetes/client-node';
 import { type EnvContext, fieldRefValue, resourceFieldRefValue } from '../kuberuntime/env.js';
@@ -44,6 +45,8 @@ export const DEFAULT_FILE_MODE = 0o644;
 export interface ObjectSource {
   configMap(namespace: string, name: string): Promise<V1ConfigMap | undefined>;
   secret(namespace: string, name: string): Promise<V1Secret | undefined>;
+  /** A token for the pod's service account (TokenRequest); only in cluster mode. */
+  serviceAccountToken?(pod: V1Pod, src: V1ServiceAccountTokenProjection): Promise<string>;
 }
 
 /** An ObjectSource over in-memory ConfigMaps and Secrets (a manifest dir's, an --objects dir's). */
@@ -232,7 +235,12 @@ export async function volumePayload(v: V1Volume, env: EnvContext, objects: Objec
       if (s.configMap) await configMapPayload(objects, ns, s.configMap, mode, out);
       else if (s.secret) await secretPayload(objects, ns, s.secret.name ?? '', s.secret, mode, out);
       else if (s.downwardAPI) downwardPayload(s.downwardAPI.items, mode, env, out);
-      else if (s.serviceAccountToken) throw new VolumeSetupError('serviceAccountToken projections need an API server (klet in cluster mode)');
+      else if (s.serviceAccountToken) {
+        if (objects.serviceAccountToken === undefined) throw new VolumeSetupError('serviceAccountToken projections need an API server (klet in cluster mode)');
+        // The kubelet's: 0600 when the volume gets a group owner (its ownership step then adds group read).
+        const tokenMode = env.pod.spec?.securityContext?.fsGroup === undefined ? mode : 0o600;
+        out.set(s.serviceAccountToken.path, file(await objects.serviceAccountToken(env.pod, s.serviceAccountToken), tokenMode));
+      }
       else throw new VolumeSetupError('projected volume source is not supported (configMap, secret and downwardAPI are)');
     }
   }
