@@ -236,7 +236,7 @@ function usageMessage(s: string): string {
   const lines = s
     .split('\n')
     .map((l) => l.trim().replace(/\s+/g, ' '))
-    .filter((l) => l !== '' && !/^See more help with/.test(l));
+    .filter((l) => l !== '' && !/^See more help with/.test(l) && !/^The following errors? occurred:$/.test(l));
   return lines.length > 0 ? lines.join(' ') : s.trim();
 }
 

@@ -279,7 +279,7 @@ describe('klet dashboard in a terminal', () => {
     // The listener speaks no TLS: https:// is refused before anything is sent.
     const tls = await runKlet(['dashboard', '--server', `https://${listenAddr}`, '--token-file', tokenFile]);
     expect(tls.code, explain(tls)).toBe(2);
-    expect(tls.stderr.trim()).toBe(`error: --server "https://${listenAddr}": klet sync --listen serves plain HTTP on loopback; use http://${listenAddr}`);
+    expect(tls.stderr.trim()).toBe(`error: --server "https://${listenAddr}": the local API's TCP listener serves plain HTTP on loopback; use http://${listenAddr}`);
 
     // A token the sync does not hold: one line, and never the token itself.
     const wrong = path.join(path.dirname(tokenFile), 'wrong');

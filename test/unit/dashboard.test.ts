@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { BusMessage, KletEvent } from '../../src/lib/events/types.js';
+import { InputError } from '../../src/lib/errors.js';
 import { LocalApiUnavailableError } from '../../src/lib/server/client.js';
 import type { NodeStatus } from '../../src/lib/server/node-status.js';
 import { NotKletApiError, remoteSource, runFeed, type DashboardSource } from '../../src/lib/dashboard/feed.js';
@@ -345,5 +346,27 @@ describe('colour', () => {
     expect(colorWanted({})).toBe(true);
     expect(colorWanted({ NO_COLOR: '' })).toBe(true);
     expect(colorWanted({ NO_COLOR: '1' })).toBe(false);
+  });
+});
+
+describe('dashboardTarget', () => {
+  it('defaults to the root dir socket and takes a given socket', async () => {
+    const { dashboardTarget } = await import('../../src/lib/services/dashboard.js');
+    expect(await dashboardTarget({ rootDir: '/var/lib/klet-x' })).toBe('/var/lib/klet-x/klet.sock');
+    expect(await dashboardTarget({ rootDir: '/r', socket: '/tmp/s.sock' })).toBe('/tmp/s.sock');
+  });
+
+  it('refuses https:// and what is not an http URL before reading any token file, naming the input', async () => {
+    const { dashboardTarget } = await import('../../src/lib/services/dashboard.js');
+    for (const [server, text] of [
+      ['https://127.0.0.1:10250', /"https:\/\/127\.0\.0\.1:10250": the local API's TCP listener serves plain HTTP on loopback; use http:\/\/127\.0\.0\.1:10250/],
+      ['ftp://h', /expected an http:\/\/ URL/],
+      ['::', /not a URL/],
+    ] as const) {
+      const err = await dashboardTarget({ rootDir: '/r', server, tokenFile: '/nonexistent/token' }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(InputError);
+      expect((err as InputError).input).toBe('server');
+      expect((err as InputError).text).toMatch(text);
+    }
   });
 });

@@ -9,6 +9,36 @@ import { connect, followContainerLog, runFeed, type DashboardSource, type FeedOp
 import { renderScreen, screenText, snapshotSize } from '../dashboard/screen.js';
 import { INITIAL_VIEW } from '../dashboard/view.js';
 import type { V1Pod } from '@kubernetes/client-node';
+import { InputError } from '../errors.js';
+import { localApiSocketPath, readAuthTokenFile } from '../server/index.js';
+import type { LocalApiTarget } from '../server/client.js';
+
+export interface DashboardTargetOptions {
+  /** The local API socket; default <rootDir>/klet.sock. */
+  socket?: string;
+  /** The URL of a sync's loopback TCP listener, with the file holding its bearer token. */
+  server?: string;
+  tokenFile?: string;
+  rootDir: string;
+}
+
+/** Where the sync to watch serves its local API. A bad URL is an error about `server`. */
+export async function dashboardTarget(opts: DashboardTargetOptions): Promise<LocalApiTarget> {
+  if (opts.server === undefined || opts.tokenFile === undefined) return opts.socket ?? localApiSocketPath(opts.rootDir);
+  const input = 'server';
+  let url: URL;
+  try {
+    url = new URL(opts.server);
+  } catch {
+    throw new InputError(`"${opts.server}": not a URL (e.g. http://127.0.0.1:10250)`, { input });
+  }
+  // klet sync's TCP listener serves plain HTTP (loopback only, every request
+  // with the bearer token): there is no TLS to talk to, and an https:// URL
+  // would only end in an OpenSSL record error.
+  if (url.protocol === 'https:') throw new InputError(`"${opts.server}": the local API's TCP listener serves plain HTTP on loopback; use http://${url.host}`, { input });
+  if (url.protocol !== 'http:') throw new InputError(`"${opts.server}": expected an http:// URL (e.g. http://127.0.0.1:10250)`, { input });
+  return { url: url.origin, token: await readAuthTokenFile(opts.tokenFile) };
+}
 
 export interface DashboardOptions {
   source: DashboardSource;

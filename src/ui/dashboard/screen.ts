@@ -21,9 +21,31 @@ export interface ScreenOptions {
   color: boolean;
   /** Every frame that follows a change of the store (the benchmark). */
   onFrame?: (frame: FrameTiming) => void;
+  /** bench/dashboard.js: every frame's timing is written to this file as JSON on exit. */
+  frameStatsFile?: string;
+}
+
+/** runScreen, with every frame's timing written to `file` when the screen closes. */
+async function runScreenRecordingFrames(args: ScreenArgs, opts: ScreenOptions & { frameStatsFile: string }): Promise<void> {
+  const stats = { latency: [] as number[], inkRender: [] as number[], cpu: [] as number[] };
+  try {
+    await runScreen(args, {
+      color: opts.color,
+      onFrame: (f) => {
+        if (stats.latency.length >= 1_000_000) return;
+        stats.latency.push(f.latencyMs);
+        stats.inkRender.push(f.inkRenderMs);
+        stats.cpu.push(f.cpuMs);
+        opts.onFrame?.(f);
+      },
+    });
+  } finally {
+    (await import('node:fs')).writeFileSync(opts.frameStatsFile, JSON.stringify(stats));
+  }
 }
 
 export async function runScreen(args: ScreenArgs, opts: ScreenOptions): Promise<void> {
+  if (opts.frameStatsFile !== undefined) return runScreenRecordingFrames(args, { ...opts, frameStatsFile: opts.frameStatsFile });
   // React's production build: its development build checks and records every
   // render (several times the CPU and a growing heap). React and ink's
   // reconciler each read NODE_ENV when first loaded — they must agree — so
