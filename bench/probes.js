@@ -8,7 +8,8 @@
 //    from klet_prober_probe_lateness_seconds (budget p99 <= 50 ms)
 //  - RSS growth of klet over the window (budget <= 5%)
 //  - probes run vs due, and failures (a loaded runtime makes exec probes time out)
-// Usage (root, after npm run build): node bench/probes.js [pods=110] [windowSeconds=600] [--json]
+// Usage (root, after npm run build): node bench/probes.js [pods=110] [windowSeconds=600] [--json] [--cpu-prof DIR] [--no-probes]
+// --no-probes: the same pods without probes, for klet's own cost of running them (the baseline).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -20,7 +21,12 @@ import { layoutFor, managedPid, shimPids, startManagedRuntime, stopManagedRuntim
 import { BUSYBOX_IMAGE } from '../dist/lib/runtime/containerd-config.js';
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
-const args = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+const argv = process.argv.slice(2);
+const profIdx = argv.indexOf('--cpu-prof');
+const cpuProfDir = profIdx >= 0 ? path.resolve(argv[profIdx + 1] ?? '') : undefined;
+if (profIdx >= 0) argv.splice(profIdx, 2);
+const withProbes = !argv.includes('--no-probes');
+const args = argv.filter((a) => !a.startsWith('--'));
 const pods = Number(args[0] ?? 110);
 const windowS = Number(args[1] ?? 600);
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'klet-bench-probes-'));
@@ -82,6 +88,15 @@ function bucketQuantile(before, after, q) {
   return Infinity;
 }
 
+const PROBES = `      readinessProbe:
+        exec: { command: ["true"] }
+        periodSeconds: 1
+      livenessProbe:
+        httpGet: { path: /, port: 8080 }
+        periodSeconds: 1
+        failureThreshold: 30
+`;
+
 await startManagedRuntime(target);
 const cri = CriClient.connect(target.endpoint);
 const sock = path.join(tmp, 'klet.sock');
@@ -99,18 +114,12 @@ spec:
     - name: app
       image: ${BUSYBOX_IMAGE}
       command: ["sh", "-c", "mkdir -p /www && echo ok > /www/index.html && httpd -p 8080 -h /www && trap 'exit 0' TERM; sleep 2147483647 & wait"]
-      readinessProbe:
-        exec: { command: ["true"] }
-        periodSeconds: 1
-      livenessProbe:
-        httpGet: { path: /, port: 8080 }
-        periodSeconds: 1
-        failureThreshold: 30
-`,
+${withProbes ? PROBES : ''}`,
     );
   }
   const t0 = Date.now();
-  klet = spawn(process.execPath, [path.join(root, 'bin/run.js'), 'sync', '--manifest-dir', manifests, '--root-dir', tmp, '--container-runtime-endpoint', target.endpoint, '--node-name', 'bench'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const nodeFlags = cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', cpuProfDir] : [];
+  klet = spawn(process.execPath, [...nodeFlags, path.join(root, 'bin/run.js'), 'sync', '--manifest-dir', manifests, '--root-dir', tmp, '--container-runtime-endpoint', target.endpoint, '--node-name', 'bench'], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   klet.stderr.on('data', (d) => (stderr = (stderr + d).slice(-4000)));
   let ready = 0;
@@ -138,7 +147,8 @@ spec:
     rssSamples.push(rssKb(klet.pid));
   }
   const elapsedS = (Date.now() - w0) / 1000;
-  const kletCpuPct = ((ownTicks(klet.pid) - c0) / clkTck / elapsedS) * 100;
+  const kletTicks = ownTicks(klet.pid) - c0;
+  const kletCpuPct = (kletTicks / clkTck / elapsedS) * 100;
   const rt1 = (await runtimePids()).reduce((a, p) => a + cpuTicks(p), 0);
   const rss1 = rssKb(klet.pid);
   const m1 = await apiGet(sock, '/metrics');
@@ -155,9 +165,10 @@ spec:
     windowS: Math.round(elapsedS),
     kletCpuPercentOfOneCore: Number(kletCpuPct.toFixed(2)),
     cpuBudget: 15,
+    kletCpuMsPerProbeRun: 0,
     runtimeCpuPercentOfOneCore: Number((((rt1 - rt0) / clkTck / elapsedS) * 100).toFixed(1)),
     probesRun: ran,
-    probesDue: Math.round(2 * pods * elapsedS),
+    probesDue: withProbes ? Math.round(2 * pods * elapsedS) : 0,
     probesFailed: failed,
     latenessP50S: bucketQuantile(late0, late1, 0.5),
     latenessP99S: bucketQuantile(late0, late1, 0.99),
@@ -170,8 +181,9 @@ spec:
     rssBudgetPercent: 5,
     loadavg: os.loadavg().map((x) => Number(x.toFixed(2))),
   };
-  console.log(`klet sync probing ${pods} pods (1 s exec readiness + 1 s httpGet liveness each; all Ready ${(allReadyMs / 1000).toFixed(1)} s after start)`);
-  console.log(`klet CPU ${result.kletCpuPercentOfOneCore}% of one core over ${result.windowS}s (budget 15%); containerd + shims (with runc and the exec'd processes) ${result.runtimeCpuPercentOfOneCore}%`);
+  result.kletCpuMsPerProbeRun = Number(((kletTicks * 1000) / clkTck / Math.max(1, ran)).toFixed(3));
+  console.log(`klet sync ${withProbes ? 'probing' : 'running (no probes)'} ${pods} pods (1 s exec readiness + 1 s httpGet liveness each; all Ready ${(allReadyMs / 1000).toFixed(1)} s after start)`);
+  console.log(`klet CPU ${result.kletCpuPercentOfOneCore}% of one core over ${result.windowS}s (budget 15%), ${result.kletCpuMsPerProbeRun} ms per probe run; containerd + shims (with runc and the exec'd processes) ${result.runtimeCpuPercentOfOneCore}%`);
   console.log(`probes run ${ran} of ${result.probesDue} due, ${failed} failed; lateness p50 <= ${result.latenessP50S * 1000} ms, p99 <= ${result.latenessP99S * 1000} ms (budget 50 ms); handler p99 exec <= ${result.handlerP99S.exec} s, httpGet <= ${result.handlerP99S.httpGet} s`);
   console.log(`RSS ${result.rssStartMB} MB -> ${result.rssEndMB} MB (${result.rssGrowthPercent}%, max ${result.rssMaxMB} MB; budget 5%); load average ${result.loadavg.join(' ')}`);
   if (process.argv.includes('--json')) console.log(JSON.stringify(result));

@@ -4,7 +4,7 @@ import { nodeRegistrationFlags, registrationOptions } from '../node-flags.js';
 
 export default class RegisterNode extends RuntimeCommand<typeof RegisterNode> {
   static override summary = 'Register this node with a Kubernetes API server and keep its status and lease fresh.';
-  static override description = `Creates the Node object for --node-name in the API server of --kubeconfig, or reconciles an existing one, as the kubelet does on start-up: status.capacity and allocatable (cpu, memory, pods, ephemeral-storage of the root dir's filesystem, hugepages; allocatable is capacity minus --kube-reserved, --system-reserved and the default hard eviction thresholds memory.available<100Mi and nodefs.available<10%), the MemoryPressure, DiskPressure, PIDPressure and Ready conditions with the kubelet's reasons and messages, addresses, nodeInfo (machine ID, system UUID, boot ID, kernel, OS image, containerRuntimeVersion from CRI, kubeletVersion v<klet version>+klet), the runtime's images and the standard labels. --node-labels and --register-with-taints apply when the Node is created, as with the kubelet. It also renews the node's Lease in kube-node-lease once.
+  static override description = `Creates the Node object for --node-name in the API server of --kubeconfig, or reconciles an existing one, as the kubelet does on start-up: status.capacity and allocatable (cpu, memory, pods, ephemeral-storage of the root dir's filesystem, hugepages; allocatable is capacity minus --kube-reserved, --system-reserved and the default hard eviction thresholds memory.available<100Mi and nodefs.available<10%), the MemoryPressure, DiskPressure, PIDPressure and Ready conditions with the kubelet's reasons and messages, addresses, nodeInfo (machine ID, system UUID, boot ID, kernel, OS image, containerRuntimeVersion from CRI, kubeletVersion v<Kubernetes version klet follows>+klet.<klet version>, e.g. v1.34.4+klet.0.1.0), the runtime's images and the standard labels. --node-labels and --register-with-taints apply when the Node is created, as with the kubelet. It also renews the node's Lease in kube-node-lease once.
 
 With --heartbeat it stays in the foreground like the kubelet: the Lease is renewed every 10 s (leaseDurationSeconds 40, owned by the Node) and the status recomputed every 10 s and sent when it changed or every 5 minutes; API server errors are logged and retried with back-off. SIGINT or SIGTERM stops it; the Lease then goes stale after 40 s.
 
@@ -34,7 +34,7 @@ The kubeconfig's user should be the node's identity (system:node:<name> in group
     const deps = await this.deps();
     const result = await registerNode(options, {
       ...deps,
-      kletVersion: `v${this.config.version}+klet`,
+      kletVersion: (await import('../lib/node/version.js')).kubeletVersion(this.config.version),
       api,
       onEvent: (e) => logRegisterNodeEvent(e, nodeName, log),
     }).finally(() => api.close());

@@ -63,7 +63,7 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
     if (flags.kubeconfig !== undefined) {
       const options = await registrationOptions({ ...flags, kubeconfig: flags.kubeconfig }, this.nodeName(), true);
       const { connectNodeApi } = await import('../lib/kube/node-api.js');
-      cluster = { options, api: await connectNodeApi(flags.kubeconfig), kletVersion: `v${this.config.version}+klet` };
+      cluster = { options, api: await connectNodeApi(flags.kubeconfig), kletVersion: (await import('../lib/node/version.js')).kubeletVersion(this.config.version) };
     }
     const deps = await this.deps();
     // Quitting the dashboard of --tui stops the sync, as a signal does.

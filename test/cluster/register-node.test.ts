@@ -115,14 +115,14 @@ describe('klet register-node against a real kube-apiserver', () => {
       kernelVersion: (await import('node:os')).release(),
       operatingSystem: 'linux',
       architecture: 'amd64',
-      kubeletVersion: expect.stringMatching(/^v\d+\.\d+\.\d+\+klet$/),
+      kubeletVersion: expect.stringMatching(/^v1\.\d+\.\d+\+klet\.\d+\.\d+\.\d+$/),
       containerRuntimeVersion: expect.stringMatching(/^containerd:\/\/\d+\.\d+/),
     });
     expect(node.status.images.some((i) => i.names.some((n) => n.includes('busybox')) && i.sizeBytes > 0)).toBe(true);
 
     // kubectl's own view: Ready, the klet version.
     const table = await cluster.kubectl(['get', 'node', NODE, '--no-headers']);
-    expect(table).toMatch(new RegExp(`^${NODE}\\s+Ready\\s+<none>\\s+\\S+\\s+v\\d+\\.\\d+\\.\\d+\\+klet`));
+    expect(table).toMatch(new RegExp(`^${NODE}\\s+Ready\\s+<none>\\s+\\S+\\s+v1\\.\\d+\\.\\d+\\+klet\\.`));
 
     // One registration renews the node's Lease once: owned by the Node, 40 s.
     const lease = await cluster.kubectlJson<K8sLease>(['get', 'lease', '-n', 'kube-node-lease', NODE]);

@@ -139,3 +139,29 @@ describe('ProberManager', () => {
     expect(m.get('Readiness', 'c1')).toBe('Failure');
   });
 });
+
+describe('probe slots', () => {
+  it('wakes workers whose runs fall in the same slot with one timer, on the slot grid, spread by the initial jitter', async () => {
+    const runs: { dueAt: number; startedAt: number; container: string }[] = [];
+    let r = 0;
+    const m = new ProberManager({
+      cri: fakeCri({}),
+      hostIPs: () => [],
+      jitterAtStart: true,
+      // Two workers in the first slot, two in the sixth.
+      random: () => [0.01, 0.02, 0.51, 0.52][r++ % 4]!,
+      onRun: (x) => runs.push(x),
+    });
+    managers.push(m);
+    const containers = ['a', 'b', 'c', 'd'].map((name) => ({ name, image: 'busybox', livenessProbe: { exec: { command: ['ok'] }, periodSeconds: 1 } }));
+    m.addPod({ metadata: { name: 'p', namespace: 'ns', uid: 'u1' }, spec: { containers } });
+    m.updatePodStatus('u1', status(...['a', 'b', 'c', 'd'].map((n) => runningContainer(`${n}1`, { name: n }))));
+    expect(m.slots.pending).toBe(2);
+    await until(() => runs.length >= 12, 6000);
+    for (const x of runs) expect(x.dueAt % 100).toBe(0);
+    const first = new Map(['a', 'b', 'c', 'd'].map((n) => [n, runs.find((x) => x.container === n)!.dueAt]));
+    expect(first.get('a')).toBe(first.get('b'));
+    expect(first.get('c')).toBe(first.get('d'));
+    expect(first.get('c')! - first.get('a')!).toBe(500);
+  });
+});

@@ -6,13 +6,13 @@
  * a success with a warning ("Probe terminated redirects"). At most 10 KiB
  * of the body is read, however much the server sends.
  */
-import http from 'node:http';
-import https from 'node:https';
-import { dialError, joinHostPort } from './net-errors.js';
+import { http1Get, Http1Error, type Http1Answer } from './http1.js';
+import { PROBE_USER_AGENT } from '../node/version.js';
+import { joinHostPort } from './net-errors.js';
 import { MAX_OUTPUT_BYTES, type HandlerResult } from './types.js';
 
-/** The kubelet's User-Agent: kube-probe/<major>.<minor> of the kubelet klet follows. */
-export const PROBE_USER_AGENT = 'kube-probe/1.31';
+/** The kubelet's User-Agent: kube-probe/<major>.<minor> of the kubelet klet follows (node/version.ts). */
+export { PROBE_USER_AGENT };
 
 const MAX_REDIRECTS = 10;
 
@@ -31,99 +31,38 @@ export function probeUrl(t: Pick<HttpProbeTarget, 'scheme' | 'host' | 'port' | '
   return new URL(`${t.scheme.toLowerCase()}://${joinHostPort(t.host, t.port)}${p}`);
 }
 
-interface Answer {
-  status: number;
-  location: string | undefined;
-  body: string;
+/** One request of the probe (redirects are more). */
+async function requestOnce(url: URL, headers: [string, string][], hostHeader: string | undefined, deadline: number, signal: AbortSignal | undefined): Promise<Http1Answer> {
+  const https = url.protocol === 'https:';
+  const port = Number(url.port || (https ? 443 : 80));
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  try {
+    return await http1Get({ https, host, port, path: `${url.pathname}${url.search}`, hostHeader: hostHeader ?? joinHostPort(host, port), headers, deadline, maxBody: MAX_OUTPUT_BYTES, signal });
+  } catch (err) {
+    if (err instanceof Http1Error) throw new HttpRequestError(`Get "${url.href}": ${err.message}`);
+    throw err;
+  }
 }
 
 class HttpRequestError extends Error {}
 
-function requestOnce(url: URL, headers: Record<string, string>, deadline: number, signal: AbortSignal | undefined): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const mod = url.protocol === 'https:' ? https : http;
-    const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
-    const host = url.hostname.replace(/^\[|\]$/g, '');
-    let settled = false;
-    let gotHeaders = false;
-    const fail = (msg: string): void => {
-      if (settled) return;
-      settled = true;
-      cleanup();
-      req.destroy();
-      reject(new HttpRequestError(`Get "${url.href}": ${msg}`));
-    };
-    const done = (a: Answer): void => {
-      if (settled) return;
-      settled = true;
-      cleanup();
-      req.destroy();
-      resolve(a);
-    };
-    const req = mod.request(
-      {
-        method: 'GET',
-        host,
-        port,
-        path: `${url.pathname}${url.search}`,
-        headers,
-        agent: false,
-        rejectUnauthorized: false,
-      },
-      (res) => {
-        gotHeaders = true;
-        const chunks: Buffer[] = [];
-        let size = 0;
-        const finish = (): void =>
-          done({ status: res.statusCode ?? 0, location: res.headers.location, body: Buffer.concat(chunks).toString('utf8') });
-        res.on('data', (chunk: Buffer) => {
-          const room = MAX_OUTPUT_BYTES - size;
-          if (room > 0) {
-            chunks.push(chunk.subarray(0, room));
-            size += Math.min(room, chunk.length);
-          }
-          // Enough read: the rest is never downloaded (the kubelet's ReadAtMost).
-          if (size >= MAX_OUTPUT_BYTES) finish();
-        });
-        res.once('end', finish);
-        res.once('error', (err) => fail(err.message));
-      },
-    );
-    const timer = setTimeout(
-      () => fail(`context deadline exceeded (Client.Timeout exceeded while ${gotHeaders ? 'reading body' : 'awaiting headers'})`),
-      Math.max(0, deadline - Date.now()),
-    );
-    const onAbort = (): void => fail('context canceled');
-    signal?.addEventListener('abort', onAbort, { once: true });
-    const cleanup = (): void => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
-    };
-    req.once('error', (err: NodeJS.ErrnoException) => {
-      if (err.code && /^(ECONNREFUSED|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|EADDRNOTAVAIL)$/.test(err.code)) {
-        fail(dialError(host, port, err));
-      } else if (err.code === 'ECONNRESET' || err.message === 'socket hang up') fail('EOF');
-      else fail(err.message);
-    });
-    req.end();
-  });
-}
-
 export async function httpProbe(t: HttpProbeTarget, timeoutMs: number, signal?: AbortSignal): Promise<HandlerResult> {
-  const headers: Record<string, string> = {};
-  for (const h of t.headers) headers[h.name] = h.value;
-  const has = (name: string): boolean => Object.keys(headers).some((k) => k.toLowerCase() === name);
-  if (!has('user-agent')) headers['User-Agent'] = PROBE_USER_AGENT;
-  if (!has('accept')) headers.Accept = '*/*';
+  // The probe's headers, each sent (the kubelet's Header.Add); the first Host is the request's host (req.Host).
+  const has = (name: string): boolean => t.headers.some((h) => h.name.toLowerCase() === name);
+  const headers: [string, string][] = [];
+  if (!has('user-agent')) headers.push(['User-Agent', PROBE_USER_AGENT]);
+  if (!has('accept')) headers.push(['Accept', '*/*']);
+  for (const h of t.headers) if (h.name.toLowerCase() !== 'host') headers.push([h.name, h.value]);
+  const hostHeader = t.headers.find((h) => h.name.toLowerCase() === 'host')?.value;
   const deadline = Date.now() + timeoutMs;
   const first = probeUrl(t);
   let url = first;
   const redirects: string[] = [];
   const detail = (statusCode: number | null, body: string) => ({ handler: 'httpGet' as const, url: first.href, statusCode, body, redirects });
   for (;;) {
-    let a: Answer;
+    let a: Http1Answer;
     try {
-      a = await requestOnce(url, headers, deadline, signal);
+      a = await requestOnce(url, headers, hostHeader, deadline, signal);
     } catch (err) {
       if (!(err instanceof HttpRequestError)) throw err;
       return { outcome: 'failure', output: err.message, detail: detail(null, '') };

@@ -18,6 +18,7 @@ import { log } from '../log.js';
 import type { ExecCri } from './exec.js';
 import { probeEvent, probeOf, runHandler } from './prober.js';
 import { writeProbeResults, type PodProbeResults } from './results.js';
+import { SlotTimers } from './slots.js';
 import { PROBE_TYPES, ProbeError, type HandlerResult, type ProbeResult, type ProbeType } from './types.js';
 
 /** prober_probe_total's result label. */
@@ -134,27 +135,33 @@ class Worker {
     this.wake?.();
   }
 
-  private sleep(ms: number): Promise<void> {
-    if (this.triggered || this.stopped) {
+  /** Sleep until `at` (a slot time): 'tick' then, 'trigger' when woken early by trigger(), 'stop' when stopped. */
+  private sleepUntil(at: number): Promise<'tick' | 'trigger' | 'stop'> {
+    if (this.stopped) return Promise.resolve('stop');
+    if (this.triggered) {
       this.triggered = false;
-      return Promise.resolve();
+      return Promise.resolve('trigger');
     }
     return new Promise((resolve) => {
-      const done = (): void => {
-        clearTimeout(t);
+      const finish = (why: 'tick' | 'trigger' | 'stop'): void => {
+        cancel();
         this.wake = null;
         this.triggered = false;
-        resolve();
+        resolve(why);
       };
-      const t = setTimeout(done, Math.max(0, ms));
-      this.wake = done;
+      const cancel = this.m.slots.at(at, () => finish('tick'));
+      this.wake = () => finish(this.stopped ? 'stop' : 'trigger');
     });
   }
 
   async run(): Promise<void> {
     const period = Math.max(1, this.probe.periodSeconds ?? 10) * 1000;
-    if (this.m.jitter(period)) await this.sleep(this.m.random() * period);
+    const slots = this.m.slots;
     let due = Date.now();
+    if (this.m.jitter(period)) {
+      due = slots.ceil(due + this.m.random() * period);
+      if ((await this.sleepUntil(due)) === 'trigger') due = Date.now();
+    }
     while (!this.stopped) {
       let keep = true;
       try {
@@ -163,13 +170,13 @@ class Worker {
         log.warn(`${this.type.toLowerCase()} probe worker of ${podKey(this.pod)}/${this.container.name}: ${errorMessage(err)}`);
       }
       if (!keep || this.stopped) break;
-      // A ticker: the next run is at the next multiple of the period, never
+      // A ticker: the next run is one period on, on the slot grid, never
       // overlapping this one (a run longer than the period skips ticks).
       const now = Date.now();
-      due += period;
+      due = slots.ceil(due + period);
       if (due <= now) due += Math.ceil((now - due + 1) / period) * period;
-      await this.sleep(due - Date.now());
-      if (Date.now() < due) due = Date.now(); // triggered early: the schedule restarts from now
+      // Triggered early: the schedule restarts from now.
+      if ((await this.sleepUntil(due)) === 'trigger') due = Date.now();
     }
     this.m.workerDone(this);
   }
@@ -266,6 +273,8 @@ export class ProberManager {
   private readonly writes = new Map<string, Promise<void>>();
   private readonly startedAt = Date.now();
   private readonly abort = new AbortController();
+  /** The workers' timers: one per slot of the grid that has runs due. */
+  readonly slots = new SlotTimers();
 
   constructor(private readonly opts: ProberManagerOptions) {
     this.cri = opts.cri;

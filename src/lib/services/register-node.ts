@@ -85,7 +85,7 @@ export interface RegisterNodeDeps {
   cri: NodeCri;
   rootDir: string;
   nodeName: string;
-  /** klet's version as the Node's kubeletVersion (e.g. v0.1.0+klet). */
+  /** The Node's kubeletVersion (node/version.ts kubeletVersion(), e.g. v1.34.4+klet.0.1.0). */
   kletVersion: string;
   signal: AbortSignal;
   onEvent?: (e: RegisterNodeEvent) => void;
