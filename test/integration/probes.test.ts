@@ -139,6 +139,9 @@ describe('probes under klet sync', () => {
     }, 10_000);
     const results = await podEvents('ready', (e) => e.kind === 'ProbeResult');
     expect(results.map((e) => e.result)).toEqual(['Failure', 'Success', 'Failure']);
+    // Each readiness change had the pod's worker sync it (the kubelet's readiness manager updates).
+    const probeSyncs = (await apiEvents(sync.socketPath)).filter((e) => e.kind === 'SyncLoopIteration' && e.trigger === 'probe' && ((e.pods as string[] | undefined) ?? []).includes(`${NS}/ready-${NODE}`));
+    expect(probeSyncs.length).toBeGreaterThanOrEqual(3);
     // The kubelet's metrics, with its labels.
     const metrics = (await apiGet(sync.socketPath, '/metrics')).body;
     expect(metrics).toMatch(new RegExp(`prober_probe_total\\{probe_type="Readiness",result="successful",container="c",pod="ready-${NODE}",namespace="${NS}",pod_uid="[0-9a-f-]+"\\} [1-9]`));

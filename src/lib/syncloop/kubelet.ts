@@ -342,8 +342,14 @@ export class Kubelet {
    * synced now, which kills and restarts the container (handleProbeSync).
    * Readiness needs no sync: status is computed from the written results.
    */
+  /**
+   * A probe result changed (the kubelet's liveness, readiness and startup
+   * manager updates, handleProbeSync): the pod's worker syncs it, so its
+   * status follows a readiness or startup change at once and a liveness
+   * failure restarts the container. A liveness success needs nothing.
+   */
   private handleProbeUpdate(u: ProbeUpdate): string[] {
-    if (u.type === 'Readiness' || u.result !== 'Failure') return [];
+    if (u.type === 'Liveness' && u.result !== 'Failure') return [];
     const d = this.desired.get(u.podUid);
     if (!d || this.workers.state(u.podUid) !== 'SyncPod') return [];
     this.workers.updatePod({ pod: d.pod, type: 'sync' });

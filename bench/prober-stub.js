@@ -1,0 +1,154 @@
+// Benchmark: klet's prober alone at the issue's scale, without a container
+// runtime paying for the exec'd processes: the ProberManager (as `klet
+// sync` runs it: jitter at start, metrics) probing PODS pods, each with a
+// 1 s exec readiness probe through a real gRPC ExecSync call to a stub CRI
+// server (its own process, answering exit 0 at once) and a 1 s httpGet
+// liveness probe to busybox httpd on 127.0.0.1 (its own process).
+// Measured in this process only (user + sys from process.cpuUsage, so the
+// stub, httpd and their CPU are not in it): CPU per probe run and as % of
+// one core, and the exact lateness of every run vs its schedule, next to a
+// bare Node process's timer lateness on the same grid meanwhile (the
+// machine's own scheduling delay).
+// Usage (after npm run build): node bench/prober-stub.js [pods=110] [windowSeconds=60] [--dist DIR] [--json]
+//   --dist DIR: the build to measure (default ./dist; another checkout's dist for a before/after pair).
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
+const argv = process.argv.slice(2);
+const distIdx = argv.indexOf('--dist');
+const dist = path.resolve(distIdx >= 0 ? argv[distIdx + 1] : path.join(root, 'dist'));
+if (distIdx >= 0) argv.splice(distIdx, 2);
+const args = argv.filter((a) => !a.startsWith('--'));
+const pods = Number(args[0] ?? 110);
+const windowS = Number(args[1] ?? 60);
+const imp = (p) => import(pathToFileURL(path.join(dist, p)).href);
+const { ProberManager } = await imp('lib/prober/manager.js');
+const { CriClient } = await imp('lib/cri/client.js');
+const { KletMetrics } = await imp('lib/metrics/metrics.js');
+const { instrumentCri } = await imp('lib/metrics/instrument-cri.js');
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'klet-bench-prober-'));
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const children = [];
+const freePort = () => new Promise((r) => {
+  const s = net.createServer().listen(0, '127.0.0.1', () => {
+    const { port } = s.address();
+    s.close(() => r(port));
+  });
+});
+
+// The stub CRI server: every RuntimeService method, ExecSync answering exit 0.
+const STUB = `
+const { Server, ServerCredentials } = require(${JSON.stringify(path.join(root, 'node_modules/@grpc/grpc-js'))});
+import(${JSON.stringify(pathToFileURL(path.join(dist, 'lib/cri/gen/api.js')).href)}).then(({ RuntimeServiceService }) => {
+  const s = new Server();
+  const impl = {};
+  for (const k of Object.keys(RuntimeServiceService)) impl[k] = (_c, cb) => cb({ code: 12, details: 'stub' });
+  impl.execSync = (_c, cb) => cb(null, { stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), exitCode: 0 });
+  s.addService(RuntimeServiceService, impl);
+  s.bindAsync('unix://' + process.argv[1], ServerCredentials.createInsecure(), () => console.log('ready'));
+});
+`;
+const TIMER_FLOOR = `
+const end = Date.now() + Number(process.argv[1]);
+const late = [];
+const next = () => {
+  const due = Math.ceil((Date.now() + 1) / 100) * 100;
+  if (due > end) {
+    late.sort((a, b) => a - b);
+    const q = (x) => late[Math.min(late.length - 1, Math.floor(x * late.length))];
+    return console.log(JSON.stringify({ p50: q(0.5), p99: q(0.99), n: late.length }));
+  }
+  setTimeout(() => { late.push(Math.max(0, Date.now() - due)); next(); }, due - Date.now());
+};
+next();
+`;
+const quantile = (xs, q) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.min(s.length - 1, Math.floor(q * s.length))] : null;
+};
+
+const sock = path.join(tmp, 'cri.sock');
+let manager;
+try {
+  const stub = spawn(process.execPath, ['-e', STUB, sock], { stdio: ['ignore', 'pipe', 'inherit'] });
+  children.push(stub);
+  await new Promise((r) => stub.stdout.once('data', r));
+  fs.mkdirSync(path.join(tmp, 'www'));
+  fs.writeFileSync(path.join(tmp, 'www', 'index.html'), 'ok\n');
+  const port = await freePort();
+  const httpd = spawn('busybox', ['httpd', '-f', '-p', `127.0.0.1:${port}`, '-h', path.join(tmp, 'www')], { stdio: 'ignore' });
+  children.push(httpd);
+  await sleep(300);
+
+  const metrics = new KletMetrics();
+  const cri = instrumentCri(CriClient.connect(`unix://${sock}`), metrics);
+  const runs = [];
+  let counting = false;
+  manager = new ProberManager({ cri, hostIPs: () => ['127.0.0.1'], metrics, jitterAtStart: true, onRun: (r) => counting && runs.push(r) });
+  const now = Date.now();
+  for (let i = 0; i < pods; i++) {
+    const uid = `uid-${i}`;
+    manager.addPod({
+      metadata: { name: `probe-${i}`, namespace: 'default', uid },
+      spec: {
+        hostNetwork: true,
+        containers: [{
+          name: 'app', image: 'busybox',
+          readinessProbe: { exec: { command: ['true'] }, periodSeconds: 1 },
+          livenessProbe: { httpGet: { host: '127.0.0.1', path: '/', port }, periodSeconds: 1, failureThreshold: 30 },
+        }],
+      },
+    });
+    manager.updatePodStatus(uid, {
+      uid, name: `probe-${i}`, namespace: 'default', sandboxes: [],
+      containers: [{ id: `c${i}`, name: 'app', sandboxId: 'sb', state: 'running', createdAt: now, startedAt: now, finishedAt: 0, exitCode: 0, reason: '', message: '', image: 'busybox', imageRef: 'x', hash: 'h', restartCount: 0, type: 'regular', logPath: '' }],
+    });
+  }
+  await sleep(10_000); // warm-up
+  const floor = spawn(process.execPath, ['-e', TIMER_FLOOR, String(windowS * 1000)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  children.push(floor);
+  let floorOut = '';
+  floor.stdout.on('data', (d) => (floorOut += d));
+  const floorDone = new Promise((r) => floor.once('exit', r));
+  counting = true;
+  const c0 = process.cpuUsage();
+  const t0 = Date.now();
+  await sleep(windowS * 1000);
+  const c = process.cpuUsage(c0);
+  const elapsedS = (Date.now() - t0) / 1000;
+  counting = false;
+  await floorDone;
+  const failed = runs.filter((r) => r.outcome !== 'success').length;
+  const cpuMs = (c.user + c.system) / 1000;
+  const result = {
+    dist,
+    pods,
+    windowS: Math.round(elapsedS),
+    runs: runs.length,
+    due: 2 * pods * Math.round(elapsedS),
+    failed,
+    cpuPercentOfOneCore: Number(((cpuMs / 1000 / elapsedS) * 100).toFixed(2)),
+    cpuMsPerRun: Number((cpuMs / Math.max(1, runs.length)).toFixed(3)),
+    userMsPerRun: Number((c.user / 1000 / Math.max(1, runs.length)).toFixed(3)),
+    latenessMs: { p50: quantile(runs.map((r) => r.startedAt - r.dueAt), 0.5), p99: quantile(runs.map((r) => r.startedAt - r.dueAt), 0.99) },
+    handlerMs: { p50: quantile(runs.map((r) => r.endedAt - r.startedAt), 0.5), p99: quantile(runs.map((r) => r.endedAt - r.startedAt), 0.99) },
+    timerFloorMs: JSON.parse(floorOut || '{}'),
+    loadavg: os.loadavg().map((x) => Number(x.toFixed(2))),
+  };
+  console.log(`prober (${dist}) probing ${pods} pods against a stub CRI server and busybox httpd: ${result.runs} runs of ${result.due} due, ${failed} failed`);
+  console.log(`CPU ${result.cpuPercentOfOneCore}% of one core, ${result.cpuMsPerRun} ms per run (user ${result.userMsPerRun})`);
+  console.log(`lateness p50 ${result.latenessMs.p50} ms, p99 ${result.latenessMs.p99} ms; a bare Node timer meanwhile: p50 ${result.timerFloorMs.p50} ms, p99 ${result.timerFloorMs.p99} ms; handler p50 ${result.handlerMs.p50} ms, p99 ${result.handlerMs.p99} ms; load ${result.loadavg.join(' ')}`);
+  if (process.argv.includes('--json')) console.log(JSON.stringify(result));
+} finally {
+  manager?.stop();
+  for (const ch of children) ch.kill('SIGTERM');
+  await sleep(200);
+  fs.rmSync(tmp, { recursive: true, force: true });
+  process.exit(0);
+}
