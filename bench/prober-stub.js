@@ -17,6 +17,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { timerFloor } from './timer-floor.js';
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const argv = process.argv.slice(2);
@@ -53,20 +54,6 @@ import(${JSON.stringify(pathToFileURL(path.join(dist, 'lib/cri/gen/api.js')).hre
   s.addService(RuntimeServiceService, impl);
   s.bindAsync('unix://' + process.argv[1], ServerCredentials.createInsecure(), () => console.log('ready'));
 });
-`;
-const TIMER_FLOOR = `
-const end = Date.now() + Number(process.argv[1]);
-const late = [];
-const next = () => {
-  const due = Math.ceil((Date.now() + 1) / 100) * 100;
-  if (due > end) {
-    late.sort((a, b) => a - b);
-    const q = (x) => late[Math.min(late.length - 1, Math.floor(x * late.length))];
-    return console.log(JSON.stringify({ p50: q(0.5), p99: q(0.99), n: late.length }));
-  }
-  setTimeout(() => { late.push(Math.max(0, Date.now() - due)); next(); }, due - Date.now());
-};
-next();
 `;
 const quantile = (xs, q) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -111,11 +98,8 @@ try {
     });
   }
   await sleep(10_000); // warm-up
-  const floor = spawn(process.execPath, ['-e', TIMER_FLOOR, String(windowS * 1000)], { stdio: ['ignore', 'pipe', 'inherit'] });
-  children.push(floor);
-  let floorOut = '';
-  floor.stdout.on('data', (d) => (floorOut += d));
-  const floorDone = new Promise((r) => floor.once('exit', r));
+  const floor = timerFloor(windowS * 1000);
+  children.push(floor.child);
   counting = true;
   const c0 = process.cpuUsage();
   const t0 = Date.now();
@@ -123,7 +107,7 @@ try {
   const c = process.cpuUsage(c0);
   const elapsedS = (Date.now() - t0) / 1000;
   counting = false;
-  await floorDone;
+  const floorMs = await floor.done;
   const failed = runs.filter((r) => r.outcome !== 'success').length;
   const cpuMs = (c.user + c.system) / 1000;
   const result = {
@@ -138,7 +122,7 @@ try {
     userMsPerRun: Number((c.user / 1000 / Math.max(1, runs.length)).toFixed(3)),
     latenessMs: { p50: quantile(runs.map((r) => r.startedAt - r.dueAt), 0.5), p99: quantile(runs.map((r) => r.startedAt - r.dueAt), 0.99) },
     handlerMs: { p50: quantile(runs.map((r) => r.endedAt - r.startedAt), 0.5), p99: quantile(runs.map((r) => r.endedAt - r.startedAt), 0.99) },
-    timerFloorMs: JSON.parse(floorOut || '{}'),
+    timerFloorMs: floorMs,
     loadavg: os.loadavg().map((x) => Number(x.toFixed(2))),
   };
   console.log(`prober (${dist}) probing ${pods} pods against a stub CRI server and busybox httpd: ${result.runs} runs of ${result.due} due, ${failed} failed`);

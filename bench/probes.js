@@ -19,6 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { CriClient } from '../dist/lib/cri/client.js';
 import { layoutFor, managedPid, shimPids, startManagedRuntime, stopManagedRuntime } from '../dist/lib/runtime/containerd.js';
 import { BUSYBOX_IMAGE } from '../dist/lib/runtime/containerd-config.js';
+import { timerFloor } from './timer-floor.js';
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const argv = process.argv.slice(2);
@@ -88,21 +89,6 @@ function bucketQuantile(before, after, q) {
   return Infinity;
 }
 
-/** A bare Node process: setTimeout to every 100 ms slot for the window; prints how late the timers fired (p50, p99 ms). */
-const TIMER_FLOOR = `
-const end = Date.now() + Number(process.argv[1]);
-const late = [];
-const next = () => {
-  const due = Math.ceil((Date.now() + 1) / 100) * 100;
-  if (due > end) {
-    late.sort((a, b) => a - b);
-    const q = (x) => late[Math.min(late.length - 1, Math.floor(x * late.length))];
-    return console.log(JSON.stringify({ p50: q(0.5), p99: q(0.99), n: late.length }));
-  }
-  setTimeout(() => { late.push(Math.max(0, Date.now() - due)); next(); }, due - Date.now());
-};
-next();
-`;
 const PROBES = `      readinessProbe:
         exec: { command: ["true"] }
         periodSeconds: 1
@@ -157,10 +143,7 @@ ${withProbes ? PROBES : ''}`,
   const m0 = await apiGet(sock, '/metrics');
   // The machine's own timer lateness over the window: a bare Node process waking
   // on the same 100 ms grid (what any process here gets, klet or not).
-  const floor = spawn(process.execPath, ['-e', TIMER_FLOOR, String(windowS * 1000)], { stdio: ['ignore', 'pipe', 'inherit'] });
-  let floorOut = '';
-  floor.stdout.on('data', (d) => (floorOut += d));
-  const floorDone = new Promise((r) => floor.once('exit', r));
+  const floor = timerFloor(windowS * 1000);
   const w0 = Date.now();
   const rssSamples = [];
   while (Date.now() - w0 < windowS * 1000) {
@@ -168,8 +151,7 @@ ${withProbes ? PROBES : ''}`,
     rssSamples.push(rssKb(klet.pid));
   }
   const elapsedS = (Date.now() - w0) / 1000;
-  await floorDone;
-  const timerFloor = JSON.parse(floorOut || '{}');
+  const floorMs = await floor.done;
   const kletTicks = ownTicks(klet.pid) - c0;
   const kletCpuPct = (kletTicks / clkTck / elapsedS) * 100;
   const rt1 = (await runtimePids()).reduce((a, p) => a + cpuTicks(p), 0);
@@ -197,7 +179,7 @@ ${withProbes ? PROBES : ''}`,
     latenessP99S: bucketQuantile(late0, late1, 0.99),
     latenessBudgetP99S: 0.05,
     handlerP99S: { exec: durP99('Readiness'), httpGet: durP99('Liveness') },
-    timerFloorMs: timerFloor,
+    timerFloorMs: floorMs,
     rssStartMB: Number((rss0 / 1024).toFixed(1)),
     rssEndMB: Number((rss1 / 1024).toFixed(1)),
     rssMaxMB: Number((Math.max(rss0, ...rssSamples) / 1024).toFixed(1)),
@@ -205,10 +187,10 @@ ${withProbes ? PROBES : ''}`,
     rssBudgetPercent: 5,
     loadavg: os.loadavg().map((x) => Number(x.toFixed(2))),
   };
-  result.kletCpuMsPerProbeRun = Number(((kletTicks * 1000) / clkTck / Math.max(1, ran)).toFixed(3));
+  result.kletCpuMsPerProbeRun = ran > 0 ? Number(((kletTicks * 1000) / clkTck / ran).toFixed(3)) : null;
   console.log(`klet sync ${withProbes ? 'probing' : 'running (no probes)'} ${pods} pods (1 s exec readiness + 1 s httpGet liveness each; all Ready ${(allReadyMs / 1000).toFixed(1)} s after start)`);
-  console.log(`klet CPU ${result.kletCpuPercentOfOneCore}% of one core over ${result.windowS}s (budget 15%), ${result.kletCpuMsPerProbeRun} ms per probe run; containerd + shims (with runc and the exec'd processes) ${result.runtimeCpuPercentOfOneCore}%`);
-  console.log(`probes run ${ran} of ${result.probesDue} due, ${failed} failed; lateness p50 <= ${result.latenessP50S * 1000} ms, p99 <= ${result.latenessP99S * 1000} ms (budget 50 ms); a bare Node timer on this machine meanwhile: p50 ${timerFloor.p50} ms, p99 ${timerFloor.p99} ms late; handler p99 exec <= ${result.handlerP99S.exec} s, httpGet <= ${result.handlerP99S.httpGet} s`);
+  console.log(`klet CPU ${result.kletCpuPercentOfOneCore}% of one core over ${result.windowS}s (budget 15%), ${result.kletCpuMsPerProbeRun ?? 'n/a'} ms per probe run; containerd + shims (with runc and the exec'd processes) ${result.runtimeCpuPercentOfOneCore}%`);
+  console.log(`probes run ${ran} of ${result.probesDue} due, ${failed} failed; lateness p50 <= ${result.latenessP50S * 1000} ms, p99 <= ${result.latenessP99S * 1000} ms (budget 50 ms); a bare Node timer on this machine meanwhile: p50 ${floorMs.p50} ms, p99 ${floorMs.p99} ms late; handler p99 exec <= ${result.handlerP99S.exec} s, httpGet <= ${result.handlerP99S.httpGet} s`);
   console.log(`RSS ${result.rssStartMB} MB -> ${result.rssEndMB} MB (${result.rssGrowthPercent}%, max ${result.rssMaxMB} MB; budget 5%); load average ${result.loadavg.join(' ')}`);
   if (process.argv.includes('--json')) console.log(JSON.stringify(result));
 } finally {
