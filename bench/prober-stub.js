@@ -9,7 +9,8 @@
 // one core, and the exact lateness of every run vs its schedule, next to a
 // bare Node process's timer lateness on the same grid meanwhile (the
 // machine's own scheduling delay).
-// Usage (after npm run build): node bench/prober-stub.js [pods=110] [windowSeconds=60] [--dist DIR] [--json]
+// Usage (after npm run build): node bench/prober-stub.js [pods=110] [windowSeconds=60] [--dist DIR] [--slot-ms MS] [--json]
+//   --slot-ms MS: the prober's slot grid (default 100; 1 is about one wake-up per run).
 //   --dist DIR: the build to measure (default ./dist; another checkout's dist for a before/after pair).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -24,6 +25,9 @@ const argv = process.argv.slice(2);
 const distIdx = argv.indexOf('--dist');
 const dist = path.resolve(distIdx >= 0 ? argv[distIdx + 1] : path.join(root, 'dist'));
 if (distIdx >= 0) argv.splice(distIdx, 2);
+const slotIdx = argv.indexOf('--slot-ms');
+const slotMs = slotIdx >= 0 ? Number(argv[slotIdx + 1]) : undefined;
+if (slotIdx >= 0) argv.splice(slotIdx, 2);
 const args = argv.filter((a) => !a.startsWith('--'));
 const pods = Number(args[0] ?? 110);
 const windowS = Number(args[1] ?? 60);
@@ -77,7 +81,7 @@ try {
   const cri = instrumentCri(CriClient.connect(`unix://${sock}`), metrics);
   const runs = [];
   let counting = false;
-  manager = new ProberManager({ cri, hostIPs: () => ['127.0.0.1'], metrics, jitterAtStart: true, onRun: (r) => counting && runs.push(r) });
+  manager = new ProberManager({ cri, hostIPs: () => ['127.0.0.1'], metrics, jitterAtStart: true, ...(slotMs !== undefined ? { slotMs } : {}), onRun: (r) => counting && runs.push(r) });
   const now = Date.now();
   for (let i = 0; i < pods; i++) {
     const uid = `uid-${i}`;
@@ -112,6 +116,7 @@ try {
   const cpuMs = (c.user + c.system) / 1000;
   const result = {
     dist,
+    slotMs: slotMs ?? 100,
     pods,
     windowS: Math.round(elapsedS),
     runs: runs.length,

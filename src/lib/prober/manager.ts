@@ -81,6 +81,8 @@ export interface ProberManagerOptions {
    * probe every pod at once). `klet sync` wants it; a one-shot run does not.
    */
   jitterAtStart?: boolean;
+  /** The slot grid's step (default PROBE_SLOT_MS, 100 ms); benchmarks compare others. */
+  slotMs?: number;
   signal?: AbortSignal;
   random?: () => number;
 }
@@ -274,10 +276,11 @@ export class ProberManager {
   private readonly startedAt = Date.now();
   private readonly abort = new AbortController();
   /** The workers' timers: one per slot of the grid that has runs due. */
-  readonly slots = new SlotTimers();
+  readonly slots: SlotTimers;
 
   constructor(private readonly opts: ProberManagerOptions) {
     this.cri = opts.cri;
+    this.slots = new SlotTimers(opts.slotMs);
     opts.signal?.addEventListener('abort', () => this.stop(), { once: true });
   }
 
