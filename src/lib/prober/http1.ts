@@ -224,7 +224,7 @@ export function http1Get(r: Http1Request): Promise<Http1Answer> {
     const parser = new ResponseParser(r.maxBody);
     let settled = false;
     const sock: net.Socket = r.https
-      ? tls.connect({ host: r.host, port: r.port, rejectUnauthorized: false, ...(net.isIP(r.host) === 0 ? { servername: r.host } : {}), ALPNProtocols: ['http/1.1'] })
+      ? tls.connect({ host: r.host, port: r.port, rejectUnauthorized: false, ...(net.isIP(r.host) === 0 ? { servername: r.host } : {}) })
       : net.connect({ host: r.host, port: r.port });
     const settle = (err: Error | null, a?: Http1Answer): void => {
       if (settled) return;
