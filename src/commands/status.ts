@@ -5,7 +5,7 @@ import { durationFlag } from '../flags.js';
 
 export default class Status extends PodCommand<typeof Status> {
   static override summary = 'Show the node and its pods, like kubectl get pods for this node.';
-  static override description = `Without POD: a node summary (node name, runtime name, version and conditions, pod counts by phase, root dir) and a pod table with the columns kubectl prints (NAMESPACE, NAME, READY, STATUS, RESTARTS, AGE, IP). With POD (ns/name, name in namespace default, or a UID prefix): the pod's full status. -o json|yaml prints real v1 Pod objects (a v1 PodList without POD) with .status computed from the runtime as the kubelet computes it. --watch prints again on every change.`;
+  static override description = `Without POD: a node summary (node name, runtime name, version and conditions, pod counts by phase, root dir) and a pod table with the columns kubectl prints (NAMESPACE, NAME, READY, STATUS, RESTARTS, AGE, IP). With POD (ns/name, name in namespace default, or a UID prefix): the pod's full status. While klet sync --kubeconfig runs on the root dir, the summary also shows the cluster it joined (API server, registration, lease age, pod watch, events sent, last API error) from its local API. -o json|yaml prints real v1 Pod objects (a v1 PodList without POD, with a top-level "cluster" object in cluster mode) with .status computed from the runtime as the kubelet computes it. --watch prints again on every change.`;
   static override examples = [
     '<%= config.bin %> <%= command.id %>',
     '<%= config.bin %> <%= command.id %> kube-system/etcd-node1',
@@ -23,7 +23,7 @@ export default class Status extends PodCommand<typeof Status> {
   async run(): Promise<void> {
     const { args, flags } = await this.parse(Status);
     const deps = await this.deps();
-    const { podStatus, watchPods, nodeSummary } = await import('../lib/services/pod-status.js');
+    const { podStatus, watchPods, nodeSummary, runningClusterStatus } = await import('../lib/services/pod-status.js');
     const { formatPodTable, describePod, formatNodeSummary } = await import('../lib/status/format.js');
 
     const render = async (pods: V1Pod[], header: boolean) => {
@@ -32,7 +32,9 @@ export default class Status extends PodCommand<typeof Status> {
         await this.printObject(pod, () => describePod(pod));
         return;
       }
-      const list = { apiVersion: 'v1', kind: 'PodList', metadata: {}, items: pods };
+      // In cluster mode -o json/yaml also carries the cluster klet sync joined (an extra top-level field).
+      const cluster = this.output === 'table' ? undefined : await runningClusterStatus(deps);
+      const list = { apiVersion: 'v1', kind: 'PodList', metadata: {}, items: pods, ...(cluster ? { cluster } : {}) };
       await this.printObject(list, () => {
         const table = formatPodTable(pods, new Date());
         return header ? table : table.split('\n').slice(1).join('\n');

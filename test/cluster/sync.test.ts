@@ -51,6 +51,21 @@ describe('klet sync --kubeconfig', () => {
       expect((times[i]! - times[i - 1]!) / 1000).toBeGreaterThanOrEqual(8);
       expect((times[i]! - times[i - 1]!) / 1000).toBeLessThanOrEqual(12);
     }
+
+    // klet status (and the local API's /node) tell the cluster klet sync joined.
+    const statusArgs = ['status', '--root-dir', rt.rootDir, '--container-runtime-endpoint', rt.endpoint, '--node-name', NODE];
+    const table = await runKlet(statusArgs);
+    expect(table.code, explain(table)).toBe(0);
+    expect(table.stdout).toContain(`Cluster:  ${cluster.server} (node ${NODE} registered)\n`);
+    expect(table.stdout).toMatch(/\nLease: {4}renewed \d+s ago \(\d{4}-\d\d-\d\dT[0-9:.]+Z\)\n/);
+    expect(table.stdout).toMatch(/\nWatch: {4}watching, \d+ pods?\n/);
+    const { json } = await runKletJson<{ kind: string; cluster: { server: string; registered: boolean; nodeName: string; lease: { renewTime: string; ageSeconds: number }; watch: { state: string }; requests: Record<string, number> } }>([...statusArgs, '-o', 'json']);
+    expect(json.kind).toBe('PodList');
+    expect(json.cluster).toMatchObject({ server: cluster.server, registered: true, nodeName: NODE, watch: { state: 'watching' } });
+    expect(json.cluster.lease.ageSeconds).toBeLessThanOrEqual(12);
+    expect(Date.parse(json.cluster.lease.renewTime)).toBeGreaterThanOrEqual(times[times.length - 1]!);
+    expect(json.cluster.requests.update).toBeGreaterThanOrEqual(2);
+    expect(JSON.stringify(json)).not.toContain(cluster.nodes[NODE]!.token);
     const exit = await sync.stop();
     expect(exit.code, sync.tail()).toBe(0);
     expect(sync.stderr).not.toContain(cluster.nodes[NODE]!.token);
@@ -268,6 +283,55 @@ describe('klet sync --kubeconfig: pods from the API server', () => {
     const exit = await sync.stop();
     expect(exit.code, sync.tail()).toBe(0);
   }, 300_000);
+
+  it("admission counts the static pods' requests: a static pod holding most of the CPU makes a later API pod fail OutOfcpu", async () => {
+    await ensureNamespace();
+    const cpus = (await import('node:os')).cpus().length;
+    const held = cpus * 1000 - 100;
+    const dir = fs.mkdtempSync(path.join(cluster.dir, 'static-cpu-'));
+    fs.writeFileSync(
+      path.join(dir, 'hog.yaml'),
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'hog', namespace: 'kube-system' },
+        spec: {
+          priorityClassName: 'system-node-critical',
+          containers: [{ name: 'main', image: 'localhost/klet/busybox:1.36', command: ['sh', '-c', "trap 'exit 0' TERM; sleep 3600 & wait"], resources: { requests: { cpu: `${held}m` } } }],
+        },
+      }),
+    );
+    const sync = await startSync({ rootDir: rt.rootDir, endpoint: rt.endpoint, manifestDir: dir, nodeName: NODE, args: ['--kubeconfig', cluster.nodes[NODE]!.kubeconfig] });
+    await poll('static pod hog Running (its mirror pod)', 90_000, async () =>
+      (await cluster.kubectlJson<ApiPod>(['get', 'pod', '-n', 'kube-system', `hog-${NODE}`])).status.phase === 'Running' ? true : undefined,
+    ).catch((err: Error) => {
+      throw new Error(`${err.message}\n${sync.tail()}`);
+    });
+    const small = JSON.parse(podYaml('small')) as { spec: { containers: Array<Record<string, unknown>> } };
+    small.spec.containers[0]!.resources = { requests: { cpu: '200m' } };
+    await cluster.kubectl(['apply', '-f', '-'], { input: JSON.stringify(small) });
+    const p = await poll('small Failed', 60_000, async () => {
+      const pod = await cluster.kubectlJson<ApiPod & { status: { reason?: string; message?: string } }>(['get', 'pod', '-n', NS, 'small']);
+      return pod.status.phase === 'Failed' ? pod : undefined;
+    }).catch((err: Error) => {
+      throw new Error(`${err.message}\n${sync.tail()}`);
+    });
+    expect(p.status.reason).toBe('OutOfcpu');
+    expect(p.status.message).toBe(`Pod was rejected: Node didn't have enough resource: cpu, requested: 200, used: ${held}, capacity: ${cpus * 1000}`);
+    // The rejection is also an event on the pod, as the kubelet records it.
+    const events = await poll('OutOfcpu event', 30_000, async () => {
+      const evs = (await cluster.kubectlJson<{ items: Array<{ reason: string; type: string; message: string }> }>(['get', 'events', '-n', NS, '--field-selector', 'involvedObject.name=small'])).items;
+      return evs.some((e) => e.reason === 'OutOfcpu') ? evs : undefined;
+    });
+    expect(events.find((e) => e.reason === 'OutOfcpu')).toMatchObject({ type: 'Warning', message: p.status.message!.replace('Pod was rejected: ', '') });
+    await cluster.kubectl(['delete', 'pod', '-n', NS, 'small', '--wait=false']);
+    fs.rmSync(path.join(dir, 'hog.yaml'));
+    await poll('pods gone', 60_000, async () =>
+      (await cluster.kubectl(['get', 'pods', '-A', '-o', 'name'])).match(/small|hog/) ? undefined : true,
+    );
+    const exit = await sync.stop();
+    expect(exit.code, sync.tail()).toBe(0);
+  }, 240_000);
 
   it('admission: a pod that does not fit is Failed with OutOfcpu, one whose nodeSelector does not match with NodeAffinity; neither runs', async () => {
     await ensureNamespace();

@@ -219,6 +219,36 @@ describe('the screen', () => {
     expect(sparkline([0, 1, 2, 4, 8])).toBe(' ▁▂▄█');
   });
 
+  it('cluster mode: the header shows the API server and the lease age from /node; no such line without a cluster', () => {
+    const cluster = (over: Partial<NonNullable<NodeStatus['cluster']>> = {}): NonNullable<NodeStatus['cluster']> => ({
+      server: 'https://127.0.0.1:6443',
+      nodeName: 'n1',
+      registered: true,
+      nodeUid: 'u1',
+      lease: { renewTime: iso(T0 - 7_000), ageSeconds: 7 },
+      lastError: null,
+      watch: { state: 'watching', pods: 2, error: null },
+      events: { sent: 3, created: 2, patched: 1, filtered: 0, dropped: 0, queued: 0 },
+      requests: { list: 1, watch: 1 },
+      ...over,
+    });
+    const header = (n: NodeStatus) => {
+      const store = new DashboardStore({ now: () => T0 });
+      store.applyNode(n);
+      const lines = renderScreen(store.flush(), INITIAL_VIEW, { columns: 160, rows: 30 }).map(lineText);
+      store.close();
+      return lines.slice(0, 4).map((l) => l.trimEnd());
+    };
+    expect(header(node({ cluster: cluster() }))).toContain('API server https://127.0.0.1:6443 · lease 7s ago');
+    expect(header(node())).not.toEqual(expect.arrayContaining([expect.stringContaining('API server')]));
+    // A failure after the last renewal shows; one before it is old news.
+    const failing = header(node({ cluster: cluster({ lastError: { message: 'API server https://127.0.0.1:6443: update lease n1: connection refused', at: iso(T0 - 1000) } }) }));
+    expect(failing.find((l) => l.startsWith('API server'))).toContain('· API server https://127.0.0.1:6443: update lease n1: connection refused');
+    const old = header(node({ cluster: cluster({ lastError: { message: 'old', at: iso(T0 - 60_000) } }) }));
+    expect(old.find((l) => l.startsWith('API server'))).not.toContain('old');
+    expect(header(node({ cluster: cluster({ registered: false, lease: { renewTime: null, ageSeconds: null } }) }))).toContain('API server https://127.0.0.1:6443 · not registered');
+  });
+
   it('an event message with a newline or escape codes (the output of an exec probe) stays on its one line', () => {
     const store = new DashboardStore({ now: () => T0 });
     store.applyNode(node());

@@ -88,3 +88,63 @@ describe('mirror pods', () => {
     expect(f.calls).toEqual([]);
   });
 });
+
+describe('status manager: event-driven passes', () => {
+  it('a kick runs a pass from the watch view (no LIST); the slow resync LISTs; a mirror pod created but not yet watched is not created twice', async () => {
+    const f = fakeApi();
+    let lists = 0;
+    const list = f.api.listNodePods;
+    f.api.listNodePods = async (n, s) => {
+      lists++;
+      return list(n, s);
+    };
+    let local = [staticPod('Pending')];
+    let watched: V1Pod[] | undefined = [];
+    const mgr = new PodStatusManager({ api: f.api, nodeName: 'node1', nodeUid: () => 'node-uid', localPods: async () => local, remotePods: () => watched });
+    const ctrl = new AbortController();
+    const done = mgr.run(ctrl.signal, 60_000);
+    const until = async (fn: () => boolean) => {
+      while (!fn()) await new Promise((r) => setTimeout(r, 2));
+    };
+    await until(() => f.calls.length === 2);
+    // The first pass is the full one.
+    expect(lists).toBe(1);
+    expect(f.calls).toEqual(['create', 'status:Pending']);
+    // The watch has not delivered the mirror pod yet: a kick must not create another.
+    local = [staticPod('Running')];
+    mgr.kick();
+    await until(() => f.calls.length === 3);
+    expect(f.calls[2]).toBe('status:Running');
+    expect(lists).toBe(1);
+    watched = [...f.pods.values()];
+    local = [staticPod('Succeeded')];
+    mgr.kick();
+    await until(() => f.calls.length === 4);
+    expect(f.calls).toEqual(['create', 'status:Pending', 'status:Running', 'status:Succeeded']);
+    expect(lists).toBe(1);
+    // Nothing changed: a kick writes nothing.
+    const passes = mgr.passes;
+    mgr.kick();
+    await until(() => mgr.passes > passes);
+    expect(f.calls).toHaveLength(4);
+    ctrl.abort();
+    await done;
+  });
+
+  it('while the server is away passes back off instead of following every kick', async () => {
+    const f = fakeApi();
+    f.setDown(true);
+    const mgr = new PodStatusManager({ api: f.api, nodeName: 'node1', nodeUid: () => 'node-uid', localPods: async () => [staticPod()], remotePods: () => [] });
+    const ctrl = new AbortController();
+    const done = mgr.run(ctrl.signal, 60_000);
+    const t0 = Date.now();
+    const kicker = setInterval(() => mgr.kick(), 5);
+    await new Promise((r) => setTimeout(r, 1500));
+    clearInterval(kicker);
+    // The first pass, then one after the 1 s back-off: not hundreds.
+    expect(mgr.passes).toBeLessThanOrEqual(3);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(1500);
+    ctrl.abort();
+    await done;
+  });
+});

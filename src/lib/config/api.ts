@@ -42,8 +42,25 @@ export class ApiSource implements PodSource {
   /** Pods admission refused, by UID, until they leave the server (the status manager marks them Failed). */
   readonly rejected = new Map<string, ApiRejection>();
   private readonly admitted = new Set<string>();
+  /** Every pod bound to the node as the watch last delivered them (mirror pods included); undefined before the first list. */
+  latest: V1Pod[] | undefined;
+  /** How the list+watch is doing, for /node. */
+  watchState: 'connecting' | 'watching' | 'retrying' = 'connecting';
+  watchError: string | null = null;
+  private readonly listeners = new Set<() => void>();
+
+  /** Called after each change the watch delivers. Returns the unsubscribe function. */
+  onChange(fn: () => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
 
   constructor(private readonly o: { server: string; watch: WatchNodePods; admit?: AdmitPods; now?: () => Date }) {}
+
+  /** Is this UID an API pod klet admitted (not a static pod)? */
+  isAdmitted(uid: string): boolean {
+    return this.admitted.has(uid);
+  }
 
   /** Admitted pods stay admitted; new ones go through admission in creation order. */
   private admit(runnable: V1Pod[]): V1Pod[] {
@@ -84,8 +101,16 @@ export class ApiSource implements PodSource {
             loaded.push({ pod, source: { kind: 'api', path: `${this.o.server}/api/v1/namespaces/${p.metadata?.namespace}/pods/${p.metadata?.name}` } });
           }
           sink.snapshot({ pods: loaded, objects: { configMaps: [], secrets: [] }, errors: [] });
+          this.latest = pods;
+          this.watchState = 'watching';
+          this.watchError = null;
+          for (const fn of this.listeners) fn();
         },
-        error: (message) => sink.failed([new ManifestError({ file: this.o.server, message })]),
+        error: (message) => {
+          this.watchState = 'retrying';
+          this.watchError = message;
+          sink.failed([new ManifestError({ file: this.o.server, message })]);
+        },
       },
       signal,
     );

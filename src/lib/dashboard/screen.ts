@@ -10,6 +10,7 @@
 import type { V1Container, V1ContainerState, V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
 import { humanDuration } from '../status/format.js';
 import type { SyncLoopTrigger } from '../events/types.js';
+import type { ClusterStatus } from '../server/node-status.js';
 import type { DashboardSnapshot, EventTone, PodRow } from './store.js';
 import { TRIGGERS } from './store.js';
 import { KEY_HELP, selectedIndex, visiblePods, type ViewState } from './view.js';
@@ -112,6 +113,23 @@ function connectionLine(snap: DashboardSnapshot): Line | null {
   return plain(c.message, { color: 'red', bold: true });
 }
 
+/** Cluster mode: the API server and how fresh the node's Lease is (stale past its 40 s duration). */
+function clusterLine(c: ClusterStatus, now: number): Line {
+  const line: Line = [{ text: 'API server ' }, { text: c.server, bold: true }];
+  if (!c.registered) line.push({ text: ' · not registered', color: 'red' });
+  else if (c.lease.renewTime === null) line.push({ text: ' · no lease yet', color: 'yellow' });
+  else {
+    const ageS = Math.max(0, Math.round((now - Date.parse(c.lease.renewTime)) / 1000));
+    line.push({ text: ` · lease ${ageS}s ago`, color: ageS > 40 ? 'red' : 'green' });
+  }
+  if (c.watch.state !== 'watching') line.push({ text: ` · watch ${c.watch.state}`, color: 'yellow' });
+  // The last error only while it is news: not once the lease was renewed after it.
+  if (c.lastError !== null && (c.lease.renewTime === null || Date.parse(c.lastError.at) > Date.parse(c.lease.renewTime))) {
+    line.push({ text: ` · ${c.lastError.message}`, color: 'red' });
+  }
+  return line;
+}
+
 function headerLines(snap: DashboardSnapshot, width: number): Line[] {
   const n = snap.node;
   const lines: Line[] = [];
@@ -138,6 +156,7 @@ function headerLines(snap: DashboardSnapshot, width: number): Line[] {
       if (s.errors.length > 0) second.push({ text: ` ${s.errors.length} error${s.errors.length > 1 ? 's' : ''}: ${s.errors[0]}`, color: 'red' });
     }
     lines.push(second);
+    if (n.cluster) lines.push(clusterLine(n.cluster, snap.now));
   }
   const conn = connectionLine(snap);
   if (conn !== null) lines.push(conn);

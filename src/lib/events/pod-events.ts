@@ -32,6 +32,10 @@ export const podEvents = {
     const message = pulled ? `Successfully pulled image "${image}"` : `Container image "${image}" already present on machine`;
     return { ...base(pod), type: 'Normal', reason: 'Pulled', message, container, image, pulled };
   },
+  /** The kubelet's Created, after CreateContainer (before StartContainer). */
+  created(pod: V1Pod, container: string, containerId: string, init: boolean): PodEvent {
+    return { ...base(pod), type: 'Normal', reason: 'Created', message: `Created container ${container}`, container, containerId, init };
+  },
   started(pod: V1Pod, container: string, containerId: string, init: boolean, restartCount = 0): PodEvent {
     return { ...base(pod), type: 'Normal', reason: 'Started', message: `Started container ${container}`, container, containerId, init, restartCount };
   },

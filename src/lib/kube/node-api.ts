@@ -10,6 +10,7 @@ import { InputError, errorMessage } from '../errors.js';
 import type { NodeApi, PodApi } from '../node/api.js';
 import { NODE_LEASE_NAMESPACE } from '../node/api.js';
 import type { ObjectApi } from '../volume/api-objects.js';
+import type { EventApi } from '../node/event-recorder.js';
 import { pause } from '../util/sleep.js';
 import { ApiServerError, redact, toApiServerError } from './errors.js';
 
@@ -78,7 +79,7 @@ export async function loadKubeconfig(path: string, k8s: ClientNode): Promise<Loa
 }
 
 /** Connect to the API server a kubeconfig names (no request is made yet). */
-export async function connectNodeApi(kubeconfigPath: string, opts: { requestTimeoutMs?: number } = {}): Promise<NodeApi & PodApi & ObjectApi> {
+export async function connectNodeApi(kubeconfigPath: string, opts: { requestTimeoutMs?: number } = {}): Promise<NodeApi & PodApi & ObjectApi & EventApi> {
   const k8s = await import('@kubernetes/client-node');
   const { kc, server, secrets } = await loadKubeconfig(kubeconfigPath, k8s);
   const core = kc.makeApiClient(k8s.CoreV1Api);
@@ -100,7 +101,11 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
     middlewareMergeStrategy: 'append' as const,
   });
 
+  /** Requests made, by verb (the first word of `what`), answered or not. */
+  const requests: Record<string, number> = {};
   async function call<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    const verb = what.split(' ')[0]!;
+    requests[verb] = (requests[verb] ?? 0) + 1;
     try {
       return await fn();
     } catch (err) {
@@ -147,6 +152,7 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
           rv = list.metadata?.resourceVersion;
           emit();
         }
+        requests.watch = (requests.watch ?? 0) + 1;
         const gone = await new Promise<boolean>((resolve, reject) => {
           let expired = false;
           let ctrl: AbortController | undefined;
@@ -196,6 +202,7 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
 
   return {
     server,
+    requests,
     getNode: (name, signal) => orNull(call(`get node ${name}`, () => core.readNode({ name }, options(signal)))),
     createNode: (node, signal) => call(`create node ${node.metadata?.name}`, () => core.createNode({ body: node }, options(signal))),
     patchNodeMetadata: (name, meta, signal) =>
@@ -276,6 +283,15 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
         core.patchNamespacedPodStatus(
           { name, namespace, body: JSON.parse(JSON.stringify({ metadata: { uid }, status })) as unknown },
           options(signal, k8s.PatchStrategy.MergePatch),
+        ),
+      ),
+    createEvent: (namespace, event, signal) =>
+      call(`create event ${namespace}/${event.metadata?.name}`, () => core.createNamespacedEvent({ namespace, body: event }, options(signal))),
+    patchEvent: (namespace, name, patch, signal) =>
+      call(`patch event ${namespace}/${name}`, () =>
+        core.patchNamespacedEvent(
+          { name, namespace, body: { count: patch.count, lastTimestamp: patch.lastTimestamp.toISOString(), message: patch.message } },
+          options(signal, k8s.PatchStrategy.StrategicMergePatch),
         ),
       ),
     close: () => {

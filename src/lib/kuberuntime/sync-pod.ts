@@ -376,6 +376,7 @@ async function startContainer(
       { signal: ctx.signal },
     );
     containerId = created.containerId;
+    ctx.onEvent?.(podEvents.created(pod, c.name, containerId, init));
   } catch (err) {
     // Retried after the pod worker's error back-off (the kubelet's backOffPeriod, 10 s): a missing ConfigMap or Secret may appear.
     if (err instanceof ContainerConfigError || err instanceof SubPathError) return fail('CreateContainerConfigError', err.message, CONFIG_ERROR_RETRY_MS);

@@ -11,6 +11,8 @@ export const NODE_LEASE_NAMESPACE = 'kube-node-lease';
 export interface NodeApi {
   /** The API server URL, for messages. */
   readonly server: string;
+  /** Requests made so far, by verb (list, watch, get, create, update, patch, delete), when counted. */
+  readonly requests?: Readonly<Record<string, number>>;
   /** The Node, or null when it does not exist. */
   getNode(name: string, signal: AbortSignal): Promise<V1Node | null>;
   /** Create it; rejects with reason AlreadyExists when it exists. */

@@ -6,7 +6,7 @@
  * (nodeStatusUpdateFrequency / nodeStatusReportFrequency). Errors never end
  * the loop: they are reported and retried with back-off until the signal aborts.
  */
-import type { V1Lease, V1NodeStatus } from '@kubernetes/client-node';
+import type { V1Lease, V1NodeCondition, V1NodeStatus } from '@kubernetes/client-node';
 import { errorMessage } from '../errors.js';
 import type { NodeApi } from './api.js';
 import { NODE_LEASE_NAMESPACE } from './api.js';
@@ -26,7 +26,7 @@ const MAX_UPDATE_RETRIES = 5;
 
 export type HeartbeatEvent =
   | { kind: 'LeaseRenewed'; renewTime: string }
-  | { kind: 'NodeStatusUpdated'; changed: boolean }
+  | { kind: 'NodeStatusUpdated'; changed: boolean; conditions: V1NodeCondition[] }
   | { kind: 'HeartbeatError'; what: 'lease' | 'status'; message: string };
 
 /** An RFC 3339 time with microseconds, as metav1.MicroTime is written. */
@@ -169,7 +169,7 @@ export async function runHeartbeat(o: HeartbeatOptions): Promise<void> {
           await o.api.patchNodeStatus(o.nodeName, status, o.signal);
           lastSent = status;
           lastReport = Date.now();
-          emit({ kind: 'NodeStatusUpdated', changed });
+          emit({ kind: 'NodeStatusUpdated', changed, conditions: status.conditions ?? [] });
         }
         backoff = retryInitial;
         wait = statusMs;

@@ -13,13 +13,18 @@
  */
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { errorMessage } from '../errors.js';
-import { CONFIG_HASH_ANNOTATION, CONFIG_SEEN_ANNOTATION, CONFIG_SOURCE_ANNOTATION } from '../pod/static-pod.js';
 import { pause } from '../util/sleep.js';
+import { CONFIG_HASH_ANNOTATION, CONFIG_SEEN_ANNOTATION, CONFIG_SOURCE_ANNOTATION } from '../pod/static-pod.js';
 import type { PodApi } from './api.js';
 
 export const CONFIG_MIRROR_ANNOTATION = 'kubernetes.io/config.mirror';
-/** How often mirror pods and their status are reconciled. */
-export const MIRROR_SYNC_INTERVAL_MS = 1_000;
+/**
+ * The slow resync (the kubelet status manager's syncPeriod): a full pass
+ * with a fresh LIST even when nothing was signalled. Between resyncs a pass
+ * runs when kick() says a pod's status may have changed (a pod sync, the
+ * watch), working from the watch's view of the server.
+ */
+export const STATUS_RESYNC_INTERVAL_MS = 10_000;
 
 export type MirrorPodEvent =
   | { kind: 'MirrorPodCreated'; pod: string; reason: 'missing' | 'stale' }
@@ -28,7 +33,7 @@ export type MirrorPodEvent =
   | { kind: 'MirrorPodError'; pod: string; message: string }
   | { kind: 'PodStatusPatched'; pod: string; phase: string }
   | { kind: 'PodDeleted'; pod: string }
-  | { kind: 'PodRejected'; pod: string; reason: string; message: string }
+  | { kind: 'PodRejected'; pod: string; uid: string; reason: string; message: string }
   | { kind: 'PodStatusError'; pod: string; message: string };
 
 export type StatusManagerEvent = MirrorPodEvent;
@@ -94,15 +99,39 @@ export interface PodStatusManagerOptions {
   onEvent?: (e: MirrorPodEvent) => void;
   /** API pods admission refused: marked Failed with the reason, as the kubelet's rejectPod. */
   rejections?: () => Iterable<{ namespace: string; name: string; uid: string; reason: string; message: string }>;
+  /** The pods bound to the node as the watch last saw them (undefined: not listed yet); without it every pass lists. */
+  remotePods?: () => V1Pod[] | undefined;
 }
 
 export class PodStatusManager {
   /** Mirror pod UID → the status last written to it. */
   private readonly written = new Map<string, string>();
+  /** Static pod UID → its mirror pod's UID. */
+  private readonly mirrorUids = new Map<string, string>();
+  /** Mirror pods klet created that the watch may not show yet, by `namespace/name` (cleared by each LIST). */
+  private readonly created = new Map<string, V1Pod>();
+  private kicked = false;
+  /** Failed requests in the current pass. */
+  private failures = 0;
+  private wake: (() => void) | null = null;
+  /** Passes run (for tests and the figures in bench/). */
+  passes = 0;
+
+  /** A pod's status may have changed: run a pass soon. Never blocks. */
+  kick(): void {
+    this.kicked = true;
+    this.wake?.();
+  }
 
   constructor(private readonly o: PodStatusManagerOptions) {}
 
+  /** The UID of a static pod's mirror pod, once klet has seen or made it. */
+  mirrorUidOf(staticUid: string): string | undefined {
+    return this.mirrorUids.get(staticUid);
+  }
+
   private emit(e: MirrorPodEvent): void {
+    if (e.kind === 'MirrorPodError' || e.kind === 'PodStatusError') this.failures++;
     try {
       this.o.onEvent?.(e);
     } catch {
@@ -110,13 +139,27 @@ export class PodStatusManager {
     }
   }
 
-  /** One reconcile pass. Rejects only when the pods could not be listed at all. */
-  async syncOnce(signal: AbortSignal): Promise<void> {
+  /**
+   * One reconcile pass: against a fresh LIST with `full`, else against the
+   * watch's view (plus the mirror pods created since). Rejects only when
+   * the pods could not be listed at all.
+   */
+  async syncOnce(signal: AbortSignal, full = true): Promise<void> {
     const nodeUid = this.o.nodeUid();
     if (!nodeUid) return;
+    this.passes++;
     const all = await this.o.localPods(signal);
     const local = all.filter(isStaticPod);
-    const remote = await this.o.api.listNodePods(this.o.nodeName, signal);
+    const watched = full ? undefined : this.o.remotePods?.();
+    let remote: V1Pod[];
+    if (watched === undefined) {
+      remote = await this.o.api.listNodePods(this.o.nodeName, signal);
+      this.created.clear();
+    } else {
+      const seen = new Set(watched.map(key));
+      for (const k of [...this.created.keys()]) if (seen.has(k)) this.created.delete(k);
+      remote = [...watched, ...this.created.values()];
+    }
     await this.syncApiPods(all.filter(isApiPod), remote.filter((p) => !isMirrorPod(p)), signal);
     const mirrors = new Map(remote.filter((p) => p.metadata?.annotations?.[CONFIG_MIRROR_ANNOTATION] !== undefined).map((p) => [key(p), p]));
     const wanted = new Set<string>();
@@ -128,19 +171,22 @@ export class PodStatusManager {
         let mirror = mirrors.get(k);
         const stale = mirror !== undefined && (mirror.metadata?.annotations?.[CONFIG_MIRROR_ANNOTATION] !== staticPodHash(sp) || mirror.metadata?.deletionTimestamp !== undefined);
         if (mirror && stale) {
-          await this.o.api.deletePod(mirror.metadata!.namespace!, mirror.metadata!.name!, mirror.metadata!.uid!, signal);
+          await this.o.api.deletePod(mirror.metadata!.namespace!, mirror.metadata!.name!, mirror.metadata!.uid!, signal).catch(ignoreNotFound);
+          this.created.delete(k);
           this.emit({ kind: 'MirrorPodDeleted', pod: k });
           this.written.delete(mirror.metadata!.uid!);
           mirror = undefined;
         }
         if (!mirror) {
           mirror = await this.o.api.createPod(mirrorPodFor(sp, { name: this.o.nodeName, uid: nodeUid }), signal);
+          this.created.set(k, mirror);
           live.add(mirror.metadata?.uid);
           this.emit({ kind: 'MirrorPodCreated', pod: k, reason: stale ? 'stale' : 'missing' });
         }
         const status = mirrorStatus(sp);
         const text = JSON.stringify(status);
         const uid = mirror.metadata!.uid!;
+        this.mirrorUids.set(sp.metadata?.uid ?? '', uid);
         if (this.written.get(uid) !== text) {
           await this.o.api.patchPodStatus(mirror.metadata!.namespace!, mirror.metadata!.name!, uid, status, signal);
           this.written.set(uid, text);
@@ -155,7 +201,9 @@ export class PodStatusManager {
     for (const [k, m] of mirrors) {
       if (wanted.has(k)) continue;
       try {
-        await this.o.api.deletePod(m.metadata!.namespace!, m.metadata!.name!, m.metadata!.uid!, signal);
+        // The watch may not show yet that it is gone: NotFound is done.
+        await this.o.api.deletePod(m.metadata!.namespace!, m.metadata!.name!, m.metadata!.uid!, signal).catch(ignoreNotFound);
+        this.created.delete(k);
         this.written.delete(m.metadata!.uid!);
         this.emit({ kind: 'MirrorPodDeleted', pod: k });
       } catch (err) {
@@ -165,6 +213,7 @@ export class PodStatusManager {
     }
     // Forget what was written to mirror pods that no longer exist.
     for (const uid of this.written.keys()) if (!live.has(uid)) this.written.delete(uid);
+    for (const [s, m] of this.mirrorUids) if (!live.has(m)) this.mirrorUids.delete(s);
   }
 
   /**
@@ -202,7 +251,7 @@ export class PodStatusManager {
       try {
         await this.o.api.patchPodStatus(r.namespace, r.name, r.uid, status, signal);
         this.written.set(r.uid, text);
-        this.emit({ kind: 'PodRejected', pod: key(rp), reason: r.reason, message: r.message });
+        this.emit({ kind: 'PodRejected', pod: key(rp), uid: r.uid, reason: r.reason, message: r.message });
       } catch (err) {
         if (signal.aborted) return;
         this.emit({ kind: 'PodStatusError', pod: key(rp), message: errorMessage(err) });
@@ -223,20 +272,54 @@ export class PodStatusManager {
     }
   }
 
-  /** Reconcile every `intervalMs` until the signal aborts. Never rejects. */
-  async run(signal: AbortSignal, intervalMs = MIRROR_SYNC_INTERVAL_MS): Promise<void> {
+  /**
+   * Reconcile whenever kick() is called (passes never overlap; kicks during
+   * a pass make one more) and every `resyncMs` with a full LIST, until the
+   * signal aborts. Never rejects.
+   */
+  async run(signal: AbortSignal, resyncMs = STATUS_RESYNC_INTERVAL_MS): Promise<void> {
     let lastError = '';
+    let lastFull = 0;
+    let backoff = 0;
     while (!signal.aborted) {
+      const full = Date.now() - lastFull >= resyncMs;
+      this.kicked = false;
+      this.failures = 0;
       try {
-        await this.syncOnce(signal);
+        await this.syncOnce(signal, full);
+        if (full) lastFull = Date.now();
         lastError = '';
       } catch (err) {
         const m = errorMessage(err);
-        // Report an outage once, not every second.
+        // Report an outage once, not every pass.
         if (!signal.aborted && m !== lastError) this.emit({ kind: 'MirrorPodError', pod: '', message: m });
+        else this.failures++;
         lastError = m;
+        if (full) lastFull = Date.now();
       }
-      await pause(intervalMs, signal);
+      // While requests fail (the server away), passes back off (1 s doubling to the resync period) whatever the kicks say.
+      backoff = this.failures > 0 ? Math.min(resyncMs, Math.max(1000, backoff * 2)) : 0;
+      if (backoff > 0) {
+        await pause(backoff, signal);
+        continue;
+      }
+      if (this.kicked) continue;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, Math.max(0, lastFull + resyncMs - Date.now()));
+        const onAbort = () => done();
+        function done() {
+          clearTimeout(timer);
+          signal.removeEventListener('abort', onAbort);
+          resolve();
+        }
+        this.wake = done;
+        signal.addEventListener('abort', onAbort, { once: true });
+      });
+      this.wake = null;
     }
   }
+}
+
+function ignoreNotFound(err: unknown): void {
+  if ((err as { status?: number }).status !== 404) throw err;
 }

@@ -47,6 +47,39 @@ export interface NodeStatus {
   };
   /** The newest event's seq, to resume /events from. */
   lastEventSeq: number;
+  /** In cluster mode (`klet sync --kubeconfig`) only. */
+  cluster?: ClusterStatus;
+}
+
+/** What `klet sync --kubeconfig` knows about the cluster it joined. */
+export interface ClusterStatus {
+  /** The API server URL (never credentials). */
+  server: string;
+  nodeName: string;
+  /** The Node exists in the API server (created or updated by this klet). */
+  registered: boolean;
+  nodeUid: string | null;
+  lease: {
+    /** The last renewTime klet wrote (RFC 3339), null before the first. */
+    renewTime: string | null;
+    /** Seconds since then, at the time of the answer. */
+    ageSeconds: number | null;
+  };
+  /** The newest failed API request (registration, heartbeat, pod status, events), null after none. */
+  lastError: { message: string; at: string } | null;
+  /** The list+watch of the node's pods. */
+  watch: { state: 'connecting' | 'watching' | 'retrying'; pods: number; error: string | null };
+  /** Events sent to the API server (lib/node/event-recorder.ts EventRecorderStats). */
+  events: { sent: number; created: number; patched: number; filtered: number; dropped: number; queued: number };
+  /** Requests klet made to the API server, by verb (list, watch, get, create, update, patch, delete). */
+  requests: Record<string, number>;
+}
+
+/** The header's one-line view of a ClusterStatus: "API server https://… · lease 3s ago". */
+export function clusterHeadline(c: ClusterStatus): string {
+  const lease = c.lease.ageSeconds === null ? 'no lease yet' : `lease ${c.lease.ageSeconds}s ago`;
+  const state = c.registered ? lease : 'not registered';
+  return `API server ${c.server} · ${state}${c.lastError ? ` · error: ${c.lastError.message}` : ''}`;
 }
 
 /** True when `value` is what /node serves (the dashboard's check that a socket is klet's). */

@@ -5,6 +5,8 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import { resolvePodRef } from '../pod/ref.js';
 import { listPodsWithStatus, runtimeName } from '../status/pods.js';
+import { localApiRequest, localApiSocketPath } from '../server/client.js';
+import { isNodeStatus, type ClusterStatus } from '../server/node-status.js';
 import { jsonReplacer } from '../util/json.js';
 import { sleep, syncContext, type ServiceDeps } from './deps.js';
 
@@ -30,6 +32,25 @@ export interface NodeSummary {
   conditions: string[];
   /** Pods by phase, in the order first seen. */
   phases: [string, number][];
+  /** When a `klet sync --kubeconfig` runs on this root dir: the cluster it joined (its /node). */
+  cluster?: ClusterStatus;
+}
+
+/**
+ * The cluster a running `klet sync --kubeconfig` on this root dir has
+ * joined, from its local API; undefined when no sync runs there or it is
+ * not in cluster mode.
+ */
+export async function runningClusterStatus(deps: ServiceDeps): Promise<ClusterStatus | undefined> {
+  try {
+    const res = await localApiRequest(localApiSocketPath(deps.rootDir), '/node', { signal: deps.signal, timeoutMs: 3000 });
+    if (res.status !== 200) return undefined;
+    const body = JSON.parse(res.body) as unknown;
+    return isNodeStatus(body) ? body.cluster : undefined;
+  } catch (err) {
+    if (deps.signal.aborted) throw err;
+    return undefined;
+  }
 }
 
 export async function nodeSummary(pods: V1Pod[], deps: ServiceDeps): Promise<NodeSummary> {
@@ -45,6 +66,7 @@ export async function nodeSummary(pods: V1Pod[], deps: ServiceDeps): Promise<Nod
     runtimeApiVersion: v.runtimeApiVersion,
     conditions: (st.status?.conditions ?? []).map((c) => `${c.type}=${c.status}`),
     phases: [...phases.entries()],
+    cluster: await runningClusterStatus(deps),
   };
 }
 

@@ -8,7 +8,7 @@
  * given: no other command pays for loading it.
  */
 import fs from 'node:fs/promises';
-import type { V1Node, V1NodeStatus } from '@kubernetes/client-node';
+import type { V1Node, V1NodeCondition, V1NodeStatus } from '@kubernetes/client-node';
 import type { CallOptions, Input, ListImagesRequest, ListImagesResponse, StatusRequest, StatusResponse, VersionRequest, VersionResponse } from '../cri/index.js';
 import { hostIPs as defaultHostIPs } from '../node/addresses.js';
 import type { NodeApi } from '../node/api.js';
@@ -79,7 +79,9 @@ export function parseRegisterNodeInput(raw: RegisterNodeInput, nodeName: string,
   };
 }
 
-export type RegisterNodeEvent = { kind: 'NodeRegistered'; node: string; uid: string; created: boolean; server: string } | HeartbeatEvent;
+export type RegisterNodeEvent =
+  | { kind: 'NodeRegistered'; node: string; uid: string; created: boolean; server: string; conditions: V1NodeCondition[] }
+  | HeartbeatEvent;
 
 export interface RegisterNodeDeps {
   cri: NodeCri;
@@ -165,7 +167,7 @@ export async function registerNode(opts: RegisterNodeOptions, deps: RegisterNode
       sent = nodeStatus(spec, f, existing.status?.conditions);
       node = await api.patchNodeStatus(deps.nodeName, sent, signal);
     }
-    deps.onEvent?.({ kind: 'NodeRegistered', node: deps.nodeName, uid: node.metadata?.uid ?? '', created, server: api.server });
+    deps.onEvent?.({ kind: 'NodeRegistered', node: deps.nodeName, uid: node.metadata?.uid ?? '', created, server: api.server, conditions: sent.conditions ?? [] });
 
     const uid = node.metadata?.uid;
     if (!opts.heartbeat) {

@@ -13,6 +13,7 @@
  * deserializer) or as RFC 3339 strings (objects parsed straight from YAML or
  * JSON); both are accepted everywhere.
  */
+import type { ClusterStatus } from '../server/node-status.js';
 import type {
   CoreV1Event,
   V1Container,
@@ -736,14 +737,28 @@ export function tabwrite(lines: string[]): string {
 
 /** The node summary `klet status` prints above its pod table. */
 export function formatNodeSummary(
-  s: { nodeName: string; runtimeName: string; runtimeVersion: string; runtimeApiVersion: string; conditions: string[]; phases: [string, number][] },
+  s: { nodeName: string; runtimeName: string; runtimeVersion: string; runtimeApiVersion: string; conditions: string[]; phases: [string, number][]; cluster?: ClusterStatus },
   where: { endpoint: string; rootDir: string; pods: number },
 ): string {
   const counts = s.phases.map(([k, n]) => `${n} ${k.toLowerCase()}`).join(', ') || 'none';
   return (
     `Node:     ${s.nodeName}\n` +
     `Runtime:  ${s.runtimeName} ${s.runtimeVersion} (CRI ${s.runtimeApiVersion}) on ${where.endpoint}  ${s.conditions.join(' ')}\n` +
+    (s.cluster ? formatClusterLines(s.cluster) : '') +
     `Pods:     ${where.pods} (${counts})\n` +
     `Root dir: ${where.rootDir}\n\n`
+  );
+}
+
+/** The cluster lines of `klet status` while `klet sync --kubeconfig` runs. */
+export function formatClusterLines(c: ClusterStatus): string {
+  const lease = c.lease.renewTime === null ? 'not renewed yet' : `renewed ${c.lease.ageSeconds}s ago (${c.lease.renewTime})`;
+  const watch = `${c.watch.state}, ${c.watch.pods} pod${c.watch.pods === 1 ? '' : 's'}${c.watch.error ? `: ${c.watch.error}` : ''}`;
+  return (
+    `Cluster:  ${c.server} (node ${c.nodeName} ${c.registered ? 'registered' : 'not registered'})\n` +
+    `Lease:    ${lease}\n` +
+    `Watch:    ${watch}\n` +
+    `Events:   ${c.events.sent} sent, ${c.events.dropped} dropped, ${c.events.filtered} rate-limited\n` +
+    (c.lastError ? `API error: ${c.lastError.message} (${c.lastError.at})\n` : '')
   );
 }

@@ -57,6 +57,8 @@ export interface KubeletOptions {
   volumes?: VolumeManager;
   /** Cluster mode: API pods' ConfigMaps, Secrets and service account tokens come from this API server. */
   objectApi?: ObjectApi;
+  /** After each pod sync, termination and removal: the pod's status may have changed (the kubelet's statusManager.SetPodStatus). */
+  onPodSynced?: (uid: string) => void;
 }
 
 interface DesiredPod {
@@ -203,6 +205,7 @@ export class Kubelet {
     // The prober works from the runtime status each sync reads (its status provider).
     this.prober.addPod(pod);
     this.prober.updatePodStatus(uid, res.status);
+    this.opts.onPodSynced?.(uid);
     const a = res.actions;
     // A pod whose containers all finished under Never/OnFailure (or that hit
     // its deadline) is done: the worker terminates it and keeps its status.
@@ -250,6 +253,7 @@ export class Kubelet {
       await markTerminating(this.opts, pod, grace ?? pod.spec?.terminationGracePeriodSeconds ?? 30).catch(() => undefined);
     }
     await killPod(this.ctx(this.desired.get(md.uid ?? '')?.source ?? 'file', pod), pod, status, { gracePeriodSeconds: grace });
+    this.opts.onPodSynced?.(md.uid ?? '');
   }
 
   /** A terminated pod no source wants any more is removed: containers, sandboxes, pod dir, logs. */
@@ -267,6 +271,7 @@ export class Kubelet {
     this.removedAt.set(uid, Date.now());
     this.podStartObserved.delete(uid);
     this.opts.bus.emit({ kind: 'PodLifecycle', pod: key(pod), uid, state: 'Removed' });
+    this.opts.onPodSynced?.(uid);
   }
 
   private onWorkerState(pod: V1Pod, state: WorkerState | 'Forgotten', reason?: string): void {

@@ -10,6 +10,7 @@ import { canonicalJson } from '../util/json.js';
 import { ApiSource, createPodConfig } from '../config/index.js';
 import { errorMessage } from '../errors.js';
 import { EventBus } from '../events/bus.js';
+import type { PodEvent } from '../events/types.js';
 import { instanceSelector } from '../kuberuntime/labels.js';
 import { listPodsWithStatus, type StatusContext } from '../status/pods.js';
 import { log } from '../log.js';
@@ -18,7 +19,7 @@ import { KletMetrics } from '../metrics/metrics.js';
 import { GenericPLEG } from '../pleg/generic.js';
 import { localApiSocketPath } from '../server/client.js';
 import { startLocalApi, type LocalApi, type LocalApiHandlers } from '../server/local-api.js';
-import type { NodeStatus, RuntimeCondition } from '../server/node-status.js';
+import type { ClusterStatus, NodeStatus, RuntimeCondition } from '../server/node-status.js';
 import { Kubelet } from './kubelet.js';
 
 export interface SyncOptions {
@@ -42,7 +43,7 @@ export interface SyncOptions {
    */
   cluster?: {
     options: import('../services/register-node.js').RegisterNodeOptions;
-    api: import('../node/api.js').NodeApi & import('../node/api.js').PodApi & import('../volume/api-objects.js').ObjectApi;
+    api: import('../node/api.js').NodeApi & import('../node/api.js').PodApi & import('../volume/api-objects.js').ObjectApi & import('../node/event-recorder.js').EventApi;
     kletVersion: string;
   };
   /**
@@ -64,6 +65,30 @@ export function sameSandboxSpec(current: V1Pod, next: V1Pod): boolean {
   return rest(current) === rest(next);
 }
 
+/** What cluster mode learns as it goes, for /node's `cluster` (written by registerInBackground). */
+interface ClusterTracker {
+  registered: boolean;
+  nodeUid: string | null;
+  renewTime: string | null;
+  lastError: { message: string; at: string } | null;
+  events: import('../node/event-recorder.js').EventRecorderStats | null;
+}
+
+function clusterStatus(cluster: NonNullable<SyncOptions['cluster']>, t: ClusterTracker, nodeName: string, apiSource: ApiSource | undefined): ClusterStatus {
+  const e = t.events;
+  return {
+    server: cluster.api.server,
+    nodeName,
+    registered: t.registered,
+    nodeUid: t.nodeUid,
+    lease: { renewTime: t.renewTime, ageSeconds: t.renewTime === null ? null : Math.max(0, Math.round((Date.now() - Date.parse(t.renewTime)) / 1000)) },
+    lastError: t.lastError,
+    watch: { state: apiSource?.watchState ?? 'connecting', pods: apiSource?.latest?.length ?? 0, error: apiSource?.watchError ?? null },
+    events: { sent: e?.sent ?? 0, created: e?.created ?? 0, patched: e?.patched ?? 0, filtered: e?.filtered ?? 0, dropped: e?.dropped ?? 0, queued: e?.queued ?? 0 },
+    requests: { ...cluster.api.requests },
+  };
+}
+
 export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<void> {
   const metrics = new KletMetrics();
   const cri = instrumentCri(opts.cri, metrics);
@@ -80,8 +105,11 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
     keepIdentity: (current, next) =>
       next.metadata?.annotations?.['kubernetes.io/config.source'] === 'api' ? current.metadata?.uid === next.metadata?.uid : sameSandboxSpec(current, next),
   });
-  const apiSource = opts.cluster ? await apiPodSource(opts, opts.cluster) : undefined;
+  const apiSource = opts.cluster ? await apiPodSource(opts, opts.cluster, () => config.pods().filter((p) => p.metadata?.annotations?.['kubernetes.io/config.source'] !== 'api')) : undefined;
   if (apiSource) config.addSource(apiSource);
+  const tracker: ClusterTracker = { registered: false, nodeUid: null, renewTime: null, lastError: null, events: null };
+  /** Where the Kubelet reports that a pod's status may have changed (the status manager, in cluster mode). */
+  const podSynced = { fn: (): void => undefined };
   // The PLEG sees only this klet's pods: housekeeping and adoption act on nothing else.
   const pleg = new GenericPLEG({ cri, relistPeriodMs: opts.plegRelistPeriodMs, labelSelector: instanceSelector(opts), metrics });
   const kubelet = new Kubelet({
@@ -96,6 +124,7 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
     resyncIntervalMs: opts.resyncIntervalMs,
     concurrency: opts.concurrency,
     objectApi: opts.cluster?.api,
+    onPodSynced: () => podSynced.fn(),
   });
   let lastSourceErrors = '';
   const reportSourceErrors = () => {
@@ -176,6 +205,7 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
             },
             podWorkers: { counts: kubelet.workerCounts(), ...kubelet.workerQueue() },
             lastEventSeq: bus.lastSeq,
+            ...(opts.cluster ? { cluster: clusterStatus(opts.cluster, tracker, opts.nodeName, apiSource) } : {}),
           };
         },
         events: bus,
@@ -183,7 +213,7 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
     };
     api = await startLocalApi({ socketPath, listen: opts.listen, handlers });
     opts.onReady?.({ socketPath: api.address.socketPath, tcp: api.address.tcp, handlers });
-    const registration = opts.cluster ? registerInBackground(opts, opts.cluster, kubelet.cache, apiSource, signal) : Promise.resolve();
+    const registration = opts.cluster ? registerInBackground(opts, opts.cluster, kubelet.cache, apiSource, bus, podSynced, tracker, signal) : Promise.resolve();
     await Promise.all([kubelet.run(signal), registration]);
   } catch (err) {
     log.debug(`sync stopped: ${errorMessage(err)}`);
@@ -200,23 +230,59 @@ async function registerInBackground(
   cluster: NonNullable<SyncOptions['cluster']>,
   cache: StatusContext['cache'],
   apiSource: ApiSource | undefined,
+  bus: EventBus,
+  podSynced: { fn: () => void },
+  tracker: ClusterTracker,
   signal: AbortSignal,
 ): Promise<void> {
+  const failed = (message: string) => {
+    tracker.lastError = { message, at: new Date().toISOString() };
+  };
+  // Every pod event from now on goes to the API server too (taken before the awaits below).
+  const fromSeq = bus.lastSeq;
   const { keepRegistered, logRegisterNodeEvent } = await import('../services/register-node.js');
   const { PodStatusManager } = await import('../node/status-manager.js');
+  const { EventRecorder } = await import('../node/event-recorder.js');
+  const { nodeConditionEvents, podEventToRecorded, startingEvent } = await import('../node/kubelet-events.js');
+  let lastEventError = '';
+  const recorder = new EventRecorder({
+    api: cluster.api,
+    nodeName: opts.nodeName,
+    signal,
+    // Once per distinct failure, not once per event: an outage is one line.
+    onError: (m) => {
+      failed(m);
+      if (m !== lastEventError) log.warn(`events: ${m}`);
+      lastEventError = m;
+    },
+  });
+  tracker.events = recorder.stats;
+  recorder.record(startingEvent(opts.nodeName));
   let nodeUid: string | undefined;
+  // Each failure is logged once per pod until it changes or the pod succeeds: an outage is not a flood.
+  const lastFailure = new Map<string, string>();
+  const repeated = (what: string, message: string): boolean => {
+    if (lastFailure.get(what) === message) return true;
+    lastFailure.set(what, message);
+    return false;
+  };
   const mirrors = new PodStatusManager({
     api: cluster.api,
     nodeName: opts.nodeName,
     nodeUid: () => nodeUid,
     localPods: (s) => listPodsWithStatus({ cri: opts.cri, rootDir: opts.rootDir, nodeName: opts.nodeName, cache, signal: s }),
     rejections: () => apiSource?.rejected.values() ?? [],
+    remotePods: () => apiSource?.latest,
     onEvent: (e) => {
       switch (e.kind) {
         case 'MirrorPodError':
+          failed(e.message);
+          if (repeated(`mirror ${e.pod}`, e.message)) break;
           log.warn(`mirror pod${e.pod ? ` ${e.pod}` : 's'}: ${e.message}`);
           break;
         case 'PodStatusError':
+          failed(e.message);
+          if (repeated(`status ${e.pod}`, e.message)) break;
           log.warn(`pod ${e.pod} status: ${e.message}`);
           break;
         case 'MirrorPodCreated':
@@ -225,20 +291,65 @@ async function registerInBackground(
         case 'MirrorPodDeleted':
           log.info(`mirror pod ${e.pod} deleted`);
           break;
-        case 'PodRejected':
+        case 'PodRejected': {
           log.info(`pod ${e.pod} rejected: ${e.reason}: ${e.message}`);
+          const [namespace, name] = e.pod.split('/') as [string, string];
+          // rejectPod: the event has the admission's message, the status "Pod was rejected: " before it.
+          recorder.record({ object: { kind: 'Pod', apiVersion: 'v1', namespace, name, uid: e.uid }, type: 'Warning', reason: e.reason, message: e.message.replace(/^Pod was rejected: /, '') });
           break;
+        }
         case 'PodDeleted':
           log.info(`pod ${e.pod} deleted from the API server (terminated)`);
           break;
         case 'MirrorPodStatusPatched':
         case 'PodStatusPatched':
+          lastFailure.delete(`status ${e.pod}`);
+          lastFailure.delete(`mirror ${e.pod}`);
+          lastFailure.delete('mirror ');
           log.debug(`pod ${e.pod} status patched (${e.phase})`);
           break;
       }
     },
   });
   const mirrorsDone = mirrors.run(signal);
+  // Event-driven status: a pass after each pod sync and each change the watch delivers.
+  podSynced.fn = () => mirrors.kick();
+  apiSource?.onChange(() => mirrors.kick());
+  // A static pod's events are about its mirror pod (what `kubectl describe` finds): those that come
+  // before klet has made the mirror pod wait for it, up to a minute, then go about the static pod's UID.
+  const parked: Array<{ e: PodEvent; at: number }> = [];
+  const forward = (e: PodEvent, force: boolean): boolean => {
+    const mirror = mirrors.mirrorUidOf(e.uid);
+    if (!mirror && !force && !apiSource?.isAdmitted(e.uid)) return false;
+    const r = podEventToRecorded(e, () => mirror);
+    if (r) recorder.record(r);
+    return true;
+  };
+  const unpark = setInterval(() => {
+    const now = Date.now();
+    for (let i = 0; i < parked.length; ) {
+      if (forward(parked[i]!.e, now - parked[i]!.at > 60_000)) parked.splice(i, 1);
+      else i++;
+    }
+  }, 500);
+  const forwarded = (async () => {
+    try {
+      for await (const m of bus.subscribe(signal, { since: fromSeq, queueSize: 1024 })) {
+        if (m.kind !== 'Event') continue;
+        if (parked.length > 0 || !forward(m, false)) {
+          if (parked.length >= 1000) parked.shift();
+          parked.push({ e: m, at: Date.now() });
+        }
+      }
+    } finally {
+      clearInterval(unpark);
+    }
+  })();
+  let conditions: import('@kubernetes/client-node').V1NodeCondition[] | undefined;
+  const nodeEvents = (current: import('@kubernetes/client-node').V1NodeCondition[]) => {
+    for (const r of nodeConditionEvents(opts.nodeName, conditions, current)) recorder.record(r);
+    conditions = current;
+  };
   await keepRegistered(cluster.options, {
     cri: opts.cri,
     rootDir: opts.rootDir,
@@ -247,20 +358,33 @@ async function registerInBackground(
     signal,
     api: cluster.api,
     onEvent: (e) => {
-      if (e.kind === 'NodeRegistered') nodeUid = e.uid;
+      if (e.kind === 'NodeRegistered') {
+        nodeUid = e.uid;
+        tracker.registered = true;
+        tracker.nodeUid = e.uid;
+      }
+      if (e.kind === 'LeaseRenewed') tracker.renewTime = e.renewTime;
+      if (e.kind === 'HeartbeatError') failed(e.message);
+      if (e.kind === 'NodeRegistered' || e.kind === 'NodeStatusUpdated') nodeEvents(e.conditions);
       logRegisterNodeEvent(e, opts.nodeName, log);
     },
-    onError: (m) => log.warn(m),
+    onError: (m) => {
+      failed(m);
+      log.warn(m);
+    },
   }).catch((err: unknown) => log.error(`node registration stopped: ${errorMessage(err)}`));
-  await mirrorsDone;
+  await Promise.all([mirrorsDone, forwarded, recorder.done]);
 }
 
 /**
  * The API server as a pod source, with the kubelet's admission against this
  * node: allocatable from the machine and the registration's reservations,
- * the labels and taints it registers with.
+ * the labels and taints it registers with; what is in use counts the static
+ * pods (all of them: a finished static pod still holds its place until its
+ * manifest goes, which is stricter than the kubelet's active pods) and the
+ * API pods already admitted.
  */
-async function apiPodSource(opts: SyncOptions, cluster: NonNullable<SyncOptions['cluster']>): Promise<ApiSource> {
+async function apiPodSource(opts: SyncOptions, cluster: NonNullable<SyncOptions['cluster']>, staticPods: () => V1Pod[]): Promise<ApiSource> {
   const { readMachineFacts } = await import('../node/machine.js');
   const { allocatableAmounts, defaultLabels } = await import('../node/node-status.js');
   const { admitPods } = await import('../node/admission.js');
@@ -274,6 +398,7 @@ async function apiPodSource(opts: SyncOptions, cluster: NonNullable<SyncOptions[
   return new ApiSource({
     server: cluster.api.server,
     watch: (on, s) => cluster.api.watchNodePods(opts.nodeName, on, s),
-    admit: (candidates, running) => admitPods(candidates, running, node, opts.nodeName),
+    // The kubelet counts every active pod, static pods too (their mirror pods are not what it counts).
+    admit: (candidates, running) => admitPods(candidates, [...staticPods(), ...running], node, opts.nodeName),
   });
 }
