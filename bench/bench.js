@@ -33,7 +33,7 @@ const RUNNING = 1; // CRI ContainerState.CONTAINER_RUNNING
 const SANDBOX_READY = 0; // CRI PodSandboxState.SANDBOX_READY
 
 // ---------------------------------------------------------------- arguments
-const ALL = ['startup-1', 'startup-10', 'startup-30', 'startup-110', 'steady-110', 'probes-110', 'exit-to-restart', 'teardown-30', 'cold-start', 'churn'];
+const ALL = ['startup-1', 'startup-10', 'startup-30', 'startup-110', 'steady-110', 'probes-110', 'exit-to-restart', 'teardown-30', 'cold-start', 'churn', 'api-start-30'];
 function parseArgs(argv) {
   const o = { scenarios: [], pairs: 5, smoke: false, kubelet: true, steadySeconds: 60, churnCycles: 100, exitPods: 20, cpuProf: null, out: null, kletNodeFlags: [] };
   const num = (flag, v) => {
@@ -55,7 +55,7 @@ function parseArgs(argv) {
     else if (flag === '--klet-node-flags') o.kletNodeFlags = (value() ?? '').split(' ').filter(Boolean);
     else if (flag === '--out') o.out = path.resolve(value() ?? fail('--out: needs a file name'));
     else if (flag.startsWith('-')) fail(`unknown option ${a} (options: --pairs N --smoke --no-kubelet --steady-seconds S --churn-cycles N --exit-pods N --cpu-prof DIR --klet-node-flags FLAGS --out FILE)`);
-    else if (ALL.includes(a) || /^(startup|steady|probes|teardown)-[1-9]\d*$/.test(a)) o.scenarios.push(a); // other sizes: for debugging
+    else if (ALL.includes(a) || /^(startup|steady|probes|teardown|api-start)-[1-9]\d*$/.test(a)) o.scenarios.push(a); // other sizes: for debugging
     else fail(`unknown scenario ${JSON.stringify(a)} (scenarios: ${ALL.join(', ')})`);
   }
   if (o.smoke) {
@@ -296,8 +296,8 @@ function findKubelet() {
   if (!fs.existsSync(p)) throw new Error(`no kubelet at ${p}: build it (scripts/build-k8s.sh on the cluster branch), set KLET_KUBELET, or run with --no-kubelet`);
   return p;
 }
-/** Start the real kubelet standalone: static pod path, no kubeconfig, our containerd, its own root dir and ports. */
-async function startKubelet() {
+/** Start the real kubelet: standalone (static pod path, no kubeconfig) unless given a kubeconfig; our containerd, its own root dir and ports. */
+async function startKubelet({ kubeconfig } = {}) {
   const dir = path.join(tmp, `kubelet-${++kubeletRuns}`);
   fs.mkdirSync(dir, { recursive: true });
   const healthz = await freePort();
@@ -323,7 +323,7 @@ healthzBindAddress: 127.0.0.1
 containerRuntimeEndpoint: ${target.endpoint}
 `,
   );
-  const proc = start(kubeletBin, ['--config', config, '--root-dir', path.join(dir, 'root'), '--hostname-override', NODE_NAME], { log: path.join(dir, 'kubelet.log') });
+  const proc = start(kubeletBin, ['--config', config, '--root-dir', path.join(dir, 'root'), '--hostname-override', NODE_NAME, ...(kubeconfig ? ['--kubeconfig', kubeconfig] : [])], { log: path.join(dir, 'kubelet.log') });
   proc.healthz = `http://127.0.0.1:${healthz}/healthz`;
   proc.dir = dir;
   return proc;
@@ -641,6 +641,136 @@ function ratios(runs, a, b, key = 'ms') {
   return { klet: a, peer: b, key, median: round(median(rs), 2), min: round(Math.min(...rs), 2), max: round(Math.max(...rs), 2), pairs: rs.map((x) => round(x, 2)) };
 }
 
+// ------------------------------------------------------------ api-start-N
+/**
+ * api-start-N: N pods created through a real kube-apiserver at once (bound
+ * with spec.nodeName, image present) → each pod's Ready=True on the server,
+ * per pod from its create call's answer to the watch event that shows it
+ * Ready (p50/p99); and the API requests the node agent made meanwhile, by
+ * verb and resource, per pod — from the API server's audit log (user
+ * system:node:<node>), so klet and the kubelet are counted alike. Peers:
+ * `klet sync --kubeconfig` and the real kubelet with --kubeconfig, each
+ * joined as the same node (Node and Lease deleted between runs).
+ */
+async function apiStart(n) {
+  const { startTestCluster } = await import('../test/helpers/cluster.ts');
+  const k8s = await import('@kubernetes/client-node');
+  const cluster = await startTestCluster({ nodes: [NODE_NAME], audit: true });
+  try {
+    const kc = new k8s.KubeConfig();
+    kc.loadFromFile(cluster.adminKubeconfig);
+    const core = kc.makeApiClient(k8s.CoreV1Api);
+    const coordination = kc.makeApiClient(k8s.CoordinationV1Api);
+    await core.createNamespacedServiceAccount({ namespace: 'default', body: { metadata: { name: 'default' } } }).catch(() => undefined);
+    const podBody = (i) => ({
+      metadata: { name: `${PREFIX}${String(i).padStart(3, '0')}`, namespace: 'default' },
+      spec: {
+        nodeName: NODE_NAME,
+        automountServiceAccountToken: false,
+        containers: [{ name: 'app', image: BUSYBOX_IMAGE, imagePullPolicy: 'IfNotPresent', command: ['sh', '-c', "trap 'exit 0' TERM; sleep 2147483647 & wait"] }],
+      },
+    });
+    const nodeReady = async () => {
+      const node = await core.readNode({ name: NODE_NAME }).catch(() => null);
+      return node?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+    };
+    const auditFrom = () => (fs.existsSync(cluster.auditLog) ? fs.statSync(cluster.auditLog).size : 0);
+    /** The node agent's requests in the audit log since byte `from`, by "verb resource[/subresource]". */
+    const requestsSince = (from) => {
+      const fd = fs.openSync(cluster.auditLog, 'r');
+      const size = fs.fstatSync(fd).size;
+      const buf = Buffer.alloc(size - from);
+      fs.readSync(fd, buf, 0, buf.length, from);
+      fs.closeSync(fd);
+      const counts = {};
+      for (const line of buf.toString('utf8').split('\n')) {
+        if (!line) continue;
+        const e = JSON.parse(line);
+        if (e.user?.username !== `system:node:${NODE_NAME}`) continue;
+        const r = e.objectRef ? `${e.objectRef.resource ?? ''}${e.objectRef.subresource ? `/${e.objectRef.subresource}` : ''}` : e.requestURI;
+        const k = `${e.verb} ${r}`;
+        counts[k] = (counts[k] ?? 0) + 1;
+      }
+      return counts;
+    };
+    /** One run: the peer is up and its node Ready; create N pods at once; wait for all Ready; clean up. */
+    const run = async (label, startPeer, stopPeer) => {
+      const proc = await startPeer();
+      await waitFor(`${label}: node Ready`, nodeReady, { timeoutMs: 120_000, everyMs: 200, proc });
+      await sleep(3000); // its start-up requests are done by then
+      const created = new Map();
+      const ready = new Map();
+      const watch = new k8s.Watch(kc);
+      const ctrl = await watch.watch(
+        '/api/v1/namespaces/default/pods',
+        { fieldSelector: `spec.nodeName=${NODE_NAME}` },
+        (type, pod) => {
+          const name = pod.metadata?.name;
+          if (!ready.has(name) && pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) ready.set(name, Date.now());
+        },
+        () => undefined,
+      );
+      const from = auditFrom();
+      const t0 = Date.now();
+      await Promise.all(
+        Array.from({ length: n }, async (_, i) => {
+          const body = podBody(i);
+          await core.createNamespacedPod({ namespace: 'default', body });
+          created.set(body.metadata.name, Date.now());
+        }),
+      );
+      await waitFor(`${label}: ${n} pods Ready on the server`, () => ready.size >= n, { timeoutMs: 300_000, everyMs: 50, proc });
+      const tEnd = Date.now();
+      await sleep(2000); // requests that belong to these starts but land just after
+      const requests = requestsSince(from);
+      ctrl.abort();
+      const lat = [...created].map(([name, at]) => ready.get(name) - at);
+      // Clean-up (untimed): delete the pods, wait until the agent removed them, stop it, forget the Node.
+      await core.deleteCollectionNamespacedPod({ namespace: 'default', fieldSelector: `spec.nodeName=${NODE_NAME}` });
+      await waitFor(`${label}: pods gone`, async () => (await core.listNamespacedPod({ namespace: 'default' })).items.length === 0, { timeoutMs: 180_000, everyMs: 500, proc });
+      await stopPeer(proc);
+      await core.deleteNode({ name: NODE_NAME }).catch(() => undefined);
+      await coordination.deleteNamespacedLease({ name: NODE_NAME, namespace: 'kube-node-lease' }).catch(() => undefined);
+      const total = Object.values(requests).reduce((a, b) => a + b, 0);
+      return { ms: pct(lat, 99), p50: round(pct(lat, 50)), p99: round(pct(lat, 99)), allReadyMs: tEnd - t0, requests, requestsPerPod: round(total / n, 2) };
+    };
+    const variants = {
+      'klet sync --kubeconfig': () =>
+        run(
+          'klet sync --kubeconfig',
+          async () => start(NODE, [...opts.kletNodeFlags, KLET, 'sync', '--manifest-dir', MANIFESTS, '--kubeconfig', cluster.nodes[NODE_NAME].kubeconfig, ...kletGlobal()], { log: path.join(tmp, 'klet-sync-api.log'), env: kletEnv() }),
+          stopProc,
+        ),
+    };
+    if (opts.kubelet) {
+      variants['kubelet --kubeconfig'] = () =>
+        run(
+          'kubelet --kubeconfig',
+          async () => {
+            const p = await startKubelet({ kubeconfig: cluster.nodes[NODE_NAME].kubeconfig });
+            return p;
+          },
+          cleanKubelet,
+        );
+    }
+    const runs = await alternate(`api-start-${n}`, variants, opts.pairs);
+    const perVerb = mapValues(runs, (r) => {
+      const keys = new Set(r.flatMap((x) => Object.keys(x.requests)));
+      return Object.fromEntries([...keys].sort().map((k) => [k, round(median(r.map((x) => (x.requests[k] ?? 0) / n)), 2)]));
+    });
+    return {
+      unit: 'ms (create → Ready=True on the server, per pod)',
+      runs: mapValues(runs, (r) => r.map(({ p50, p99, allReadyMs, requestsPerPod, requests }) => ({ p50, p99, allReadyMs, requestsPerPod, requests }))),
+      summary: Object.fromEntries(
+        Object.entries(runs).map(([k, r]) => [k, { p50: summarize(r, 'p50'), p99: summarize(r, 'p99'), requestsPerPod: summarize(r, 'requestsPerPod'), requestsPerPodByVerb: perVerb[k] }]),
+      ),
+      ratios: [ratios(runs, 'klet sync --kubeconfig', 'kubelet --kubeconfig', 'p99'), ratios(runs, 'klet sync --kubeconfig', 'kubelet --kubeconfig', 'requestsPerPod')].filter(Boolean),
+    };
+  } finally {
+    await cluster.stop();
+  }
+}
+
 // --------------------------------------------------------------- scenarios
 const results = { scenarios: {} };
 async function runScenario(s) {
@@ -695,6 +825,8 @@ async function runScenario(s) {
     };
   }
   if (s === 'churn') return churn();
+  const api = /^api-start-(\d+)$/.exec(s);
+  if (api) return apiStart(Number(api[1]));
   throw new Error(`no scenario ${s}`);
 }
 const mapValues = (o, f) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, f(v)]));
@@ -801,7 +933,7 @@ function printTable(res) {
     for (const [k, v] of Object.entries(r.summary)) {
       const fmt = (x) => (x && 'median' in x ? `median ${x.median}  min ${x.min}  max ${x.max}  (n=${x.n})` : x && 'p50' in x ? `p50 ${x.p50}  p99 ${x.p99}  min ${x.min}  max ${x.max}  (n=${x.n})` : '');
       if ('median' in v || 'p50' in v) lines.push(`  ${k.padEnd(32)} ${fmt(v)}${v.stopped ? `; all stopped: median ${v.stopped.median}` : ''}`);
-      else for (const [kk, vv] of Object.entries(v)) lines.push(`  ${`${k} ${kk}`.padEnd(32)} ${fmt(vv)}`);
+      else for (const [kk, vv] of Object.entries(v)) lines.push(`  ${`${k} ${kk}`.padEnd(32)} ${fmt(vv) || JSON.stringify(vv)}`);
     }
     for (const q of r.ratios ?? []) {
       lines.push(`  ratio ${`${q.klet} / ${q.peer}${q.key !== 'ms' ? ` [${q.key}]` : ''}`.padEnd(60)} median ${q.median}×${q.pairs.length ? `  min ${q.min}  max ${q.max}  pairs ${q.pairs.join(' ')}` : ''}`);
@@ -856,7 +988,7 @@ results.date = started.toISOString();
 results.options = { ...opts };
 results.loadBefore = os.loadavg().map((x) => round(x, 2));
 try {
-  if (opts.kubelet && opts.scenarios.some((s) => /^(startup|steady|exit|teardown)/.test(s))) {
+  if (opts.kubelet && opts.scenarios.some((s) => /^(startup|steady|exit|teardown|api-start)/.test(s))) {
     kubeletBin = findKubelet();
     kubeletVersion = spawnSync(kubeletBin, ['--version'], { encoding: 'utf8' }).stdout.trim();
   }

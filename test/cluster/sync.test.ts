@@ -76,10 +76,15 @@ describe('klet sync --kubeconfig', () => {
     await cluster.writeKubeconfig(kc, { token: cluster.nodes[NODE]!.token, server: `https://127.0.0.1:${await freePort()}` });
     const sync = await startSync({ rootDir: rt.rootDir, endpoint: rt.endpoint, manifestDir: manifests, nodeName: NODE, args: ['--kubeconfig', kc] });
     await sync.waitForStderr(/warning: registering node klet-sync-node: API server https:\/\/127\.0\.0\.1:\d+: create node klet-sync-node: connection refused/, 20_000);
-    // Still retrying a while later, and still serving.
-    const first = sync.stderr.length;
-    await sync.waitForStderr(/warning: registering node klet-sync-node: .*connection refused/, 20_000, first);
+    // Still retrying a while later (klet status shows each new failure), still serving, and the same failure is logged once.
+    const statusArgs = ['status', '--root-dir', rt.rootDir, '--container-runtime-endpoint', rt.endpoint, '--node-name', NODE, '-o', 'json'];
+    const lastError = async () => (await runKletJson<{ cluster: { registered: boolean; lastError: { message: string; at: string } } }>(statusArgs)).json.cluster;
+    const first = await lastError();
+    expect(first.registered).toBe(false);
+    expect(first.lastError.message).toMatch(/create node klet-sync-node: connection refused/);
+    await poll('another failed registration attempt', 20_000, async () => ((await lastError()).lastError.at > first.lastError.at ? true : undefined));
     expect(sync.running).toBe(true);
+    expect(sync.stderr.match(/warning: registering node/g)).toHaveLength(1);
     const exit = await sync.stop();
     expect(exit.code, sync.tail()).toBe(0);
     expect(sync.stderr).not.toContain(cluster.nodes[NODE]!.token);
@@ -279,6 +284,65 @@ describe('klet sync --kubeconfig: pods from the API server', () => {
     );
     expect(sync.running, sync.tail()).toBe(true);
     await cluster.kubectl(['delete', 'pod', '-n', NS, 'short', 'steady', '--wait=false']);
+    await poll('pods deleted', 40_000, async () => ((await cluster.kubectl(['get', 'pods', '-n', NS, '-o', 'name'])).trim() === '' ? true : undefined));
+    const exit = await sync.stop();
+    expect(exit.code, sync.tail()).toBe(0);
+  }, 300_000);
+
+  it('fault: etcd stopped for 45 s while pods run — pods keep running, heartbeats fail and back off without log spam, then the lease renews and statuses converge', async () => {
+    await ensureNamespace();
+    const dir = fs.mkdtempSync(path.join(cluster.dir, 'empty-'));
+    const sync = await startSync({ rootDir: rt.rootDir, endpoint: rt.endpoint, manifestDir: dir, nodeName: NODE, args: ['--kubeconfig', cluster.nodes[NODE]!.kubeconfig] });
+    const short = JSON.parse(podYaml('short-etcd')) as { spec: { restartPolicy?: string; containers: Array<{ command: string[] }> } };
+    short.spec.restartPolicy = 'Never';
+    short.spec.containers[0]!.command = ['sh', '-c', 'sleep 25; exit 0'];
+    await cluster.kubectl(['apply', '-f', '-'], { input: JSON.stringify(short) });
+    await cluster.kubectl(['apply', '-f', '-'], { input: podYaml('steady-etcd') });
+    for (const name of ['short-etcd', 'steady-etcd']) {
+      await poll(`${name} Running`, 90_000, async () => ((await cluster.kubectlJson<ApiPod>(['get', 'pod', '-n', NS, name])).status.phase === 'Running' ? true : undefined)).catch((err: Error) => {
+        throw new Error(`${err.message}\n${sync.tail()}`);
+      });
+    }
+    const steadyBefore = await cluster.kubectlJson<ApiPod>(['get', 'pod', '-n', NS, 'steady-etcd']);
+    const logFrom = sync.stderr.length;
+
+    await cluster.stopEtcd();
+    const down = Date.now();
+    // Meanwhile short-etcd exits 0 and steady-etcd keeps running: klet sees both locally.
+    await poll('short-etcd Succeeded locally', 45_000, async () => {
+      const { json } = await runKletJson<ApiPod>(['status', `${NS}/short-etcd`, '--root-dir', rt.rootDir, '--container-runtime-endpoint', rt.endpoint, '--node-name', NODE, '-o', 'json']);
+      return json.status.phase === 'Succeeded' ? true : undefined;
+    });
+    await new Promise((r) => setTimeout(r, Math.max(0, 45_000 - (Date.now() - down))));
+    expect(sync.running, sync.tail()).toBe(true);
+    const { json: during } = await runKletJson<{ cluster: { lease: { renewTime: string } } }>(['status', '--root-dir', rt.rootDir, '--container-runtime-endpoint', rt.endpoint, '--node-name', NODE, '-o', 'json']);
+    // No renewal got through while etcd was away.
+    expect(Date.parse(during.cluster.lease.renewTime)).toBeLessThan(down + 1000);
+    await cluster.startEtcd();
+    const up = Date.now();
+
+    const done = await poll('the server has short-etcd Succeeded', 90_000, async () => {
+      const p = await cluster.kubectlJson<ApiPod>(['get', 'pod', '-n', NS, 'short-etcd']);
+      return p.status.phase === 'Succeeded' ? p : undefined;
+    }).catch((err: Error) => {
+      throw new Error(`${err.message}\n${sync.tail()}`);
+    });
+    expect(done.status.containerStatuses?.[0]?.state).toMatchObject({ terminated: { exitCode: 0, reason: 'Completed' } });
+    const steady = await cluster.kubectlJson<ApiPod>(['get', 'pod', '-n', NS, 'steady-etcd']);
+    expect(steady.status.phase).toBe('Running');
+    expect(steady.status.containerStatuses?.[0]?.containerID).toBe(steadyBefore.status.containerStatuses?.[0]?.containerID);
+    expect(steady.status.containerStatuses?.[0]?.restartCount).toBe(0);
+    await poll('lease renewed after etcd came back', 60_000, async () =>
+      Date.parse((await cluster.kubectlJson<{ spec: { renewTime: string } }>(['get', 'lease', '-n', 'kube-node-lease', NODE])).spec.renewTime) > up ? true : undefined,
+    );
+    expect(sync.running, sync.tail()).toBe(true);
+    // Failures were logged, each once, not at every retry: a handful of lines for the whole outage.
+    const outage = sync.stderr.slice(logFrom);
+    const warnings = outage.split('\n').filter((l) => l.startsWith('warning: '));
+    expect(warnings.length, outage).toBeGreaterThan(0);
+    expect(warnings.length, outage).toBeLessThanOrEqual(15);
+    expect(sync.stderr).not.toContain(cluster.nodes[NODE]!.token);
+    await cluster.kubectl(['delete', 'pod', '-n', NS, 'short-etcd', 'steady-etcd', '--wait=false']);
     await poll('pods deleted', 40_000, async () => ((await cluster.kubectl(['get', 'pods', '-n', NS, '-o', 'name'])).trim() === '' ? true : undefined));
     const exit = await sync.stop();
     expect(exit.code, sync.tail()).toBe(0);

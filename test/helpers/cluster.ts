@@ -99,6 +99,12 @@ export interface TestCluster {
   kubectl(args: string[], opts?: { kubeconfig?: string; input?: string }): Promise<string>;
   /** kubectl ... -o json, parsed. */
   kubectlJson<T = Record<string, unknown>>(args: string[], opts?: { kubeconfig?: string }): Promise<T>;
+  /** With `audit`: the API server's audit log (one JSON line per request, metadata level). */
+  auditLog: string | undefined;
+  /** Stop etcd (SIGTERM, wait); its data dir stays. */
+  stopEtcd(): Promise<void>;
+  /** Start etcd again on the same ports and data dir, and wait until it is healthy. */
+  startEtcd(): Promise<void>;
   /** Stop kube-apiserver (SIGTERM, wait); etcd keeps the state. */
   stopApiServer(): Promise<void>;
   /** Start kube-apiserver again on the same port and etcd, and wait for /readyz. */
@@ -176,7 +182,7 @@ function stopProcess(p: ChildProcess | undefined, timeoutMs = 20_000): Promise<v
   });
 }
 
-export async function startTestCluster(opts: { nodes?: string[] } = {}): Promise<TestCluster> {
+export async function startTestCluster(opts: { nodes?: string[]; audit?: boolean } = {}): Promise<TestCluster> {
   const missing = missingClusterInfra();
   if (missing.length > 0) throw new Error(`cluster tests need: ${missing.join(', ')}`);
   const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'klet-cluster-'));
@@ -196,28 +202,28 @@ export async function startTestCluster(opts: { nodes?: string[] } = {}): Promise
     await fsp.writeFile(path.join(dir, 'tokens.csv'), lines.join('\n') + '\n', { mode: 0o600 });
 
     const etcdLog = path.join(dir, 'etcd.log');
-    const etcdOut = fs.openSync(etcdLog, 'a');
-    etcd = spawn(
-      'etcd',
-      [
-        '--name=test',
-        `--data-dir=${path.join(dir, 'etcd')}`,
-        `--listen-client-urls=http://127.0.0.1:${clientPort}`,
-        `--advertise-client-urls=http://127.0.0.1:${clientPort}`,
-        `--listen-peer-urls=http://127.0.0.1:${peerPort}`,
-        `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
-        `--initial-cluster=test=http://127.0.0.1:${peerPort}`,
-      ],
-      { stdio: ['ignore', etcdOut, etcdOut] },
-    );
-    fs.closeSync(etcdOut);
-    await waitFor(
-      'etcd',
-      60_000,
-      async () => (await fetch(`http://127.0.0.1:${clientPort}/health`)).ok,
-      etcd,
-      etcdLog,
-    );
+    const etcdHealthy = () => waitFor('etcd', 60_000, async () => (await fetch(`http://127.0.0.1:${clientPort}/health`)).ok, procs.etcd, etcdLog);
+    const spawnEtcd = (): ChildProcess => {
+      const etcdOut = fs.openSync(etcdLog, 'a');
+      const child = spawn(
+        'etcd',
+        [
+          '--name=test',
+          `--data-dir=${path.join(dir, 'etcd')}`,
+          `--listen-client-urls=http://127.0.0.1:${clientPort}`,
+          `--advertise-client-urls=http://127.0.0.1:${clientPort}`,
+          `--listen-peer-urls=http://127.0.0.1:${peerPort}`,
+          `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
+          `--initial-cluster=test=http://127.0.0.1:${peerPort}`,
+        ],
+        { stdio: ['ignore', etcdOut, etcdOut] },
+      );
+      fs.closeSync(etcdOut);
+      return child;
+    };
+    const procs: { etcd?: ChildProcess; apiserver?: ChildProcess } = {};
+    etcd = procs.etcd = spawnEtcd();
+    await etcdHealthy();
 
     const apiLog = path.join(dir, 'kube-apiserver.log');
     const spawnApiServer = (): ChildProcess => {
@@ -240,13 +246,18 @@ export async function startTestCluster(opts: { nodes?: string[] } = {}): Promise
         `--service-account-signing-key-file=${path.join(dir, 'sa.key')}`,
         '--service-cluster-ip-range=10.96.0.0/24',
         '--anonymous-auth=false',
+        ...(opts.audit ? [`--audit-policy-file=${path.join(dir, 'audit-policy.yaml')}`, `--audit-log-path=${path.join(dir, 'audit.log')}`, '--audit-log-maxsize=1000'] : []),
       ],
       { stdio: ['ignore', apiOut, apiOut] },
     );
     fs.closeSync(apiOut);
     return child;
     };
-    apiserver = spawnApiServer();
+    if (opts.audit) {
+      // One line per request (stage ResponseComplete), metadata only: who, which verb, which resource.
+      await fsp.writeFile(path.join(dir, 'audit-policy.yaml'), 'apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n  - level: Metadata\n');
+    }
+    apiserver = procs.apiserver = spawnApiServer();
     const server = `https://127.0.0.1:${securePort}`;
     const caFile = path.join(dir, 'ca.crt');
     const adminKubeconfig = path.join(dir, 'admin.kubeconfig');
@@ -272,7 +283,6 @@ export async function startTestCluster(opts: { nodes?: string[] } = {}): Promise
     // The system namespaces controller creates kube-node-lease shortly after start.
     await waitFor('namespace kube-node-lease', 60_000, async () => (await kubectl(['get', 'namespace', 'kube-node-lease', '-o', 'name'])).trim() !== '');
 
-    const procs = { etcd, apiserver };
     const ready = () => waitFor('kube-apiserver /readyz', 120_000, async () => (await kubectl(['get', '--raw', '/readyz'])).trim() === 'ok', procs.apiserver, apiLog);
     return {
       dir,
@@ -284,6 +294,14 @@ export async function startTestCluster(opts: { nodes?: string[] } = {}): Promise
       kubectl,
       async kubectlJson<T>(args: string[], o: { kubeconfig?: string } = {}) {
         return JSON.parse(await kubectl([...args, '-o', 'json'], o)) as T;
+      },
+      auditLog: opts.audit ? path.join(dir, 'audit.log') : undefined,
+      async stopEtcd() {
+        await stopProcess(procs.etcd);
+      },
+      async startEtcd() {
+        procs.etcd = spawnEtcd();
+        await etcdHealthy();
       },
       async stopApiServer() {
         await stopProcess(procs.apiserver);

@@ -311,6 +311,7 @@ async function registerInBackground(
       }
     },
   });
+  const heartbeatFailures = { lease: 0, status: 0 };
   const mirrorsDone = mirrors.run(signal);
   // Event-driven status: a pass after each pod sync and each change the watch delivers.
   podSynced.fn = () => mirrors.kick();
@@ -364,13 +365,24 @@ async function registerInBackground(
         tracker.nodeUid = e.uid;
       }
       if (e.kind === 'LeaseRenewed') tracker.renewTime = e.renewTime;
-      if (e.kind === 'HeartbeatError') failed(e.message);
       if (e.kind === 'NodeRegistered' || e.kind === 'NodeStatusUpdated') nodeEvents(e.conditions);
+      if (e.kind === 'HeartbeatError') {
+        failed(e.message);
+        heartbeatFailures[e.what]++;
+        // Retried with back-off: each distinct failure is logged once, and the recovery.
+        if (repeated(`heartbeat ${e.what}`, e.message)) return;
+      }
+      const recovered = e.kind === 'LeaseRenewed' ? 'lease' : e.kind === 'NodeStatusUpdated' ? 'status' : undefined;
+      if (recovered && heartbeatFailures[recovered] > 0) {
+        log.info(`${recovered} heartbeat works again (after ${heartbeatFailures[recovered]} failed attempt${heartbeatFailures[recovered] === 1 ? '' : 's'})`);
+        heartbeatFailures[recovered] = 0;
+        lastFailure.delete(`heartbeat ${recovered}`);
+      }
       logRegisterNodeEvent(e, opts.nodeName, log);
     },
     onError: (m) => {
       failed(m);
-      log.warn(m);
+      if (!repeated('register', m)) log.warn(m);
     },
   }).catch((err: unknown) => log.error(`node registration stopped: ${errorMessage(err)}`));
   await Promise.all([mirrorsDone, forwarded, recorder.done]);
@@ -388,6 +400,8 @@ async function apiPodSource(opts: SyncOptions, cluster: NonNullable<SyncOptions[
   const { readMachineFacts } = await import('../node/machine.js');
   const { allocatableAmounts, defaultLabels } = await import('../node/node-status.js');
   const { admitPods } = await import('../node/admission.js');
+  // The kubelet creates its root dir on start; its filesystem is the node's ephemeral storage.
+  await (await import('node:fs/promises')).mkdir(opts.rootDir, { recursive: true });
   const m = await readMachineFacts(opts.rootDir);
   const o = cluster.options;
   const node = {
