@@ -25,6 +25,10 @@ export const CONFIG_MIRROR_ANNOTATION = 'kubernetes.io/config.mirror';
  * watch), working from the watch's view of the server.
  */
 export const STATUS_RESYNC_INTERVAL_MS = 10_000;
+/** Pod status writes in flight at once. */
+export const STATUS_WRITE_CONCURRENCY = 4;
+/** Kicks within this long after a pass are served by one pass (the sync loop kicks once per pod sync). */
+export const STATUS_KICK_COALESCE_MS = 100;
 
 export type MirrorPodEvent =
   | { kind: 'MirrorPodCreated'; pod: string; reason: 'missing' | 'stale' }
@@ -226,6 +230,8 @@ export class PodStatusManager {
   private async syncApiPods(local: V1Pod[], remote: V1Pod[], signal: AbortSignal): Promise<void> {
     const remoteByUid = new Map(remote.map((p) => [p.metadata?.uid ?? '', p]));
     const localUids = new Set(local.map((p) => p.metadata?.uid ?? ''));
+    // Changed statuses are written a few at a time: one slow answer does not hold up the other pods.
+    const changed: Array<() => Promise<void>> = [];
     for (const lp of local) {
       const uid = lp.metadata?.uid ?? '';
       const rp = remoteByUid.get(uid);
@@ -233,15 +239,21 @@ export class PodStatusManager {
       const status = mirrorStatus(lp);
       const text = JSON.stringify(status);
       if (this.written.get(uid) === text) continue;
-      try {
-        await this.o.api.patchPodStatus(rp.metadata!.namespace!, rp.metadata!.name!, uid, status, signal);
-        this.written.set(uid, text);
-        this.emit({ kind: 'PodStatusPatched', pod: key(rp), phase: status.phase ?? '' });
-      } catch (err) {
-        if (signal.aborted) return;
-        this.emit({ kind: 'PodStatusError', pod: key(rp), message: errorMessage(err) });
-      }
+      changed.push(async () => {
+        try {
+          await this.o.api.patchPodStatus(rp.metadata!.namespace!, rp.metadata!.name!, uid, status, signal);
+          this.written.set(uid, text);
+          this.emit({ kind: 'PodStatusPatched', pod: key(rp), phase: status.phase ?? '' });
+        } catch (err) {
+          if (signal.aborted) return;
+          this.emit({ kind: 'PodStatusError', pod: key(rp), message: errorMessage(err) });
+        }
+      });
     }
+    await Promise.all(Array.from({ length: Math.min(STATUS_WRITE_CONCURRENCY, changed.length) }, async () => {
+      for (let job = changed.shift(); job; job = changed.shift()) await job();
+    }));
+    if (signal.aborted) return;
     for (const r of this.o.rejections?.() ?? []) {
       const rp = remoteByUid.get(r.uid);
       if (!rp || rp.status?.phase === 'Failed') continue;
@@ -303,7 +315,10 @@ export class PodStatusManager {
         await pause(backoff, signal);
         continue;
       }
-      if (this.kicked) continue;
+      if (this.kicked) {
+        await pause(STATUS_KICK_COALESCE_MS, signal);
+        continue;
+      }
       await new Promise<void>((resolve) => {
         const timer = setTimeout(done, Math.max(0, lastFull + resyncMs - Date.now()));
         const onAbort = () => done();
