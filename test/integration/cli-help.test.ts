@@ -1,6 +1,7 @@
 /**
  * What `--help` promises, checked against the built CLI: topics list their
- * subcommands, every file an example names exists, and a command that is not
+ * subcommands, every file an example names exists, every flag an example
+ * (in --help or the README) passes is declared by its command, and a command that is not
  * implemented yet says so and exits 3 when run exactly as its own --help
  * examples (and the README) show, flags included.
  *
@@ -60,6 +61,68 @@ describe('topics', () => {
 });
 
 describe('examples', () => {
+  /** Words of a shell command line, quotes honoured; stops at a comment, pipe or redirection. */
+  function shellWords(line: string): string[] {
+    const words: string[] = [];
+    let cur: string | null = null;
+    let quote: string | null = null;
+    for (const ch of line) {
+      if (quote !== null) {
+        if (ch === quote) quote = null;
+        else cur = (cur ?? '') + ch;
+      } else if (ch === "'" || ch === '"') {
+        quote = ch;
+        cur = cur ?? '';
+      } else if (/\s/.test(ch)) {
+        if (cur !== null) words.push(cur);
+        cur = null;
+      } else {
+        cur = (cur ?? '') + ch;
+      }
+    }
+    if (cur !== null) words.push(cur);
+    const end = words.findIndex((w) => /^(#|\||\|\||&&|;|>|2>|<)/.test(w));
+    return end === -1 ? words : words.slice(0, end);
+  }
+
+  /** The flags in `argv` (after the command id) that `cmd` does not declare. */
+  function unknownFlags(cmd: ManifestCommand & { flags?: Record<string, { char?: string }> }, argv: string[]): string[] {
+    const flags = Object.entries(cmd.flags ?? {});
+    const known = new Set(['--help', '-h', ...flags.map(([n]) => `--${n}`), ...flags.flatMap(([, f]) => (f.char ? [`-${f.char}`] : []))]);
+    return argv.filter((w) => /^--?[a-zA-Z]/.test(w)).map((w) => w.split('=')[0]!).filter((w) => !known.has(w));
+  }
+
+  /** The command a `klet ...` line runs (the longest id its words start with), and the words after it. */
+  function commandOf(words: string[]): [ManifestCommand, string[]] | undefined {
+    for (let n = Math.min(words.length, 3); n > 0; n--) {
+      const cmd = manifest.commands[words.slice(0, n).join(':')];
+      if (cmd) return [cmd, words.slice(n)];
+    }
+    return undefined;
+  }
+
+  it('every flag a --help example or a README `klet ...` line passes is one that command declares (no "Nonexistent flag")', () => {
+    const bad: string[] = [];
+    for (const cmd of commands) {
+      for (const ex of cmd.examples ?? []) {
+        const words = shellWords(exampleWords(cmd, ex).join(' '));
+        if (words[0] !== 'klet') continue;
+        for (const f of unknownFlags(cmd, words.slice(1 + cmd.id.split(':').length))) bad.push(`klet ${cmd.id} --help example "${ex}": ${f}`);
+      }
+    }
+    const readme = fs.readFileSync(path.join(PROJECT_ROOT, 'README.md'), 'utf8');
+    const lines = [...readme.matchAll(/`klet ([^`\n]+)`/g), ...readme.matchAll(/^(?:\$ )?klet ([^\n]+)$/gm)].map((m) => m[1]!);
+    let checked = 0;
+    for (const line of lines) {
+      const found = commandOf(shellWords(line));
+      if (!found) continue;
+      checked++;
+      for (const f of unknownFlags(found[0], found[1])) bad.push(`README "klet ${line}": ${f}`);
+    }
+    expect(checked).toBeGreaterThan(20);
+    expect(bad).toEqual([]);
+  });
+
   it('every file under examples/ that a --help example names exists', () => {
     const named: string[] = [];
     for (const cmd of commands) {
