@@ -213,6 +213,7 @@ nsenter --net="/run/netns/$netns" unshare --mount --propagation private /bin/sh 
   exec sleep infinity
 ' fresh-machine "$rootfs" "$cache" "$([ "$suite" = 1 ] && echo "$k8s_cache")" &
 holder=$!
+disown "$holder" # the trap kills it: no "Killed" job report
 for _ in $(seq 100); do
   [ -e "/proc/$holder/root/run/.klet-fresh-machine-ready" ] && break
   kill -0 "$holder" 2>/dev/null || { echo "fresh-machine-test: setting up the machine's mounts failed" >&2; exit 1; }
