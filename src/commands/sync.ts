@@ -1,9 +1,12 @@
-import { Flags } from '@oclif/core';
+import { Flags, type Interfaces } from '@oclif/core';
 import { PodCommand } from '../base-command.js';
 import { InputError } from '../lib/errors.js';
 import { durationFlag } from '../flags.js';
 import type { LocalApiHandlers } from '../lib/server/local-api.js';
 import { nodeRegistrationFlags, registrationOptions } from '../node-flags.js';
+import type { SyncOptions } from '../lib/syncloop/run-sync.js';
+
+type SyncFlags = Interfaces.InferredFlags<(typeof Sync)['flags']>;
 
 export default class Sync extends PodCommand<typeof Sync> {
   static override summary = 'Run the kubelet sync loop: keep this node converged with its pod sources.';
@@ -52,55 +55,58 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
 
   async run(): Promise<void> {
     const { flags } = await this.parse(Sync);
-    const dir = flags['manifest-dir'] ?? (flags['manifest-url'] ? undefined : '/etc/kubernetes/manifests');
-    const { parseHeaders } = await import('../lib/config/manifest-url.js');
-    const manifestUrlHeaders = parseHeaders(flags['manifest-url-header']);
-    const listen = await this.listenFlags(flags.listen, flags['auth-token-file']);
-    if (flags.tui && !(process.stdout.isTTY && process.stdin.isTTY)) {
-      throw new InputError('--tui needs a terminal on stdin and stdout; without one, watch with klet dashboard (it prints a snapshot when not on a terminal)');
-    }
-    let cluster: Parameters<typeof import('../lib/syncloop/run-sync.js').runSync>[0]['cluster'];
-    if (flags.kubeconfig !== undefined) {
-      const options = await registrationOptions({ ...flags, kubeconfig: flags.kubeconfig }, this.nodeName(), true);
-      const { connectNodeApi } = await import('../lib/kube/node-api.js');
-      cluster = { options, api: await connectNodeApi(flags.kubeconfig), kletVersion: (await import('../lib/node/version.js')).kubeletVersion(this.config.version) };
-    }
+    const options = await this.syncOptions(flags);
     const deps = await this.deps();
     // Quitting the dashboard of --tui stops the sync, as a signal does.
     const controller = new AbortController();
     let tui: Promise<void> | undefined;
     deps.signal.addEventListener('abort', () => this.notice(`klet sync: ${this.interruptedBy}: stopping the sync loop; pods keep running`), { once: true });
     const { runSync } = await import('../lib/syncloop/run-sync.js');
-    const sources = [dir, flags['manifest-url']].filter(Boolean).join(', ');
+    const sources = [options.manifestDir, options.manifestUrl].filter(Boolean).join(', ');
+    const server = options.cluster ? `, API server ${options.cluster.api.server}` : '';
     await runSync(
       {
+        ...options,
         cri: await this.cri(),
         rootDir: deps.rootDir,
         nodeName: deps.nodeName,
-        manifestDir: dir,
-        manifestUrl: flags['manifest-url'],
-        manifestUrlHeaders,
-        fileCheckFrequencyMs: flags['file-check-frequency'],
-        httpCheckFrequencyMs: flags['http-check-frequency'],
-        plegRelistPeriodMs: flags['pleg-relist-period'],
-        resyncIntervalMs: flags['sync-frequency'],
-        backoff: { initialMs: flags['crash-loop-backoff-initial'], maxMs: flags['crash-loop-backoff-max'], resetAfterMs: flags['crash-loop-backoff-reset'] },
-        concurrency: flags['max-parallel-syncs'],
-        listen,
-        cluster,
         onReady: (a) => {
-          if (flags.tui) {
-            tui = this.tui(a.handlers, controller, deps.signal);
-            return;
-          }
-          this.notice(
-            `klet sync: node ${deps.nodeName}, sources ${sources}${cluster ? `, API server ${cluster.api.server}` : ''}; local API on ${a.socketPath}${a.tcp ? ` and ${a.tcp}` : ''}`,
-          );
+          if (flags.tui) tui = this.tui(a.handlers, controller, deps.signal);
+          else this.notice(`klet sync: node ${deps.nodeName}, sources ${sources}${server}; local API on ${a.socketPath}${a.tcp ? ` and ${a.tcp}` : ''}`);
         },
       },
       AbortSignal.any([deps.signal, controller.signal]),
     );
     await tui;
+  }
+
+  /** The sync loop's options from the flags: every flag checked (and the cluster connected) before anything starts. */
+  private async syncOptions(flags: SyncFlags): Promise<Omit<SyncOptions, 'cri' | 'rootDir' | 'nodeName' | 'onReady'>> {
+    if (flags.tui && !(process.stdout.isTTY && process.stdin.isTTY)) {
+      throw new InputError('--tui needs a terminal on stdin and stdout; without one, watch with klet dashboard (it prints a snapshot when not on a terminal)');
+    }
+    const { parseHeaders } = await import('../lib/config/manifest-url.js');
+    const manifestUrlHeaders = parseHeaders(flags['manifest-url-header']);
+    const listen = await this.listenFlags(flags.listen, flags['auth-token-file']);
+    let cluster: SyncOptions['cluster'];
+    if (flags.kubeconfig !== undefined) {
+      const options = await registrationOptions({ ...flags, kubeconfig: flags.kubeconfig }, this.nodeName(), true);
+      const { connectNodeApi } = await import('../lib/kube/node-api.js');
+      cluster = { options, api: await connectNodeApi(flags.kubeconfig), kletVersion: (await import('../lib/node/version.js')).kubeletVersion(this.config.version) };
+    }
+    return {
+      manifestDir: flags['manifest-dir'] ?? (flags['manifest-url'] ? undefined : '/etc/kubernetes/manifests'),
+      manifestUrl: flags['manifest-url'],
+      manifestUrlHeaders,
+      fileCheckFrequencyMs: flags['file-check-frequency'],
+      httpCheckFrequencyMs: flags['http-check-frequency'],
+      plegRelistPeriodMs: flags['pleg-relist-period'],
+      resyncIntervalMs: flags['sync-frequency'],
+      backoff: { initialMs: flags['crash-loop-backoff-initial'], maxMs: flags['crash-loop-backoff-max'], resetAfterMs: flags['crash-loop-backoff-reset'] },
+      concurrency: flags['max-parallel-syncs'],
+      listen,
+      cluster,
+    };
   }
 
   /**
