@@ -471,17 +471,20 @@ export async function ensureBuiltinImages(
     if (!have.has(ref)) {
       const file = await cachedBuiltinImage(kind, cacheDir);
       // The import is idempotent, and a freshly started containerd 1.6 under
-      // load has now and then answered a first import of a freshly built
-      // archive with "content digest ...: not found" for a blob that is in
-      // it (seen in this project's CI, never twice in a row): try once more.
-      try {
-        await importImageArchive({ address, file, name: ref, ...opts });
-      } catch (err) {
-        if (opts.signal?.aborted || !(err instanceof KletError) || err instanceof MissingDependencyError) throw err;
-        log.debug(`importing the built-in ${kind} image failed (${errorMessage(err)}); trying once more`);
-        await pause(500, opts.signal ?? new AbortController().signal);
-        opts.signal?.throwIfAborted();
-        await importImageArchive({ address, file, name: ref, ...opts });
+      // load has now and then answered an import of a freshly built archive
+      // with "content digest ...: not found" for the index ctr itself writes
+      // (seen in this project's CI, at times twice in a row; the archive is
+      // fine): try up to three times, a little later each time.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await importImageArchive({ address, file, name: ref, ...opts });
+          break;
+        } catch (err) {
+          if (attempt === 3 || opts.signal?.aborted || !(err instanceof KletError) || err instanceof MissingDependencyError) throw err;
+          log.debug(`importing the built-in ${kind} image failed (${errorMessage(err)}); trying again`);
+          await pause(attempt * 1000, opts.signal ?? new AbortController().signal);
+          opts.signal?.throwIfAborted();
+        }
       }
       log.debug(`imported the built-in ${kind} image as ${ref}`);
     }
