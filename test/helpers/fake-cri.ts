@@ -57,6 +57,8 @@ export class FakeCri {
   readonly calls: string[] = [];
   /** ExecSync answers by command line (argv joined with spaces): exit code and output; anything else exits 0. */
   readonly execResults = new Map<string, { exitCode: number; stdout?: string }>();
+  /** A call of a method named here waits for its promise first (to hold a step of klet's open, in order). */
+  readonly gates = new Map<string, Promise<void>>();
   /** RunPodSandbox of a pod whose name starts with a key fails with the value. */
   readonly sandboxFailures = new Map<string, string>();
   private seq = 0;
@@ -80,6 +82,8 @@ export class FakeCri {
         return async (req: Req = {}, opts: { signal?: AbortSignal } = {}) => {
           opts.signal?.throwIfAborted();
           target.calls.push(name);
+          const gate = target.gates.get(name);
+          if (gate !== undefined) await gate;
           return (fn as (r: Req) => unknown).call(target, req);
         };
       },

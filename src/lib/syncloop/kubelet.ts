@@ -128,7 +128,7 @@ export class Kubelet {
       handlers: {
         syncPod: (pod, type, signal) => this.handleSyncPod(pod, type, signal),
         syncTerminatingPod: (pod, grace) => this.handleTerminating(pod, grace),
-        syncTerminatedPod: (pod) => this.handleTerminated(pod),
+        syncTerminatedPod: (pod, _signal, restart) => this.handleTerminated(pod, restart),
         requeue: (uid, afterMs) => this.due.set(uid, Date.now() + Math.max(0, afterMs)),
         onState: (pod, state, reason) => this.onWorkerState(pod, state, reason),
         onDuration: (type, ms) => {
@@ -192,10 +192,13 @@ export class Kubelet {
     };
   }
 
-  private async handleSyncPod(pod: V1Pod, _type: UpdateType, _signal: AbortSignal): Promise<SyncOutcome> {
+  private async handleSyncPod(pod: V1Pod, type: UpdateType, _signal: AbortSignal): Promise<SyncOutcome> {
     const uid = pod.metadata?.uid ?? '';
     const d = this.desired.get(uid);
-    const rec = await readPodRecord(this.opts.rootDir, uid);
+    // Admission (the pod's record) happens in its worker, so it never races
+    // the removal of a previous instance of the same UID (also in its worker).
+    let rec = await readPodRecord(this.opts.rootDir, uid);
+    if (type === 'create' || type === 'update' || rec === null) rec = await admitPod({ rootDir: this.opts.rootDir }, pod, d?.source ?? 'file');
     const firstSeen = rec ? Date.parse(rec.firstSeen) : undefined;
     const started = new Set<string>();
     // The objects its environment and volumes read have been listed once (the watch-based managers' HasSynced).
@@ -256,12 +259,16 @@ export class Kubelet {
     this.opts.onPodSynced?.(md.uid ?? '');
   }
 
-  /** A terminated pod no source wants any more is removed: containers, sandboxes, pod dir, logs. */
-  private async handleTerminated(pod: V1Pod): Promise<void> {
+  /**
+   * A terminated pod no source wants any more is removed: containers,
+   * sandboxes, pod dir, logs; so is one about to start over (`restart`).
+   */
+  private async handleTerminated(pod: V1Pod, restart: boolean): Promise<void> {
     const uid = pod.metadata?.uid ?? '';
-    if (this.desired.has(uid)) return; // finished by itself: keep it and its status
+    if (!restart && this.desired.has(uid)) return; // finished by itself: keep it and its status
     await this.removePod(pod);
-    this.workers.forget(uid);
+    // Forgotten once this step is over, unless it was wanted again meanwhile.
+    if (!this.desired.has(uid)) this.workers.forget(uid);
   }
 
   private async removePod(pod: V1Pod): Promise<void> {
@@ -279,49 +286,50 @@ export class Kubelet {
     this.opts.bus.emit({ kind: 'PodLifecycle', pod: key(pod), uid: pod.metadata?.uid ?? '', state, reason });
   }
 
-  private async admit(pod: V1Pod, source: string): Promise<void> {
-    await admitPod({ rootDir: this.opts.rootDir }, pod, source);
-  }
-
-  private async handleConfig(u: PodUpdate): Promise<string[]> {
+  /**
+   * Hand each pod of a config update to its worker. Nothing here touches the
+   * pod's files: the worker admits (records) a pod in its first sync, after
+   * the termination and clean-up of a previous instance of the same UID (a
+   * finished pod whose manifest changed, or one removed from its source and
+   * put back before its clean-up was done, runs again from scratch).
+   */
+  private handleConfig(u: PodUpdate): string[] {
     const touched: string[] = [];
     for (const pod of u.pods) {
-      const uid = pod.metadata?.uid ?? '';
-      touched.push(key(pod));
-      switch (u.op) {
-        case 'ADD':
-        case 'UPDATE': {
-          const wasTerminated = this.workers.state(uid) === 'TerminatedPod' && !this.workers.isBusy(uid);
-          this.desired.set(uid, { pod, source: u.source });
-          if (u.source === API_SOURCE) this.apiObjects?.registerPod(pod);
-          await this.admit(pod, u.source);
-          if (wasTerminated) {
-            // A finished pod whose manifest changed, or a pod removed from its
-            // source and put back before its worker was forgotten, runs again
-            // from scratch. (One put back while still terminating is
-            // restarted by housekeeping once its worker is done.)
-            await this.removePod(pod).catch((err) => log.warn(`cleaning up ${key(pod)}: ${errorMessage(err)}`));
-            await this.admit(pod, u.source);
-            this.workers.forget(uid);
-          }
-          this.workers.updatePod({ pod, type: u.op === 'ADD' ? 'create' : 'update' });
-          // Labels and annotations reach downwardAPI files without a restart.
-          if (u.op === 'UPDATE') this.volumes.podUpdated(pod);
-          break;
-        }
-        case 'REMOVE':
-          this.desired.delete(uid);
-          this.apiObjects?.unregisterPod(uid);
-          this.due.delete(uid);
-          this.workers.updatePod({ pod, type: 'kill', reason: 'removed from its source' });
-          break;
-        case 'RECONCILE':
-          this.desired.set(uid, { pod, source: u.source });
-          if (u.source === API_SOURCE) this.apiObjects?.registerPod(pod);
-          break;
+      try {
+        touched.push(...this.handleConfigPod(u, pod));
+      } catch (err) {
+        // One pod's failure never holds up the others of the same update.
+        log.error(`pod config ${u.op} of ${key(pod)}: ${errorMessage(err)}`);
       }
     }
     return touched;
+  }
+
+  private handleConfigPod(u: PodUpdate, pod: V1Pod): string[] {
+    const uid = pod.metadata?.uid ?? '';
+    switch (u.op) {
+      case 'ADD':
+      case 'UPDATE': {
+        this.desired.set(uid, { pod, source: u.source });
+        if (u.source === API_SOURCE) this.apiObjects?.registerPod(pod);
+        this.workers.updatePod({ pod, type: u.op === 'ADD' ? 'create' : 'update' });
+        // Labels and annotations reach downwardAPI files without a restart.
+        if (u.op === 'UPDATE') this.volumes.podUpdated(pod);
+        break;
+      }
+      case 'REMOVE':
+        this.desired.delete(uid);
+        this.apiObjects?.unregisterPod(uid);
+        this.due.delete(uid);
+        this.workers.updatePod({ pod, type: 'kill', reason: 'removed from its source' });
+        break;
+      case 'RECONCILE':
+        this.desired.set(uid, { pod, source: u.source });
+        if (u.source === API_SOURCE) this.apiObjects?.registerPod(pod);
+        break;
+    }
+    return [key(pod)];
   }
 
   /**
@@ -414,15 +422,21 @@ export class Kubelet {
       }
       touched.push(key(pod));
     }
-    // Terminated workers: of pods no longer wanted (whose clean-up failed),
-    // and of pods put back or changed by their source while they were being
-    // terminated (the kubelet's restartRequested: they start over). A pod
-    // that finished by itself and is still wanted as it was keeps its worker
-    // and its status.
+    // Terminated workers whose clean-up failed: of pods no longer wanted
+    // (removed here), and of pods wanted again (the kubelet's
+    // restartRequested: their worker retries the clean-up, then starts them
+    // over). A pod that finished by itself and is still wanted as it was
+    // keeps its worker and its status.
     for (const uid of this.workers.uids()) {
       if (this.workers.state(uid) !== 'TerminatedPod' || this.workers.isBusy(uid)) continue;
       const wanted = this.desired.get(uid);
-      if (wanted !== undefined && this.workers.finished(uid) && !this.workers.restartRequested(uid)) continue;
+      if (wanted !== undefined) {
+        if (this.workers.restartRequested(uid) || !this.workers.finished(uid)) {
+          this.workers.updatePod({ pod: wanted.pod, type: 'create' });
+          touched.push(key(wanted.pod));
+        }
+        continue;
+      }
       const pod = this.workers.pod(uid);
       if (!pod) continue;
       try {
@@ -432,11 +446,7 @@ export class Kubelet {
         log.warn(`removing pod ${key(pod)}: ${errorMessage(err)}`);
         continue;
       }
-      if (wanted !== undefined) {
-        await this.admit(wanted.pod, wanted.source);
-        this.workers.updatePod({ pod: wanted.pod, type: 'create' });
-        touched.push(key(wanted.pod));
-      }
+      touched.push(key(pod));
     }
     // Records of pods nobody wants and the runtime does not have.
     for (const uid of recordUids) {
@@ -510,10 +520,7 @@ export class Kubelet {
         const u = config.updates.tryTake();
         if (u !== undefined) {
           const t0 = performance.now();
-          const pods = await this.handleConfig(u).catch((err) => {
-            log.error(`pod config ${u.op}: ${errorMessage(err)}`);
-            return [];
-          });
+          const pods = this.handleConfig(u);
           this.record('config', t0, pods);
           continue;
         }

@@ -6,9 +6,12 @@
  *   updates coalesce into one pending update (the newest wins), except that
  *   a pending kill is never overwritten by a later sync or update;
  * - a bounded number of pods sync at the same time across the node;
- * - each pod moves SyncPod → TerminatingPod → TerminatedPod, once: a
- *   terminated pod's worker ignores everything until it is forgotten
- *   (a pod re-added under the same UID after that starts over).
+ * - each pod moves SyncPod → TerminatingPod → TerminatedPod. A pod added
+ *   or changed again while it terminates (or after it finished) waits for
+ *   that termination and its clean-up, in its own worker, and then starts
+ *   over with a 'create' sync: a UID is either terminating or syncing, never
+ *   both (the kubelet's restartRequested, TerminatedAndRecreatedPod). Any
+ *   other update to a terminated pod is ignored until it is forgotten.
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import { errorMessage } from '../errors.js';
@@ -37,7 +40,13 @@ export interface SyncOutcome {
 export interface PodWorkerHandlers {
   syncPod(pod: V1Pod, type: UpdateType, signal: AbortSignal): Promise<SyncOutcome>;
   syncTerminatingPod(pod: V1Pod, gracePeriodSeconds: number | undefined, signal: AbortSignal): Promise<void>;
-  syncTerminatedPod(pod: V1Pod, signal: AbortSignal): Promise<void>;
+  /**
+   * Clean up a terminated pod. `restart`: the pod was added or changed again
+   * while it was being terminated (or after it finished): remove its old
+   * remains whatever its source wants, because the worker starts it over
+   * (a 'create' sync) as soon as this step is done.
+   */
+  syncTerminatedPod(pod: V1Pod, signal: AbortSignal, restart: boolean): Promise<void>;
   /** Schedule the next sync of a pod `afterMs` from now (the work queue). */
   requeue(uid: string, afterMs: number): void;
   onState?(pod: V1Pod, state: WorkerState | 'Forgotten', reason?: string): void;
@@ -120,11 +129,18 @@ export class PodWorkers {
       this.opts.handlers.onState?.(req.pod, 'SyncPod');
     }
     if (w.state === 'TerminatedPod') {
-      // Put back (or changed) while its clean-up runs: keep the worker, so
-      // that the owner sees the request and starts the pod over.
       if (req.type === 'create' || req.type === 'update') {
+        // Put back (or changed): start over once the clean-up is done — after
+        // the running step, or now (a clean-up step, then 'create') when idle.
         w.restartRequested = true;
+        w.forgetWhenDone = false;
         if (req.pod.spec) w.pod = req.pod;
+        if (!w.running) {
+          w.pending = { pod: w.pod, type: 'create' };
+          void this.drive(w);
+        }
+      } else if (req.type === 'kill') {
+        w.restartRequested = false;
       }
       return;
     }
@@ -143,8 +159,9 @@ export class PodWorkers {
         w.gracePeriodSeconds = Math.min(w.gracePeriodSeconds ?? Infinity, req.gracePeriodSeconds);
       }
       w.pending = req;
-    } else if (w.pending?.type === 'kill' || w.state !== 'SyncPod') {
-      // Never overwrite a pending kill; a terminating pod only takes the newer spec.
+    } else if (w.pending?.type === 'kill' || w.state !== 'SyncPod' || (req.type === 'sync' && w.pending !== null)) {
+      // Never overwrite a pending kill; a terminating pod only takes the newer
+      // spec; a sync never replaces a pending create or update (it implies one).
       if (req.pod.spec) w.pod = req.pod;
     } else {
       w.pending = req;
@@ -215,16 +232,35 @@ export class PodWorkers {
         return;
       }
       // Fall through to cleanup of the terminated pod.
-      const t1 = performance.now();
-      try {
-        await h.syncTerminatedPod(w.pod, signal);
-        h.onDuration?.('terminated', performance.now() - t1, false);
-      } catch (err) {
-        w.lastError = errorMessage(err);
-        log.warn(`cleaning up pod ${podKey(w.pod)} failed: ${w.lastError}; housekeeping will retry`);
-        h.onDuration?.('terminated', performance.now() - t1, true);
-      }
+    } else if (w.restartRequested !== true) {
+      return; // terminated and cleaned up already: nothing to do until it is wanted again
     }
+    // TerminatedPod: its clean-up (after termination, or again before a restart).
+    const t1 = performance.now();
+    try {
+      await h.syncTerminatedPod(w.pod, signal, w.restartRequested === true);
+      h.onDuration?.('terminated', performance.now() - t1, false);
+    } catch (err) {
+      w.lastError = errorMessage(err);
+      log.warn(`cleaning up pod ${podKey(w.pod)} failed: ${w.lastError}; housekeeping will retry`);
+      h.onDuration?.('terminated', performance.now() - t1, true);
+      return;
+    }
+    if (w.restartRequested === true && !signal.aborted) this.restart(w);
+  }
+
+  /** A terminated and cleaned-up pod that is wanted again starts over, in the same worker. */
+  private restart(w: Worker): void {
+    w.state = 'SyncPod';
+    w.restartRequested = false;
+    w.forgetWhenDone = false;
+    w.finished = false;
+    w.killReason = undefined;
+    w.gracePeriodSeconds = undefined;
+    w.lastError = null;
+    w.lastSyncAt = 0;
+    this.opts.handlers.onState?.(w.pod, 'SyncPod', 'added again');
+    w.pending = { pod: w.pod, type: 'create' };
   }
 
   /**
