@@ -211,6 +211,37 @@ describe('deletePods', () => {
     expect(deleted.map((d) => d.name)).toEqual([`web-${NODE}`]);
     expect(fake.sandboxes.size + fake.containers.size).toBe(0);
   });
+
+  it('delete --all: the runtime listed once for all pods, then per pod only StopContainer, StopPodSandbox and RemovePodSandbox', async () => {
+    const dir = path.join(tmp, 'manifests');
+    for (let i = 0; i < 5; i++) manifest(dir, `p${i}.yaml`, pod(`p${i}`, 'sleep 3600'));
+    await runOnce({ manifestDir: dir, waitReady: false, timeoutMs: 10_000, cleanup: false }, deps());
+    // Another owner's pod of another root dir on the same runtime: never touched.
+    await runPod({ file: manifest(path.join(tmp, 'm'), 'other.yaml', pod('other', 'sleep 3600')), goal: 'running', timeoutMs: 10_000, rm: false }, deps({ rootDir: path.join(tmp, 'other-root') }));
+    const before = fake.calls.length;
+    const { deleted } = await deletePods({ refs: [], all: true }, deps());
+    expect(deleted).toHaveLength(5);
+    const calls = fake.calls.slice(before);
+    const count = (m: string) => calls.filter((c) => c === m).length;
+    expect(count('stopContainer')).toBe(5);
+    expect(count('stopPodSandbox')).toBe(5);
+    expect(count('removePodSandbox')).toBe(5);
+    expect(count('listPodSandbox') + count('listContainers')).toBeLessThanOrEqual(3);
+    expect(calls.filter((c) => !['stopContainer', 'stopPodSandbox', 'removePodSandbox', 'listPodSandbox', 'listContainers'].includes(c))).toEqual([]);
+    expect([...fake.sandboxes.values()].map((sb) => sb.metadata.name)).toEqual([`other-${NODE}`]);
+    expect(fake.containers.size).toBe(1);
+    expect(await listPodRecords(path.join(tmp, 'root'))).toEqual([]);
+    expect(events.filter((e) => e.kind === 'Event' && e.reason === 'Killing')).toHaveLength(5);
+  });
+
+  it('delete with a zero grace period leaves the kill to StopPodSandbox (no StopContainer)', async () => {
+    const file = manifest(path.join(tmp, 'm'), 'web.yaml', pod('web', 'sleep 3600'));
+    await runPod({ file, goal: 'running', timeoutMs: 10_000, rm: false }, deps());
+    const before = fake.calls.length;
+    await deletePods({ refs: [`web-${NODE}`], all: false, gracePeriodSeconds: 0 }, deps());
+    expect(fake.calls.slice(before).filter((c) => c === 'stopContainer')).toEqual([]);
+    expect(fake.sandboxes.size + fake.containers.size).toBe(0);
+  });
 });
 
 describe('sync of a pod whose sandbox the runtime refuses', () => {

@@ -9,13 +9,14 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { CriClient } from '../cri/client.js';
+import { ContainerState, PodSandboxState, type Container, type PodSandbox } from '../cri/gen/api.js';
 import { errorMessage } from '../errors.js';
+import { podEvents } from '../events/pod-events.js';
 import { KLET_INSTANCE_LABEL, POD_UID_LABEL, instanceSelector, kletInstance } from './labels.js';
 import { podKey } from '../pod/key.js';
 import { podLogDirOf } from '../logs/paths.js';
 import { listPodRecords, podDir, readPodRecord, removePodDir, writePodRecord, type PodRecord } from './poddir.js';
-import { getRuntimePodStatus } from './runtime-status.js';
-import { killPod, type SyncContext } from './sync-pod.js';
+import { killContainer, type SyncContext } from './sync-pod.js';
 
 export type LifecycleContext = SyncContext;
 
@@ -37,23 +38,90 @@ function identity(pod: V1Pod): { uid: string; name: string; namespace: string } 
 }
 
 /**
- * Remove what is left of a pod: its containers and sandboxes (stopped
- * first), its pod dir and its log dir. Its containers should have been
- * killed first (deletePod does both).
+ * What the runtime holds of some pods, from one list of each kind (no
+ * per-object status call): every sandbox of those UIDs whoever's (the log
+ * dir's owner check needs the others'), and this klet's containers.
  */
-export async function removePod(ctx: LifecycleContext, pod: V1Pod): Promise<void> {
-  const id = identity(pod);
-  const opts = { signal: ctx.signal };
-  const status = await getRuntimePodStatus(ctx.cri, id, { ...opts, owner: instanceSelector(ctx) });
-  for (const c of status.containers) await ctx.cri.removeContainer({ containerId: c.id }, opts);
-  for (const sb of status.sandboxes) {
-    await ctx.cri.stopPodSandbox({ podSandboxId: sb.id }, opts);
-    await ctx.cri.removePodSandbox({ podSandboxId: sb.id }, opts);
+export interface PodRuntimeObjects {
+  sandboxes: PodSandbox[];
+  containers: Container[];
+}
+
+/** The runtime objects of one pod UID, or (no `uid`) of every pod on the node, by UID. */
+export async function listPodRuntimeObjects(
+  ctx: Pick<SyncContext, 'cri' | 'rootDir' | 'nodeName' | 'signal'>,
+  uid?: string,
+): Promise<Map<string, PodRuntimeObjects>> {
+  const byUid = uid === undefined ? {} : { [POD_UID_LABEL]: uid };
+  const call = { signal: ctx.signal };
+  const [sbs, ctrs] = await Promise.all([
+    ctx.cri.listPodSandbox({ filter: { labelSelector: byUid } }, call),
+    ctx.cri.listContainers({ filter: { labelSelector: { ...instanceSelector(ctx), ...byUid } } }, call),
+  ]);
+  const out = new Map<string, PodRuntimeObjects>();
+  const entry = (u: string) => {
+    let e = out.get(u);
+    if (e === undefined) out.set(u, (e = { sandboxes: [], containers: [] }));
+    return e;
+  };
+  for (const sb of sbs.items) {
+    const u = sb.labels[POD_UID_LABEL];
+    if (u !== undefined) entry(u).sandboxes.push(sb);
   }
+  for (const c of ctrs.containers) {
+    const u = c.labels[POD_UID_LABEL];
+    if (u !== undefined) entry(u).containers.push(c);
+  }
+  return out;
+}
+
+const NO_OBJECTS: PodRuntimeObjects = { sandboxes: [], containers: [] };
+
+/**
+ * Remove what is left of a pod: its sandboxes (stopped first; RemovePodSandbox
+ * removes their containers, as CRI requires), containers without a sandbox,
+ * its pod dir and its log dir. Its containers should have been killed first
+ * (deletePod does both). `objects`: the runtime's objects of the pod when
+ * the caller has listed them already.
+ */
+export async function removePod(ctx: LifecycleContext, pod: V1Pod, objects?: PodRuntimeObjects): Promise<void> {
+  const id = identity(pod);
+  const objs = objects ?? (await listPodRuntimeObjects(ctx, id.uid)).get(id.uid) ?? NO_OBJECTS;
+  await removeRuntimeObjects(ctx, objs, { stop: true });
+  await removePodFiles(ctx, pod, objs);
+}
+
+/** This klet's sandboxes among `objs`. */
+function ownSandboxes(ctx: Pick<SyncContext, 'rootDir' | 'nodeName'>, objs: PodRuntimeObjects): PodSandbox[] {
+  const mine = kletInstance(ctx.rootDir, ctx.nodeName);
+  return objs.sandboxes.filter((sb) => sb.labels[KLET_INSTANCE_LABEL] === mine);
+}
+
+async function removeRuntimeObjects(ctx: LifecycleContext, objs: PodRuntimeObjects, opts: { stop: boolean }): Promise<void> {
+  const call = { signal: ctx.signal };
+  const sandboxes = ownSandboxes(ctx, objs);
+  const ids = new Set(sandboxes.map((sb) => sb.id));
+  for (const c of objs.containers) if (!ids.has(c.podSandboxId)) await ctx.cri.removeContainer({ containerId: c.id }, call);
+  for (const sb of sandboxes) {
+    if (opts.stop) await ctx.cri.stopPodSandbox({ podSandboxId: sb.id }, call);
+    await ctx.cri.removePodSandbox({ podSandboxId: sb.id }, call);
+  }
+}
+
+async function removePodFiles(ctx: LifecycleContext, pod: V1Pod, objs: PodRuntimeObjects): Promise<void> {
+  const id = identity(pod);
   // Volumes first (unmounted, their dirs removed); removePodDir would refuse a live mount.
   await ctx.volumes?.unmountPod(pod);
   await removePodDir(ctx.rootDir, id.uid);
-  await removePodLogDir(ctx, { metadata: id });
+  const mine = kletInstance(ctx.rootDir, ctx.nodeName);
+  if (objs.sandboxes.some((sb) => sb.labels[KLET_INSTANCE_LABEL] !== mine)) return;
+  await removeLogDir(podLogDirOf({ metadata: id }, ctx.logRoot));
+}
+
+async function removeLogDir(logDir: string): Promise<void> {
+  await fsp.rm(logDir, { recursive: true, force: true }).catch((err) => {
+    throw new Error(`cannot remove ${logDir}: ${errorMessage(err)}`);
+  });
 }
 
 /**
@@ -67,25 +135,48 @@ export async function removePodLogDir(
   pod: V1Pod,
 ): Promise<void> {
   const uid = pod.metadata?.uid ?? '';
-  const logDir = podLogDirOf(pod, ctx.logRoot);
   const mine = kletInstance(ctx.rootDir, ctx.nodeName);
   const { items } = await ctx.cri.listPodSandbox({ filter: { labelSelector: { [POD_UID_LABEL]: uid } } }, { signal: ctx.signal });
   if (items.some((sb) => sb.labels[KLET_INSTANCE_LABEL] !== mine)) return;
-  await fsp.rm(logDir, { recursive: true, force: true }).catch((err) => {
-    throw new Error(`cannot remove ${logDir}: ${errorMessage(err)}`);
-  });
+  await removeLogDir(podLogDirOf(pod, ctx.logRoot));
 }
 
 /**
- * Delete a pod: stop its containers gracefully (SIGTERM, then SIGKILL after
- * the grace period: the override, else the pod's), then remove it.
+ * Delete a pod: stop its containers gracefully (preStop, SIGTERM, then
+ * SIGKILL after the grace period: the override, else the pod's), stop and
+ * remove its sandboxes, then its files. With the runtime's objects listed
+ * once (`objects`, from listPodRuntimeObjects), a pod costs one
+ * StopContainer per running container (none with a zero grace period:
+ * StopPodSandbox kills them), one StopPodSandbox and one RemovePodSandbox
+ * per sandbox.
  */
-export async function deletePod(ctx: LifecycleContext, pod: V1Pod, opts: { gracePeriodSeconds?: number } = {}): Promise<void> {
-  const status = await getRuntimePodStatus(ctx.cri, identity(pod), { signal: ctx.signal, owner: instanceSelector(ctx) });
+export async function deletePod(
+  ctx: LifecycleContext,
+  pod: V1Pod,
+  opts: { gracePeriodSeconds?: number; objects?: PodRuntimeObjects } = {},
+): Promise<void> {
+  const uid = pod.metadata?.uid ?? '';
+  const objs = opts.objects ?? (await listPodRuntimeObjects(ctx, uid)).get(uid) ?? NO_OBJECTS;
   const grace = opts.gracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
   await markTerminating(ctx, pod, grace);
-  await killPod(ctx, pod, status, { gracePeriodSeconds: grace });
-  await removePod(ctx, pod);
+  const live = objs.containers.filter(
+    (c) => c.state === ContainerState.CONTAINER_RUNNING || c.state === ContainerState.CONTAINER_UNKNOWN,
+  );
+  await Promise.all(
+    live.map(async (c) => {
+      const name = c.metadata?.name ?? '';
+      const hasPreStop = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].some((x) => x.name === name && x.lifecycle?.preStop);
+      if (grace > 0 || hasPreStop) await killContainer(ctx, pod, { id: c.id, name }, grace, `Stopping container ${name}`);
+      else ctx.onEvent?.(podEvents.killing(pod, name, c.id, `Stopping container ${name}`));
+    }),
+  );
+  // Every sandbox is stopped (one left not ready by a runtime crash still holds its network), then removed.
+  for (const sb of ownSandboxes(ctx, objs)) {
+    await ctx.cri.stopPodSandbox({ podSandboxId: sb.id }, { signal: ctx.signal });
+    if (sb.state === PodSandboxState.SANDBOX_READY) ctx.onEvent?.(podEvents.sandboxStopped(pod, sb.id));
+  }
+  await removeRuntimeObjects(ctx, objs, { stop: false });
+  await removePodFiles(ctx, pod, objs);
 }
 
 /**

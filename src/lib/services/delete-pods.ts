@@ -3,9 +3,13 @@
  * removing their sandboxes, containers, pod dirs and logs.
  */
 import type { V1Pod } from '@kubernetes/client-node';
-import { deletePod } from '../kuberuntime/lifecycle.js';
+import { deletePod, listPodRuntimeObjects } from '../kuberuntime/lifecycle.js';
+import { mapLimit } from '../util/limit.js';
 import { syncContext, type ServiceDeps } from './deps.js';
 import { findPods, knownPods } from './lookup.js';
+
+/** Pods deleted at the same time (each mostly waits on its containers' grace period and the runtime). */
+export const DELETE_PARALLELISM = 32;
 
 export interface DeletePodsOptions {
   /** Pods as the user named them (ns/name, name, UID prefix); ignored with `all`. */
@@ -22,12 +26,13 @@ export interface DeletePodsResult {
 export async function deletePods(opts: DeletePodsOptions, deps: ServiceDeps): Promise<DeletePodsResult> {
   const ctx = syncContext(deps);
   const pods = opts.all ? await knownPods(ctx) : await findPods(ctx, opts.refs);
-  const deleted = await Promise.all(
-    pods.map(async (p) => {
-      const pod: V1Pod = p.spec ?? { metadata: { uid: p.uid, name: p.name, namespace: p.namespace } };
-      await deletePod(ctx, pod, { gracePeriodSeconds: opts.gracePeriodSeconds });
-      return { namespace: p.namespace, name: p.name, uid: p.uid };
-    }),
-  );
+  if (pods.length === 0) return { deleted: [] };
+  // The runtime listed once for every pod, not per pod.
+  const objects = await listPodRuntimeObjects(ctx);
+  const deleted = await mapLimit(pods, DELETE_PARALLELISM, async (p) => {
+    const pod: V1Pod = p.spec ?? { metadata: { uid: p.uid, name: p.name, namespace: p.namespace } };
+    await deletePod(ctx, pod, { gracePeriodSeconds: opts.gracePeriodSeconds, objects: objects.get(p.uid) ?? { sandboxes: [], containers: [] } });
+    return { namespace: p.namespace, name: p.name, uid: p.uid };
+  });
   return { deleted };
 }
