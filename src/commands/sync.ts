@@ -37,7 +37,11 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
     'http-check-frequency': durationFlag({ summary: 'How often --manifest-url is polled.', default: '20s' }),
     'pleg-relist-period': durationFlag({ summary: 'How often the PLEG relists the runtime.', default: '1s' }),
     'sync-frequency': durationFlag({ summary: 'Resync period of running pods and of their configMap, secret, downwardAPI and projected volumes.', default: '1m' }),
-    'max-parallel-syncs': Flags.integer({ summary: 'How many pods may sync at the same time.', default: 8, min: 1 }),
+    'max-parallel-syncs': Flags.integer({
+      summary: 'How many running pods may resync or update at the same time (a new pod\'s first sync and pod terminations are never held back).',
+      default: 8,
+      min: 1,
+    }),
     kubeconfig: Flags.string({
       summary: 'Join the cluster of this kubeconfig: register the node and keep its Lease and status fresh, run the pods bound to it, mirror pods for static pods.',
     }),

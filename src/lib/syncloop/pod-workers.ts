@@ -5,7 +5,8 @@
  * - never two syncs of the same pod at once; while a sync runs, further
  *   updates coalesce into one pending update (the newest wins), except that
  *   a pending kill is never overwritten by a later sync or update;
- * - a bounded number of pods sync at the same time across the node;
+ * - a bounded number of running pods resync or update at the same time
+ *   across the node (first syncs and terminations are not bounded);
  * - each pod moves SyncPod → TerminatingPod → TerminatedPod. A pod added
  *   or changed again while it terminates (or after it finished) waits for
  *   that termination and its clean-up, in its own worker, and then starts
@@ -95,7 +96,7 @@ class Semaphore {
 
 export interface PodWorkersOptions {
   handlers: PodWorkerHandlers;
-  /** How many pods may sync at once (default 8). */
+  /** How many running pods may resync or update at once (default 8); first syncs and terminations are not counted. */
   concurrency?: number;
   /** Resync a healthy pod this often (the kubelet's 1 minute). */
   resyncIntervalMs?: number;
@@ -176,11 +177,16 @@ export class PodWorkers {
       while (w.pending !== null && !this.opts.signal.aborted) {
         const req = w.pending;
         w.pending = null;
-        await this.sem.acquire();
+        // The cap holds back resyncs and updates of running pods. A pod's
+        // first sync ('create') and its termination are not held: new pods
+        // start at once and a pod waiting out its grace period never keeps
+        // the others waiting (the kubelet runs every pod worker at once).
+        const capped = w.state === 'SyncPod' && req.type !== 'create';
+        if (capped) await this.sem.acquire();
         try {
           await this.step(w, req);
         } finally {
-          this.sem.release();
+          if (capped) this.sem.release();
         }
       }
     } finally {

@@ -126,6 +126,62 @@ describe('PodWorkers: a pod added again while it terminates', () => {
   });
 });
 
+describe('PodWorkers: the cap on parallel syncs', () => {
+  it("holds back resyncs of running pods, never new pods' first syncs or terminations", async () => {
+    let active = 0;
+    let peak = 0;
+    const gate = deferred();
+    const busy = async () => {
+      peak = Math.max(peak, ++active);
+      await gate.promise;
+      active--;
+    };
+    const ctl = new AbortController();
+    const workers = new PodWorkers({
+      concurrency: 2,
+      signal: ctl.signal,
+      handlers: { syncPod: async () => (await busy(), {}), syncTerminatingPod: busy, syncTerminatedPod: async () => undefined, requeue: () => undefined },
+    });
+    const pods: V1Pod[] = Array.from({ length: 6 }, (_, i) => ({ metadata: { uid: `u${i}`, name: `p${i}`, namespace: 'default' }, spec: { containers: [] } }));
+    for (const p of pods) workers.updatePod({ pod: p, type: 'create' });
+    await until('every first sync to run', () => active === 6);
+    gate.resolve();
+    await workers.whenIdle();
+    const gate2 = deferred();
+    const resyncs = new PodWorkers({
+      concurrency: 2,
+      signal: ctl.signal,
+      handlers: {
+        syncPod: async (_p, type) => {
+          if (type !== 'create') {
+            peak = Math.max(peak, ++active);
+            await gate2.promise;
+            active--;
+          }
+          return {};
+        },
+        syncTerminatingPod: async () => {
+          peak = Math.max(peak, ++active);
+          await gate2.promise;
+          active--;
+        },
+        syncTerminatedPod: async () => undefined,
+        requeue: () => undefined,
+      },
+    });
+    for (const p of pods) resyncs.updatePod({ pod: p, type: 'create' });
+    await resyncs.whenIdle();
+    peak = 0;
+    for (const p of pods.slice(0, 4)) resyncs.updatePod({ pod: p, type: 'sync' });
+    for (const p of pods.slice(4)) resyncs.updatePod({ pod: p, type: 'kill' });
+    await new Promise((r) => setTimeout(r, 100));
+    expect(active).toBe(4); // 2 resyncs (the cap) + 2 terminations
+    gate2.resolve();
+    await resyncs.whenIdle();
+    ctl.abort();
+  });
+});
+
 const NODE = 'node1';
 let tmp: string;
 let fake: FakeCri;
