@@ -9,6 +9,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CriClient, type ContainerConfig, type DeepPartial, type PodSandboxConfig } from '../../src/lib/cri/index.js';
 import { detectEventedSupport, GenericPLEG, type PlegEvent, type PlegEventType } from '../../src/lib/pleg/index.js';
+import { relistOnContainerExit } from '../../src/lib/pleg/exit-trigger.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
 /** The kubelet's default relist period. */
@@ -155,6 +156,47 @@ describe('GenericPLEG against containerd', () => {
     expect(app).toMatchObject({ name: 'app', state: 'running', sandboxId, restartCount: 2, hash: 'hash-app', attempt: 2 });
     expect(typeof app?.createdAt).toBe('bigint');
     expect(app?.imageRef).toMatch(/^sha256:/);
+  });
+
+  it("containerd's event service reports a container's exit (not an exec'd process's), and a PLEG relists on it at once", async () => {
+    const ctl = new AbortController();
+    const exits: string[] = [];
+    const watching = (async () => {
+      try {
+        for await (const e of cri.containerdTaskExits({ signal: ctl.signal })) exits.push(e.containerId);
+      } catch (err) {
+        if (!ctl.signal.aborted) throw err;
+      }
+    })();
+    // A second PLEG whose period is far away: only the exit can make it relist.
+    const eventDriven = new GenericPLEG({ cri, relistPeriodMs: 600_000 });
+    eventDriven.start();
+    const trigger = relistOnContainerExit(cri, eventDriven, ctl.signal);
+    try {
+      await new Promise((r) => setTimeout(r, 500)); // subscribed, first relist done
+      await eventDriven.events.next(AbortSignal.timeout(10_000)); // the sandbox's ContainerStarted
+      while (eventDriven.events.tryTake() !== undefined);
+      const probe = await cri.execSync({ containerId: appId, cmd: ['true'], timeout: 10n });
+      expect(probe.exitCode).toBe(0);
+      const quick = await runContainer('quick', 'exit 0');
+      let died: PlegEvent | undefined;
+      const deadline = AbortSignal.timeout(10_000);
+      while (died === undefined) {
+        const e = await eventDriven.events.next(deadline);
+        if (e.type === 'ContainerDied' && e.containerId === quick) died = e;
+      }
+      const { status } = await cri.containerStatus({ containerId: quick });
+      // Far inside the 600 s period: the exit made it relist.
+      expect(died.at - nsToMs(status?.finishedAt ?? 0n)).toBeLessThan(5_000);
+      expect(exits).toContain(quick);
+      expect(exits).not.toContain(appId); // the exec'd `true` exited, not the app
+      await cri.removeContainer({ containerId: quick });
+    } finally {
+      ctl.abort();
+      await trigger;
+      await watching;
+      await eventDriven.stop();
+    }
   });
 
   it('a container that exits by itself gives ContainerDied within one relist period', async () => {

@@ -11,6 +11,7 @@
  * - requests are DeepPartial inputs completed by the generated fromPartial,
  *   so callers write only the fields they mean.
  */
+import { CRI_NAMESPACE, SUBSCRIBE_PATH, decodeTaskExit, encodeSubscribeRequest, type TaskExit } from './containerd-events.js';
 import {
   Client,
   credentials,
@@ -279,6 +280,37 @@ export class CriClient {
     } finally {
       opts.signal?.removeEventListener('abort', cancel);
       stream.cancel(); // no-op once the call ended; stops it when the consumer breaks out
+    }
+  }
+
+  /**
+   * containerd only (not CRI): the exits of containers' init processes in
+   * the CRI namespace, from containerd's own event service on the same
+   * socket (containerd-events.ts). Another runtime answers Unimplemented
+   * (CriUnimplementedError). Ends when `opts.signal` aborts.
+   */
+  async *containerdTaskExits(opts: CallOptions = {}): AsyncGenerator<TaskExit, void, undefined> {
+    const context = { method: 'Events/Subscribe', endpoint: this.endpoint };
+    // Wrapped: a null chunk would end the stream (Node streams' end marker).
+    const stream: ClientReadableStream<{ exit: TaskExit | null }> = this.client.makeServerStreamRequest(
+      SUBSCRIBE_PATH,
+      (filters: string[]) => encodeSubscribeRequest(filters),
+      (buf: Buffer) => ({ exit: decodeTaskExit(buf) }),
+      // containerd 1.6 matches no envelope with a namespace filter: that is checked here.
+      ['topic=="/tasks/exit"'],
+      new Metadata(),
+      {},
+    );
+    const cancel = (): void => stream.cancel();
+    if (opts.signal?.aborted) cancel();
+    else opts.signal?.addEventListener('abort', cancel, { once: true });
+    try {
+      for await (const { exit } of stream as AsyncIterable<{ exit: TaskExit | null }>) if (exit !== null && exit.namespace === CRI_NAMESPACE) yield exit;
+    } catch (err) {
+      throw toCriError(err, context);
+    } finally {
+      opts.signal?.removeEventListener('abort', cancel);
+      stream.cancel();
     }
   }
 

@@ -114,6 +114,8 @@ export class GenericPLEG {
   private lifecycle = new AbortController();
   private loop: Promise<void> | null = null;
   private discarded = 0;
+  /** A requestRelist() relist that is queued and has not started yet. */
+  private triggered: Promise<void> | null = null;
 
   constructor(opts: GenericPLEGOptions) {
     this.cri = opts.cri;
@@ -161,6 +163,25 @@ export class GenericPLEG {
    */
   relist(): Promise<PlegEvent[]> {
     return this.enqueue(this.lifecycle.signal);
+  }
+
+  /**
+   * Relist soon, outside the period: a runtime event (a container exited)
+   * says the snapshot is stale. Requests made before a queued relist starts
+   * share it (a burst of exits costs one relist, plus at most one after the
+   * one in progress). Resolves when that relist is over; at once when the
+   * PLEG is not running.
+   */
+  requestRelist(): Promise<void> {
+    if (this.loop === null) return Promise.resolve();
+    if (this.triggered !== null) return this.triggered;
+    const signal = this.lifecycle.signal;
+    void this.queue.then(() => {
+      this.triggered = null;
+    });
+    const run = this.enqueue(signal).then(() => undefined);
+    this.triggered = run;
+    return run;
   }
 
   /** The last relist, successful or not. */

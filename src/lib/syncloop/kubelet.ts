@@ -24,6 +24,7 @@ import { killPod, NodeCache, syncPod, type SyncContext } from '../kuberuntime/sy
 import { podKey as key } from '../pod/key.js';
 import { log } from '../log.js';
 import { grpcCodeLabel, type KletMetrics } from '../metrics/metrics.js';
+import { relistOnContainerExit, type ExitSource } from '../pleg/exit-trigger.js';
 import type { GenericPLEG } from '../pleg/generic.js';
 import { hostIPs } from '../node/addresses.js';
 import { ProberManager, type ProbeUpdate } from '../prober/manager.js';
@@ -59,6 +60,8 @@ export interface KubeletOptions {
   objectApi?: ObjectApi;
   /** After each pod sync, termination and removal: the pod's status may have changed (the kubelet's statusManager.SetPodStatus). */
   onPodSynced?: (uid: string) => void;
+  /** Container exits as the runtime reports them (containerd): each asks the PLEG for a relist at once. */
+  exits?: ExitSource;
 }
 
 interface DesiredPod {
@@ -511,6 +514,7 @@ export class Kubelet {
     const unwatch = config.watchObjects(() => this.volumes.objectsChanged());
     config.start(this.abort.signal);
     pleg.start();
+    const exits = this.opts.exits ? relistOnContainerExit(this.opts.exits, pleg, this.abort.signal) : undefined;
     const syncTick = this.opts.syncTickMs ?? 1000;
     const hkTick = this.opts.housekeepingMs ?? 2000;
     let nextSync = Date.now() + syncTick;
@@ -581,6 +585,8 @@ export class Kubelet {
       this.prober.stop();
       await this.prober.flush();
       unwatch();
+      this.abort.abort();
+      await exits;
       await pleg.stop();
       await config.stop();
     }

@@ -125,6 +125,8 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
     concurrency: opts.concurrency,
     objectApi: opts.cluster?.api,
     onPodSynced: () => podSynced.fn(),
+    // The runtime's own client: these are not CRI operations to count.
+    exits: opts.cri,
   });
   let lastSourceErrors = '';
   const reportSourceErrors = () => {
