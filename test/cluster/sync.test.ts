@@ -92,10 +92,11 @@ describe('klet sync --kubeconfig', () => {
 
   it('a bad kubeconfig or registration flag is a one-line error at start', async () => {
     const base = ['sync', '--manifest-dir', manifests, '--root-dir', rt.rootDir, '--container-runtime-endpoint', rt.endpoint, '--node-name', NODE];
-    let r = await runKlet([...base, '--kubeconfig', path.join(cluster.dir, 'missing.yaml')]);
+    // Each must answer at once; a run that does not (seen twice in full CI runs, never alone) fails here with its output.
+    let r = await runKlet([...base, '--kubeconfig', path.join(cluster.dir, 'missing.yaml')], { timeoutMs: 25_000 });
     expect(r.code, explain(r)).toBe(2);
     expect(nonEmptyLines(r.stderr)).toEqual([`error: kubeconfig ${path.join(cluster.dir, 'missing.yaml')}: no such file`]);
-    r = await runKlet([...base, '--kubeconfig', cluster.nodes[NODE]!.kubeconfig, '--register-with-taints', 'x:Bad']);
+    r = await runKlet([...base, '--kubeconfig', cluster.nodes[NODE]!.kubeconfig, '--register-with-taints', 'x:Bad'], { timeoutMs: 25_000 });
     expect(r.code, explain(r)).toBe(2);
     expect(nonEmptyLines(r.stderr)).toEqual(['error: --register-with-taints taint "x:Bad": effect "Bad" is not one of NoSchedule, PreferNoSchedule, NoExecute']);
   });

@@ -470,11 +470,13 @@ export async function ensureBuiltinImages(
     const ref = BUILTIN_IMAGE_REFS[kind];
     if (!have.has(ref)) {
       const file = await cachedBuiltinImage(kind, cacheDir);
-      // The import is idempotent, and a freshly started containerd 1.6 under
-      // load has now and then answered an import of a freshly built archive
-      // with "content digest ...: not found" for the index ctr itself writes
-      // (seen in this project's CI, at times twice in a row; the archive is
-      // fine): try up to three times, a little later each time.
+      // A freshly started containerd 1.6 under load has now and then answered
+      // an import with "content digest D: not found", D being the index ctr
+      // writes itself from the archive (seen in this project's CI; the
+      // archive is fine). Once it happens it happens on every retry: the
+      // store's metadata has D while its blob file is missing, so ctr's
+      // write of D is skipped as "already exists" and the read fails. Remove
+      // that half-present entry, then import again (at most three times).
       for (let attempt = 1; ; attempt++) {
         try {
           await importImageArchive({ address, file, name: ref, ...opts });
@@ -482,6 +484,8 @@ export async function ensureBuiltinImages(
         } catch (err) {
           if (attempt === 3 || opts.signal?.aborted || !(err instanceof KletError) || err instanceof MissingDependencyError) throw err;
           log.debug(`importing the built-in ${kind} image failed (${errorMessage(err)}); trying again`);
+          const missing = /content digest (sha256:[0-9a-f]{64}): not found/.exec(errorMessage(err))?.[1];
+          if (missing !== undefined) await ctr(['content', 'rm', missing], { address, ...opts }, 'content rm').catch(() => undefined);
           await pause(attempt * 1000, opts.signal ?? new AbortController().signal);
           opts.signal?.throwIfAborted();
         }
