@@ -15,7 +15,7 @@
 #           (scripts/fresh-machine-test.sh), Go for `npm run check:cri-proto`
 #           (golang-go, unless a `go` is on PATH or in /usr/local/go).
 set -euo pipefail
-pkgs=(containerd runc containernetworking-plugins busybox-static etcd-server gcc libc6-dev iptables iproute2 util-linux hyperfine protobuf-compiler time openssl tmux)
+pkgs=(containerd runc containernetworking-plugins busybox-static etcd-server gcc libc6-dev iptables iproute2 util-linux procps hyperfine protobuf-compiler time openssl tmux)
 pkgs+=(ca-certificates)
 # A machine with a Node.js distribution of its own (nodesource, nvm) keeps it:
 # Debian's npm would conflict with nodesource's nodejs, which bundles npm.
