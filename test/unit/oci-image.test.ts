@@ -310,7 +310,10 @@ describe('planImport', () => {
   const file = '/x/img.tar';
   const m = (refName?: string) => ({ digest: 'sha256:00', mediaType: MEDIA_TYPE_MANIFEST, ...(refName !== undefined && { refName }) });
 
-  it('uses the full name an archive carries, with both base and index names', () => {
+  it('uses the full name an archive carries; no index name when the manifest gets that name', () => {
+    // An --index-name equal to a manifest's name made ctr 1.6 set the name
+    // twice (index, then manifest) and fail now and then with "content digest
+    // <index>: not found" when containerd collected the orphaned index.
     expect(planImport({ file, manifests: [m('localhost/klet/busybox:1.36')] })).toEqual({
       name: 'localhost/klet/busybox:1.36',
       baseName: 'localhost/klet/busybox',
@@ -320,13 +323,20 @@ describe('planImport', () => {
   });
 
   it('lets a given name win, and predicts the extra names ctr makes', () => {
-    expect(planImport({ file, manifests: [m('localhost/klet/busybox:1.36')] }, 'mine:2').refs).toEqual(['localhost/mine:2']);
+    expect(planImport({ file, manifests: [m('localhost/klet/busybox:1.36')] }, 'mine:2')).toEqual({
+      name: 'localhost/mine:2',
+      indexName: 'localhost/mine:2',
+      baseName: 'localhost/mine',
+      refs: ['localhost/mine:2'],
+    });
     expect(planImport({ file, manifests: [m('1.0')] }, 'mine')).toEqual({
       name: 'localhost/mine:1.0',
       baseName: 'localhost/mine',
       refs: ['localhost/mine:1.0'],
     });
-    expect(planImport({ file, manifests: [m('1.0')] }, 'mine:2').refs).toEqual(['localhost/mine:2', 'localhost/mine:1.0']);
+    const two = planImport({ file, manifests: [m('1.0')] }, 'mine:2');
+    expect(two.refs).toEqual(['localhost/mine:2', 'localhost/mine:1.0']);
+    expect(two.indexName).toBe('localhost/mine:2');
   });
 
   it('asks for a name when the archive has none or only a tag', () => {

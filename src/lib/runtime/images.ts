@@ -16,7 +16,6 @@ import { createGunzip } from 'node:zlib';
 import tar from 'tar-stream';
 import { InputError, KletError, MissingDependencyError, errorMessage } from '../errors.js';
 import { log } from '../log.js';
-import { pause } from '../util/sleep.js';
 import {
   ANNOTATION_CONTAINERD_NAME,
   ANNOTATION_REF_NAME,
@@ -223,8 +222,14 @@ async function readHead(file: string, n: number): Promise<Buffer> {
 
 /** How an archive will be named on import. */
 export interface ImportPlan {
-  /** The image name given to `--index-name`: the name klet reports. */
+  /** The image's name: the name klet reports. */
   name: string;
+  /**
+   * The `--index-name`, when `name` is not already one of the names ctr gives
+   * the archive's manifests (then the image is that manifest, and no index
+   * name is passed: see importImageArchive).
+   */
+  indexName?: string;
   /** The `--base-name`: the name's repository. */
   baseName: string;
   /** Every name `ctr images import` will create or update (the index name first). */
@@ -245,9 +250,10 @@ export interface ImportPlan {
  *   repository, and an archive without names says nothing at all: both need
  *   `name`, rather than a guess from the file name.
  *
- * ctr is always given both `--base-name` (the repository) and `--index-name`
- * (the full name): with `--index-name` alone it names manifests
- * `import-DATE:TAG`, and CRI keeps resolving to that broken name. With a base
+ * ctr is always given `--base-name` (the repository), and `--index-name`
+ * (the full name) unless a manifest already gets that name: with
+ * `--index-name` alone it names manifests `import-DATE:TAG`, and CRI keeps
+ * resolving to that broken name. With a base
  * name ctr also names each manifest from its annotations: containerd's name
  * annotation as it is, a full OCI ref name only when it starts with the base
  * name, and a tag-only one as BASE:TAG.
@@ -276,6 +282,7 @@ export function planImport(info: Pick<ImageArchiveInfo, 'file' | 'manifests'>, n
   }
   const baseName = imageRepository(parseImageRef(chosen));
   const refs = [chosen];
+  let fromManifest = false;
   for (const m of info.manifests) {
     let n: string | undefined;
     if (m.containerdName !== undefined) n = m.containerdName;
@@ -283,9 +290,10 @@ export function planImport(info: Pick<ImageArchiveInfo, 'file' | 'manifests'>, n
       if (tagOnly(m.refName)) n = `${baseName}:${m.refName}`;
       else if (hasImagePrefix(m.refName, baseName)) n = m.refName;
     }
+    if (n === chosen) fromManifest = true;
     if (n !== undefined && !refs.includes(n)) refs.push(n);
   }
-  return { name: chosen, baseName, refs };
+  return { name: chosen, baseName, refs, ...(!fromManifest && { indexName: chosen }) };
 }
 
 function normalizeOrFail(ref: string, file: string, context: string): string {
@@ -414,8 +422,17 @@ export async function importImageArchive(opts: ImportImageOptions): Promise<Impo
   // ctr 1.6 reads only plain tars ("archive/tar: invalid tar header" for a
   // .tar.gz), so a compressed archive is decompressed into its stdin.
   const compressed = info.compression === 'gzip';
+  // No --index-name when a manifest already gets the name: ctr 1.6 would
+  // then set the one name twice, to the index and then to the manifest,
+  // leaving the index unreferenced once its import lease ends; containerd's
+  // garbage collector, when it runs at that moment, deletes the index before
+  // ctr unpacks the first of the two, and the import fails with "content
+  // digest <the index>: not found" (seen now and then on a freshly started
+  // containerd, every retry failing alike). containerd's CRI plugin, which
+  // re-points the name on the image events, made which target won a race.
+  const indexName = plan.indexName === undefined ? [] : ['--index-name', plan.indexName];
   await ctr(
-    ['images', 'import', '--base-name', plan.baseName, '--index-name', plan.name, compressed ? '-' : info.file],
+    ['images', 'import', '--base-name', plan.baseName, ...indexName, compressed ? '-' : info.file],
     ctrOpts,
     `${what}: ${opts.file}`,
     compressed ? [createReadStream(info.file), createGunzip()] : undefined,
@@ -470,26 +487,7 @@ export async function ensureBuiltinImages(
     const ref = BUILTIN_IMAGE_REFS[kind];
     if (!have.has(ref)) {
       const file = await cachedBuiltinImage(kind, cacheDir);
-      // A freshly started containerd 1.6 under load has now and then answered
-      // an import with "content digest D: not found", D being the index ctr
-      // writes itself from the archive (seen in this project's CI; the
-      // archive is fine). Once it happens it happens on every retry: the
-      // store's metadata has D while its blob file is missing, so ctr's
-      // write of D is skipped as "already exists" and the read fails. Remove
-      // that half-present entry, then import again (at most three times).
-      for (let attempt = 1; ; attempt++) {
-        try {
-          await importImageArchive({ address, file, name: ref, ...opts });
-          break;
-        } catch (err) {
-          if (attempt === 3 || opts.signal?.aborted || !(err instanceof KletError) || err instanceof MissingDependencyError) throw err;
-          log.debug(`importing the built-in ${kind} image failed (${errorMessage(err)}); trying again`);
-          const missing = /content digest (sha256:[0-9a-f]{64}): not found/.exec(errorMessage(err))?.[1];
-          if (missing !== undefined) await ctr(['content', 'rm', missing], { address, ...opts }, 'content rm').catch(() => undefined);
-          await pause(attempt * 1000, opts.signal ?? new AbortController().signal);
-          opts.signal?.throwIfAborted();
-        }
-      }
+      await importImageArchive({ address, file, name: ref, ...opts });
       log.debug(`imported the built-in ${kind} image as ${ref}`);
     }
     refs.push(ref);
