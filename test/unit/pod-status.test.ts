@@ -149,6 +149,19 @@ describe('generatePodStatus: phase', () => {
     expect(app(st, 'a').ready).toBe(false);
   });
 
+  it('is Failed, Evicted, only once no container runs (the kubelet delays a terminal phase until then)', () => {
+    const c = ctr('c');
+    const pod = mkPod({ containers: [c] });
+    const sync: PodSyncState = { containers: {}, reason: 'Evicted', message: 'Usage of EmptyDir volume "scratch" exceeds the limit "1Mi".' };
+    const killing = status(pod, [running(c)], { sync });
+    expect(killing.phase).toBe('Running');
+    expect(killing.reason).toBeUndefined();
+    const killed = status(pod, [exited(c, 137)], { sync });
+    expect(killed.phase).toBe('Failed');
+    expect(killed.reason).toBe('Evicted');
+    expect(killed.message).toBe(sync.message);
+  });
+
   it('keeps the runtime reason and message of a termination', () => {
     const a1 = ctr('a');
     const pod = mkPod({ restartPolicy: 'Never', containers: [a1] });

@@ -220,8 +220,13 @@ export function generatePodStatus(inputs: StatusInputs): V1PodStatus {
   const initStatuses = inits.map((c) => containerStatus(c, byName(c.name), inputs, defaultReason, true));
   const appStatuses = containers.map((c) => containerStatus(c, byName(c.name), inputs, defaultReason, false));
   // Ended by klet itself: activeDeadlineSeconds, evicted (an emptyDir over its sizeLimit), or rejected at admission (e.g. NodePorts).
-  const deadlineExceeded =
+  // Not reported as such while a container still runs: the kubelet's status
+  // manager (mergePodStatus) delays a transition to a terminal phase while
+  // the pod could have running containers, keeping the old phase, reason and
+  // message, so Failed means the containers are stopped.
+  const endedByKlet =
     inputs.syncState.reason === 'DeadlineExceeded' || inputs.syncState.reason === 'Evicted' || inputs.syncState.rejected === true;
+  const deadlineExceeded = endedByKlet && !runtime.containers.some((c) => c.state === 'running');
   const phase = deadlineExceeded ? 'Failed' : getPhase(pod, initStatuses, appStatuses);
 
   const sandbox = runtime.sandboxes[0];
