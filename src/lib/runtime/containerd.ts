@@ -5,7 +5,7 @@
  * network namespace behind.
  */
 import { spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
@@ -256,10 +256,13 @@ async function startLocked(
 }
 
 /**
- * An exclusive lock on starting a runtime on one socket: a file created with
- * O_EXCL next to nothing of anyone else's (under /run/klet/locks, named by a
- * hash of the socket path), holding the holder's pid. A lock whose holder is
- * gone is taken over; a live holder is waited for.
+ * An exclusive lock on starting a runtime on one socket: a file under
+ * /run/klet/locks (named by a hash of the socket path) holding the holder's
+ * pid. The file appears with its content already in it (written to a file of
+ * this process's own, then hard-linked to the lock's name, which fails if the
+ * name exists), so a contender never sees an empty lock and mistakes it for
+ * a dead holder's. A lock whose holder is gone is taken over; a live holder
+ * is waited for.
  */
 export async function lockEndpoint(
   socketPath: string,
@@ -268,35 +271,59 @@ export async function lockEndpoint(
   const dir = opts.lockDir ?? LOCK_DIR;
   const file = path.join(dir, `${createHash('sha256').update(path.resolve(socketPath)).digest('hex').slice(0, 24)}.lock`);
   await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
-  const deadline = Date.now() + opts.timeoutMs;
-  for (;;) {
-    opts.signal?.throwIfAborted();
-    try {
-      const fh = await fsp.open(file, 'wx', 0o600);
-      try {
-        await fh.writeFile(`${process.pid}\n${socketPath}\n`);
-      } finally {
-        await fh.close();
-      }
-      return async () => {
-        await fsp.rm(file, { force: true });
-      };
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
-        throw new RuntimeStartError(`cannot create the start lock ${file}: ${errorMessage(err)}`);
-      }
-    }
-    const holder = Number.parseInt((await fsp.readFile(file, 'utf8').catch(() => '')).split('\n')[0] ?? '', 10);
-    if (!Number.isInteger(holder) || holder <= 0 || !pidAlive(holder)) {
-      // A holder that died (or a half-written file of one): take it over.
-      await fsp.rm(file, { force: true });
-      continue;
-    }
-    if (Date.now() > deadline) {
-      throw new TimeoutError(`another klet (pid ${holder}) is still starting a runtime on unix://${socketPath} (lock ${file})`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
+  const mine = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
+  const content = `${process.pid}\n${socketPath}\n`;
+  try {
+    await fsp.writeFile(mine, content, { mode: 0o600, flag: 'wx' });
+  } catch (err) {
+    throw new RuntimeStartError(`cannot create the start lock ${file}: ${errorMessage(err)}`);
   }
+  const deadline = Date.now() + opts.timeoutMs;
+  try {
+    for (;;) {
+      opts.signal?.throwIfAborted();
+      try {
+        await fsp.link(mine, file);
+        return async () => {
+          await fsp.rm(file, { force: true });
+        };
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
+          throw new RuntimeStartError(`cannot create the start lock ${file}: ${errorMessage(err)}`);
+        }
+      }
+      const text = await fsp.readFile(file, 'utf8').catch(() => null);
+      if (text === null) continue; // released meanwhile
+      const holder = Number.parseInt(text.split('\n')[0] ?? '', 10);
+      if (!Number.isInteger(holder) || holder <= 0 || !pidAlive(holder)) {
+        await takeOverStale(file, text);
+        continue;
+      }
+      if (Date.now() > deadline) {
+        throw new TimeoutError(`another klet (pid ${holder}) is still starting a runtime on unix://${socketPath} (lock ${file})`);
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  } finally {
+    await fsp.rm(mine, { force: true });
+  }
+}
+
+/**
+ * Remove a dead holder's lock, unless another contender replaced it
+ * meanwhile: the lock is moved aside first (atomic), and put back when what
+ * was moved is no longer the dead holder's.
+ */
+async function takeOverStale(file: string, staleText: string): Promise<void> {
+  const aside = `${file}.stale.${process.pid}.${randomBytes(4).toString('hex')}`;
+  try {
+    await fsp.rename(file, aside);
+  } catch {
+    return; // gone already
+  }
+  const moved = await fsp.readFile(aside, 'utf8').catch(() => staleText);
+  if (moved !== staleText) await fsp.link(aside, file).catch(() => undefined);
+  await fsp.rm(aside, { force: true });
 }
 
 const LOCK_DIR = '/run/klet/locks';
