@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, onTestFinished, vi } from 'vitest';
 import type { KletEventBody } from '../../src/lib/events/types.js';
 import type { RuntimeContainerStatus, RuntimePodStatus } from '../../src/lib/kuberuntime/runtime-status.js';
 import { ProberManager, type ProbeUpdate } from '../../src/lib/prober/manager.js';
@@ -142,6 +142,13 @@ describe('ProberManager', () => {
 
 describe('probe slots', () => {
   it('wakes workers whose runs fall in the same slot with one timer, on the slot grid, spread by the initial jitter', async () => {
+    // A clock on the grid (every worker starts at the same instant, 0 ms into
+    // a slot): with a real clock the 10 and 20 ms offsets below straddle a
+    // slot boundary whenever the test starts 80-100 ms into a slot.
+    vi.useFakeTimers({ now: 1_700_000_000_000 });
+    onTestFinished(() => {
+      vi.useRealTimers();
+    });
     const runs: { dueAt: number; startedAt: number; container: string }[] = [];
     let r = 0;
     const m = new ProberManager({
@@ -157,7 +164,8 @@ describe('probe slots', () => {
     m.addPod({ metadata: { name: 'p', namespace: 'ns', uid: 'u1' }, spec: { containers } });
     m.updatePodStatus('u1', status(...['a', 'b', 'c', 'd'].map((n) => runningContainer(`${n}1`, { name: n }))));
     expect(m.slots.pending).toBe(2);
-    await until(() => runs.length >= 12, 6000);
+    await vi.advanceTimersByTimeAsync(3500);
+    expect(runs.length).toBeGreaterThanOrEqual(12);
     for (const x of runs) expect(x.dueAt % 100).toBe(0);
     const first = new Map(['a', 'b', 'c', 'd'].map((n) => [n, runs.find((x) => x.container === n)!.dueAt]));
     expect(first.get('a')).toBe(first.get('b'));
