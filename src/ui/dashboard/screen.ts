@@ -20,7 +20,7 @@ export interface FrameTiming {
   startMs: number;
 }
 
-/** A GC pause (perf_hooks 'gc' entry): when, how long, which kind and flags (NODE_PERFORMANCE_GC_*; flag 4: forced). */
+/** A GC pause (perf_hooks 'gc' entry): when, how long, which kind and flags (NODE_PERFORMANCE_GC_*; flag 4: forced, the idle scavenger's). */
 export interface GcPause {
   startMs: number;
   durationMs: number;
@@ -79,7 +79,14 @@ export async function runScreen(args: ScreenArgs, opts: ScreenOptions): Promise<
   // reconciler each read NODE_ENV when first loaded — they must agree — so
   // nothing here imports them statically (no JSX in this file).
   process.env.NODE_ENV ??= 'production';
-  const [{ render }, { createElement }, { DashboardApp }] = await Promise.all([import('ink'), import('react'), import('./app.js')]);
+  const [{ render }, { createElement }, { DashboardApp }, { idleScavenger }] = await Promise.all([
+    import('ink'),
+    import('react'),
+    import('./app.js'),
+    import('./idle-gc.js'),
+  ]);
+  // The young generation is collected between frames, not in them (idle-gc.ts).
+  const scavenger = idleScavenger();
   // Frame timing: subscribed before ink's component, this listener hears of
   // a new snapshot first; ink calls onRender after it has written the frame
   // (its first frame after a change is drawn at once, in the same turn).
@@ -102,6 +109,7 @@ export async function runScreen(args: ScreenArgs, opts: ScreenOptions): Promise<
     maxFps: 10,
     incrementalRendering: true,
     onRender: ({ renderTime }) => {
+      scavenger.afterFrame();
       if (onFrame === undefined || changedAt === null) return; // a key's frame
       const cpu = process.cpuUsage(cpuAt);
       const main = process.threadCpuUsage(mainCpuAt);
@@ -121,6 +129,7 @@ export async function runScreen(args: ScreenArgs, opts: ScreenOptions): Promise<
     await instance.waitUntilExit();
   } finally {
     args.signal.removeEventListener('abort', onAbort);
+    scavenger.stop();
     unsubscribe?.();
   }
 }
