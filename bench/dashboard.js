@@ -14,9 +14,14 @@
 // 10 s (first vs last minute: flat means within ±10 %), and every frame's
 // time from the store's change to ink having written it to the terminal
 // (React, layout, ink's output and the write; ink's own renderTime is given
-// beside it, and the process CPU time spent within the frame: its work
-// without the wait for a core), via KLET_DASHBOARD_FRAME_STATS. Frames drawn for keys are not
-// counted (none are sent).
+// beside it, and the CPU time spent within the frame: its work without the
+// wait for a core — the process's, all threads, and the main thread's
+// alone, as V8's compiler and GC threads run beside the frame), via
+// KLET_DASHBOARD_FRAME_STATS. Frames drawn for keys are not counted (none
+// are sent). Every frame over 16 ms of CPU is listed (slowFrames) with the
+// GC pauses that fell within it (perf_hooks 'gc' entries; `(idle)`: the
+// dashboard's own collection between frames), and the GC totals by kind.
+// BENCH_DASHBOARD_FRAMES_OUT=FILE keeps the raw per-frame figures.
 //
 // Usage: node bench/dashboard.js [seconds=600] [pods=110]
 import { execFileSync } from 'node:child_process';
@@ -175,9 +180,45 @@ await api.close();
 const wall = (end.t - start.t) / 1000;
 const pct = (ticks) => Number(((ticks / HZ / wall) * 100).toFixed(2));
 const stats = JSON.parse(fs.readFileSync(statsFile, 'utf8'));
+if (process.env.BENCH_DASHBOARD_FRAMES_OUT) fs.copyFileSync(statsFile, process.env.BENCH_DASHBOARD_FRAMES_OUT);
+// The frames over 16 ms of CPU, broken down: the GC pauses that fell within
+// each (perf_hooks 'gc' entries: 1 minor/scavenge, 4 major, 8 incremental
+// marking, 16 weak callbacks; flag 4: forced, i.e. the dashboard's idle GC), and where in the run it was (frame index).
+const GC_KINDS = { 1: 'minor', 2: 'minor-ms', 4: 'major', 8: 'incremental', 16: 'weakcb' };
+const slow = [];
+for (let i = 0; i < stats.latency.length; i++) {
+  if (!(stats.cpu[i] > 16 || stats.mainCpu[i] > 16)) continue;
+  const s0 = stats.start[i];
+  const s1 = s0 + stats.latency[i];
+  const gcs = stats.gc.filter((g) => g.startMs < s1 && g.startMs + g.durationMs > s0);
+  const gcMs = gcs.reduce((n, g) => n + Math.min(s1, g.startMs + g.durationMs) - Math.max(s0, g.startMs), 0);
+  slow.push({
+    frame: i,
+    cpuMs: Number(stats.cpu[i].toFixed(1)),
+    mainCpuMs: Number(stats.mainCpu[i].toFixed(1)),
+    latencyMs: Number(stats.latency[i].toFixed(1)),
+    gcMs: Number(gcMs.toFixed(1)),
+    gc: gcs.map((g) => `${GC_KINDS[g.kind] ?? g.kind}${g.flags & 4 ? '(idle)' : ''}:${g.durationMs.toFixed(1)}`).join(' '),
+  });
+}
+const inFrames = (kind, forced) => {
+  let n = 0;
+  let ms = 0;
+  for (const g of stats.gc.filter((x) => x.kind === kind && ((x.flags & 4) !== 0) === forced)) {
+    n++;
+    ms += g.durationMs;
+  }
+  return { count: n, totalMs: Number(ms.toFixed(1)) };
+};
+// The first frames (the first paint, then code not yet optimised by V8) apart from the rest.
+const STARTUP_FRAMES = 10;
+const steadyCpu = stats.cpu.slice(STARTUP_FRAMES).sort((a, b) => a - b);
+const steadyMainCpu = stats.mainCpu.slice(STARTUP_FRAMES).sort((a, b) => a - b);
+const startupFrames = stats.cpu.slice(0, STARTUP_FRAMES).map((c, i) => `${c.toFixed(1)}/${stats.mainCpu[i].toFixed(1)}`).join(' ');
 const frames = stats.latency.sort((a, b) => a - b);
 const inkRender = stats.inkRender.sort((a, b) => a - b);
 const frameCpu = stats.cpu.sort((a, b) => a - b);
+const frameMainCpu = stats.mainCpu.sort((a, b) => a - b);
 const quantile = (xs, p) => Number((xs[Math.min(xs.length - 1, Math.floor(p * xs.length))] ?? NaN).toFixed(2));
 const q = (p) => quantile(frames, p);
 const minuteS = Math.min(60, Math.floor(seconds / 3));
@@ -199,6 +240,22 @@ const result = {
   fps: Number((frames.length / (wall + 10)).toFixed(2)),
   frameMs: { p50: q(0.5), p99: q(0.99), max: q(1), over16: frames.filter((ms) => ms > 16).length },
   frameCpuMs: { p50: quantile(frameCpu, 0.5), p99: quantile(frameCpu, 0.99), max: quantile(frameCpu, 1), over16: frameCpu.filter((ms) => ms > 16).length },
+  frameMainThreadCpuMs: { p50: quantile(frameMainCpu, 0.5), p99: quantile(frameMainCpu, 0.99), max: quantile(frameMainCpu, 1), over16: frameMainCpu.filter((ms) => ms > 16).length },
+  afterFirstFrames: {
+    frames: steadyCpu.length,
+    frameCpuMs: { p50: quantile(steadyCpu, 0.5), p99: quantile(steadyCpu, 0.99), max: quantile(steadyCpu, 1), over16: steadyCpu.filter((ms) => ms > 16).length },
+    frameMainThreadCpuMs: { p50: quantile(steadyMainCpu, 0.5), p99: quantile(steadyMainCpu, 0.99), max: quantile(steadyMainCpu, 1), over16: steadyMainCpu.filter((ms) => ms > 16).length },
+  },
+  firstFramesCpuMs: startupFrames,
+  gc: {
+    minor: inFrames(1, false),
+    major: inFrames(4, false),
+    incremental: inFrames(8, false),
+    weakcb: inFrames(16, false),
+    idleMinor: inFrames(1, true),
+    idleMajor: inFrames(4, true),
+  },
+  slowFrames: slow,
   inkRenderMs: { p50: quantile(inkRender, 0.5), p99: quantile(inkRender, 0.99), max: quantile(inkRender, 1) },
   floorRssMb: samples.map((s) => Number(s.floorRss.toFixed(1))),
   rssMb: { first: Number(firstRss.toFixed(1)), last: Number(lastRss.toFixed(1)), changePct: Number((((lastRss - firstRss) / firstRss) * 100).toFixed(1)), samples: samples.map((s) => Number(s.dashRss.toFixed(1))) },
