@@ -53,9 +53,15 @@ export async function podWithStatus(ctx: StatusContext, rec: PodRecord, runtime?
   return { ...rec.pod, apiVersion: 'v1', kind: 'Pod', metadata, status };
 }
 
-/** Every pod klet knows (records under the root dir), with status. Pods only the runtime knows are included bare. */
-export async function listPodsWithStatus(ctx: StatusContext): Promise<V1Pod[]> {
-  const recs = await listPodRecords(ctx.rootDir);
+/**
+ * Every pod klet knows (records under the root dir), with status. Pods only
+ * the runtime knows are included bare. With `only`, just the recorded pods
+ * it selects (the runtime asked only about those; no bare pods).
+ */
+export async function listPodsWithStatus(ctx: StatusContext, only?: (pod: V1Pod) => boolean): Promise<V1Pod[]> {
+  const all = await listPodRecords(ctx.rootDir);
+  const recs = only === undefined ? all : all.filter((r) => only(r.pod));
+  if (only !== undefined && recs.length === 0) return [];
   const runtime = await getRuntimePodStatuses(
     ctx.cri,
     recs.map((r) => ({ uid: r.pod.metadata?.uid ?? '', name: r.pod.metadata?.name ?? '', namespace: r.pod.metadata?.namespace ?? 'default' })),
@@ -63,6 +69,7 @@ export async function listPodsWithStatus(ctx: StatusContext): Promise<V1Pod[]> {
   );
   const pods = await Promise.all(recs.map((r) => podWithStatus(ctx, r, runtime.get(r.pod.metadata?.uid ?? ''))));
   const known = new Set(recs.map((r) => r.pod.metadata?.uid));
+  if (only !== undefined) return pods.sort((a, b) => podKey(a).localeCompare(podKey(b)));
   for (const rp of await listRuntimePods(ctx.cri, { signal: ctx.signal, owner: instanceSelector(ctx) })) {
     if (known.has(rp.uid)) continue;
     // A pod this klet created but has no record of (the record was lost):
