@@ -32,8 +32,12 @@ export interface LoadedKubeconfig {
   secrets: string[];
 }
 
-/** Read, parse and check a kubeconfig; errors name the file (and line). */
-export async function loadKubeconfig(path: string, k8s: ClientNode): Promise<LoadedKubeconfig> {
+/**
+ * Read, parse and check a kubeconfig; errors name the file (and line). A
+ * file that is missing or not YAML is refused before client-node is loaded
+ * (seconds of CPU and disk on a busy machine, for an error that needs none).
+ */
+export async function loadKubeconfig(path: string, k8sModule?: ClientNode): Promise<LoadedKubeconfig> {
   let text: string;
   try {
     text = await fs.readFile(path, 'utf8');
@@ -50,6 +54,7 @@ export async function loadKubeconfig(path: string, k8s: ClientNode): Promise<Loa
   }
   const obj = doc.toJS() as unknown;
   if (!obj || typeof obj !== 'object' || Array.isArray(obj)) throw new InputError(`kubeconfig ${path}: not a kubeconfig (expected a mapping with clusters, users and contexts)`);
+  const k8s = k8sModule ?? (await import('@kubernetes/client-node'));
   const kc = new k8s.KubeConfig();
   try {
     kc.loadFromFile(path);
@@ -80,8 +85,8 @@ export async function loadKubeconfig(path: string, k8s: ClientNode): Promise<Loa
 
 /** Connect to the API server a kubeconfig names (no request is made yet). */
 export async function connectNodeApi(kubeconfigPath: string, opts: { requestTimeoutMs?: number } = {}): Promise<NodeApi & PodApi & ObjectApi & EventApi> {
+  const { kc, server, secrets } = await loadKubeconfig(kubeconfigPath);
   const k8s = await import('@kubernetes/client-node');
-  const { kc, server, secrets } = await loadKubeconfig(kubeconfigPath, k8s);
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const coordination = kc.makeApiClient(k8s.CoordinationV1Api);
   const timeoutMs = opts.requestTimeoutMs ?? API_REQUEST_TIMEOUT_MS;
