@@ -91,11 +91,23 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
   const coordination = kc.makeApiClient(k8s.CoordinationV1Api);
   const timeoutMs = opts.requestTimeoutMs ?? API_REQUEST_TIMEOUT_MS;
 
+  /**
+   * One connection pool for every request. client-node 2.0 gives each
+   * request a new undici Agent (KubeConfig.applySecurityAuthentication ->
+   * createDispatcher), so each request opened its own TCP+TLS connection:
+   * a handshake on both sides per status patch or event (the TLS code was
+   * the largest CPU item of a 30-pod start after GC; the kubelet keeps one
+   * connection). The first Agent, made from this kubeconfig's TLS settings,
+   * serves them all, with keep-alive.
+   */
+  let dispatcher: ReturnType<import('@kubernetes/client-node').RequestContext['getDispatcher']>;
   /** Per-request options: the caller's signal plus a deadline, and an optional Content-Type. */
   const options = (signal: AbortSignal, contentType?: string) => ({
     middleware: [
       {
         pre: (ctx: import('@kubernetes/client-node').RequestContext) => {
+          if (dispatcher === undefined) dispatcher = ctx.getDispatcher();
+          else ctx.setDispatcher(dispatcher);
           ctx.setSignal(AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]));
           if (contentType) ctx.setHeaderParam('Content-Type', contentType);
           return new k8s.Observable(Promise.resolve(ctx));
@@ -147,7 +159,17 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
     const items = new Map<string, T>();
     let rv: string | undefined;
     let backoff = WATCH_RETRY_INITIAL_MS;
-    const emit = () => on.items([...items.values()]);
+    // Changes that arrive together are delivered once (each delivery is a full snapshot the pod
+    // config diffs against every pod: 30 pods created at once were 30 snapshots of up to 30 pods).
+    let scheduled = false;
+    const emit = () => {
+      if (scheduled) return;
+      scheduled = true;
+      setImmediate(() => {
+        scheduled = false;
+        if (!signal.aborted) on.items([...items.values()]);
+      });
+    };
     while (!signal.aborted) {
       try {
         if (rv === undefined) {
