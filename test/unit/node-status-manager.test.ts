@@ -171,7 +171,7 @@ describe('status manager: API pods, as the kubelet status manager writes them', 
       nodeName: 'node1',
       nodeUid: () => 'node-uid',
       localPods: async (_s, only) => {
-        const pods = only ? local.filter(only) : local;
+        const pods = only ? local.filter((p) => only.has(p.metadata!.uid!)) : local;
         reads.push(only ? pods.map((p) => p.metadata!.uid!) : 'all');
         return structuredClone(pods);
       },

@@ -98,8 +98,8 @@ export interface PodStatusManagerOptions {
   nodeName: string;
   /** The Node's UID, once registered (no mirror pod is created before: it needs the owner). */
   nodeUid: () => string | undefined;
-  /** The pods klet runs, with status (listPodsWithStatus); with `only`, just the recorded pods it selects. */
-  localPods: (signal: AbortSignal, only?: (pod: V1Pod) => boolean) => Promise<V1Pod[]>;
+  /** The pods klet runs, with status (listPodsWithStatus); with `only`, just the recorded pods of those UIDs. */
+  localPods: (signal: AbortSignal, only?: ReadonlySet<string>) => Promise<V1Pod[]>;
   /**
    * The UIDs of every pod klet has (its pod records). With it, a pass
    * between resyncs reads the status of only the pods whose status may have
@@ -128,6 +128,8 @@ export class PodStatusManager {
    * lastTransitionTimes are kept from.
    */
   private readonly statuses = new Map<string, V1PodStatus>();
+  /** The static pods' UIDs (every full pass and every pod kicked tells which pods are static). */
+  private readonly staticUids = new Set<string>();
   /** Pods whose status may have changed since the last pass (kick(uid)). */
   private readonly dirty = new Set<string>();
   /** Statuses handed over by setPodStatus, not yet taken by a pass. */
@@ -224,7 +226,7 @@ export class PodStatusManager {
         if (this.o.localUids) for (const u of await this.o.localUids(signal)) localUids.add(u);
       } else {
         // Between resyncs: the pods signalled, and the static pods (their mirror pods are checked every pass).
-        [all, localUids] = await Promise.all([this.o.localPods(signal, (p) => dirty.has(uidOf(p)) || isStaticPod(p)), this.o.localUids(signal)]);
+        [all, localUids] = await Promise.all([this.o.localPods(signal, new Set([...dirty, ...this.staticUids])), this.o.localUids(signal)]);
       }
     } catch (err) {
       for (const u of dirty) this.dirty.add(u);
@@ -243,6 +245,9 @@ export class PodStatusManager {
     const busy = this.o.busy;
     this.fresh = (uid) => dirty.has(uid) || busy === undefined || !busy(uid) || !this.statuses.has(uid);
     const local = all.filter(isStaticPod);
+    // The static pods are read every pass (their mirror pods are checked every pass): their UIDs, as last seen.
+    for (const u of [...this.staticUids]) if (!localUids.has(u)) this.staticUids.delete(u);
+    for (const p of local) this.staticUids.add(uidOf(p));
     const watched = full ? undefined : this.o.remotePods?.();
     let remote: V1Pod[];
     if (watched === undefined) {

@@ -5,7 +5,7 @@
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import type { PodRecord } from '../kuberuntime/poddir.js';
-import { listPodRecords, readSyncState } from '../kuberuntime/poddir.js';
+import { listPodRecords, readPodRecord, readSyncState } from '../kuberuntime/poddir.js';
 import { getRuntimePodStatus, getRuntimePodStatuses, listRuntimePods, type RuntimePodStatus } from '../kuberuntime/runtime-status.js';
 import { nodeHostIPs, type SyncContext } from '../kuberuntime/sync-pod.js';
 import { instanceSelector } from '../kuberuntime/labels.js';
@@ -56,11 +56,13 @@ export async function podWithStatus(ctx: StatusContext, rec: PodRecord, runtime?
 /**
  * Every pod klet knows (records under the root dir), with status. Pods only
  * the runtime knows are included bare. With `only`, just the recorded pods
- * it selects (the runtime asked only about those; no bare pods).
+ * of those UIDs (only their records are read; no bare pods).
  */
-export async function listPodsWithStatus(ctx: StatusContext, only?: (pod: V1Pod) => boolean): Promise<V1Pod[]> {
-  const all = await listPodRecords(ctx.rootDir);
-  const recs = only === undefined ? all : all.filter((r) => only(r.pod));
+export async function listPodsWithStatus(ctx: StatusContext, only?: ReadonlySet<string>): Promise<V1Pod[]> {
+  const recs =
+    only === undefined
+      ? await listPodRecords(ctx.rootDir)
+      : (await Promise.all([...only].map((uid) => readPodRecord(ctx.rootDir, uid)))).filter((r): r is PodRecord => r !== null);
   if (only !== undefined && recs.length === 0) return [];
   const runtime = await getRuntimePodStatuses(
     ctx.cri,
