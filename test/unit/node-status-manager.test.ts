@@ -148,3 +148,105 @@ describe('status manager: event-driven passes', () => {
     await done;
   });
 });
+
+describe('status manager: API pods, as the kubelet status manager writes them', () => {
+  const apiPod = (uid: string, status: V1Pod['status']): V1Pod => ({
+    metadata: { name: `p-${uid}`, namespace: 'default', uid, annotations: { 'kubernetes.io/config.source': 'api' } },
+    spec: { containers: [{ name: 'c', image: 'busybox' }] },
+    status,
+  });
+  const ready = (ok: boolean, at: Date) => [
+    { type: 'Initialized', status: 'True', lastTransitionTime: at },
+    { type: 'Ready', status: ok ? 'True' : 'False', reason: ok ? undefined : 'ContainersNotReady', lastTransitionTime: at },
+  ];
+
+  function setup(opts: { busy?: Set<string> } = {}) {
+    const f = fakeApi();
+    const server = apiPod('u1', { phase: 'Pending' });
+    f.pods.set('p-u1', server);
+    let local: V1Pod[] = [];
+    const reads: Array<string[] | 'all'> = [];
+    const mgr = new PodStatusManager({
+      api: f.api,
+      nodeName: 'node1',
+      nodeUid: () => 'node-uid',
+      localPods: async (_s, only) => {
+        const pods = only ? local.filter((p) => only.has(p.metadata!.uid!)) : local;
+        reads.push(only ? pods.map((p) => p.metadata!.uid!) : 'all');
+        return structuredClone(pods);
+      },
+      localUids: async () => new Set(local.map((p) => p.metadata!.uid!)),
+      busy: (uid) => opts.busy?.has(uid) ?? false,
+      remotePods: () => [...f.pods.values()],
+    });
+    return { f, mgr, reads, setLocal: (p: V1Pod[]) => (local = p) };
+  }
+  const s = new AbortController().signal;
+
+  it('a condition whose time alone moved is not a change; lastTransitionTime is kept while the status stays and moves when it changes', async () => {
+    const { f, mgr, setLocal } = setup();
+    setLocal([apiPod('u1', { phase: 'Pending', conditions: ready(false, new Date(1000)) })]);
+    await mgr.syncOnce(s);
+    expect(f.calls).toEqual(['status:Pending']);
+    const first = f.pods.get('p-u1')!.status!.conditions!.find((c) => c.type === 'Ready')!.lastTransitionTime;
+    // The same status read again with other times (the generator's "now"): nothing to write.
+    setLocal([apiPod('u1', { phase: 'Pending', conditions: ready(false, new Date(5000)) })]);
+    mgr.kick('u1');
+    await mgr.syncOnce(s, false);
+    expect(f.calls).toEqual(['status:Pending']);
+    // Ready: written; Initialized keeps its time, Ready's moves.
+    await new Promise((r) => setTimeout(r, 5));
+    setLocal([apiPod('u1', { phase: 'Running', conditions: ready(true, new Date(9000)) })]);
+    mgr.kick('u1');
+    await mgr.syncOnce(s, false);
+    expect(f.calls).toEqual(['status:Pending', 'status:Running']);
+    const conds = f.pods.get('p-u1')!.status!.conditions!;
+    expect(conds.find((c) => c.type === 'Initialized')!.lastTransitionTime).toEqual(first);
+    expect(new Date(conds.find((c) => c.type === 'Ready')!.lastTransitionTime!).getTime()).toBeGreaterThan(new Date(first!).getTime());
+  });
+
+  it('between resyncs only the pods kicked are read; a status handed over by setPodStatus is written unless a later kick read a newer one', async () => {
+    const { f, mgr, reads, setLocal } = setup();
+    const pending = apiPod('u1', { phase: 'Pending', conditions: ready(false, new Date(0)) });
+    setLocal([apiPod('u1', { phase: 'Running', conditions: ready(true, new Date(0)) }), apiPod('u2', { phase: 'Running' })]);
+    // The first sync's status (Pending) handed over, then the pass: Pending is written, nothing read from the runtime for u1.
+    mgr.setPodStatus(pending);
+    await mgr.syncOnce(s, false);
+    expect(f.calls).toEqual(['status:Pending']);
+    expect(reads).toEqual([[]]);
+    // The sync ended (kick): u1 read and written Running; u2 never read.
+    mgr.kick('u1');
+    await mgr.syncOnce(s, false);
+    expect(reads[1]).toEqual(['u1']);
+    expect(f.calls).toEqual(['status:Pending', 'status:Running']);
+    // Handed over and then kicked before a pass: one write, of what the kick read.
+    f.pods.set('p-u3', apiPod('u3', { phase: 'Pending' }));
+    setLocal([apiPod('u3', { phase: 'Running' })]);
+    mgr.setPodStatus(apiPod('u3', { phase: 'Pending', conditions: ready(false, new Date(0)) }));
+    mgr.kick('u3');
+    await mgr.syncOnce(s, false);
+    expect(f.calls).toEqual(['status:Pending', 'status:Running', 'status:Running']);
+  });
+
+  it('a resync does not write the half-done state of a pod in the middle of a sync; a failed write is retried with the latest status', async () => {
+    const busy = new Set<string>();
+    const { f, mgr, setLocal } = setup({ busy });
+    setLocal([apiPod('u1', { phase: 'Pending', conditions: ready(false, new Date(0)) })]);
+    await mgr.syncOnce(s);
+    expect(f.calls).toEqual(['status:Pending']);
+    // Its sync is running (sandbox ready, container not yet started): the resync keeps what was set.
+    busy.add('u1');
+    setLocal([apiPod('u1', { phase: 'Pending', conditions: [{ type: 'PodReadyToStartContainers', status: 'True' }, ...ready(false, new Date(0))] })]);
+    await mgr.syncOnce(s);
+    expect(f.calls).toEqual(['status:Pending']);
+    // The sync ends while the server is away: the write fails; the next pass (no new kick) writes it.
+    busy.delete('u1');
+    setLocal([apiPod('u1', { phase: 'Running', conditions: ready(true, new Date(0)) })]);
+    f.setDown(true);
+    mgr.kick('u1');
+    await mgr.syncOnce(s, false);
+    f.setDown(false);
+    await mgr.syncOnce(s, false);
+    expect(f.calls).toEqual(['status:Pending', 'status:Running']);
+  });
+});

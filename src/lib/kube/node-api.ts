@@ -32,8 +32,12 @@ export interface LoadedKubeconfig {
   secrets: string[];
 }
 
-/** Read, parse and check a kubeconfig; errors name the file (and line). */
-export async function loadKubeconfig(path: string, k8s: ClientNode): Promise<LoadedKubeconfig> {
+/**
+ * Read, parse and check a kubeconfig; errors name the file (and line). A
+ * file that is missing or not YAML is refused before client-node is loaded
+ * (seconds of CPU and disk on a busy machine, for an error that needs none).
+ */
+export async function loadKubeconfig(path: string, k8sModule?: ClientNode): Promise<LoadedKubeconfig> {
   let text: string;
   try {
     text = await fs.readFile(path, 'utf8');
@@ -50,6 +54,7 @@ export async function loadKubeconfig(path: string, k8s: ClientNode): Promise<Loa
   }
   const obj = doc.toJS() as unknown;
   if (!obj || typeof obj !== 'object' || Array.isArray(obj)) throw new InputError(`kubeconfig ${path}: not a kubeconfig (expected a mapping with clusters, users and contexts)`);
+  const k8s = k8sModule ?? (await import('@kubernetes/client-node'));
   const kc = new k8s.KubeConfig();
   try {
     kc.loadFromFile(path);
@@ -80,17 +85,29 @@ export async function loadKubeconfig(path: string, k8s: ClientNode): Promise<Loa
 
 /** Connect to the API server a kubeconfig names (no request is made yet). */
 export async function connectNodeApi(kubeconfigPath: string, opts: { requestTimeoutMs?: number } = {}): Promise<NodeApi & PodApi & ObjectApi & EventApi> {
+  const { kc, server, secrets } = await loadKubeconfig(kubeconfigPath);
   const k8s = await import('@kubernetes/client-node');
-  const { kc, server, secrets } = await loadKubeconfig(kubeconfigPath, k8s);
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const coordination = kc.makeApiClient(k8s.CoordinationV1Api);
   const timeoutMs = opts.requestTimeoutMs ?? API_REQUEST_TIMEOUT_MS;
 
+  /**
+   * One connection pool for every request. client-node 2.0 gives each
+   * request a new undici Agent (KubeConfig.applySecurityAuthentication ->
+   * createDispatcher), so each request opened its own TCP+TLS connection:
+   * a handshake on both sides per status patch or event (the TLS code was
+   * the largest CPU item of a 30-pod start after GC; the kubelet keeps one
+   * connection). The first Agent, made from this kubeconfig's TLS settings,
+   * serves them all, with keep-alive.
+   */
+  let dispatcher: ReturnType<import('@kubernetes/client-node').RequestContext['getDispatcher']>;
   /** Per-request options: the caller's signal plus a deadline, and an optional Content-Type. */
   const options = (signal: AbortSignal, contentType?: string) => ({
     middleware: [
       {
         pre: (ctx: import('@kubernetes/client-node').RequestContext) => {
+          if (dispatcher === undefined) dispatcher = ctx.getDispatcher();
+          else ctx.setDispatcher(dispatcher);
           ctx.setSignal(AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]));
           if (contentType) ctx.setHeaderParam('Content-Type', contentType);
           return new k8s.Observable(Promise.resolve(ctx));
@@ -142,7 +159,17 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
     const items = new Map<string, T>();
     let rv: string | undefined;
     let backoff = WATCH_RETRY_INITIAL_MS;
-    const emit = () => on.items([...items.values()]);
+    // Changes that arrive together are delivered once (each delivery is a full snapshot the pod
+    // config diffs against every pod: 30 pods created at once were 30 snapshots of up to 30 pods).
+    let scheduled = false;
+    const emit = () => {
+      if (scheduled) return;
+      scheduled = true;
+      setImmediate(() => {
+        scheduled = false;
+        if (!signal.aborted) on.items([...items.values()]);
+      });
+    };
     while (!signal.aborted) {
       try {
         if (rv === undefined) {

@@ -98,8 +98,20 @@ export interface PodStatusManagerOptions {
   nodeName: string;
   /** The Node's UID, once registered (no mirror pod is created before: it needs the owner). */
   nodeUid: () => string | undefined;
-  /** The pods klet runs, with status (listPodsWithStatus). */
-  localPods: (signal: AbortSignal) => Promise<V1Pod[]>;
+  /** The pods klet runs, with status (listPodsWithStatus); with `only`, just the recorded pods of those UIDs. */
+  localPods: (signal: AbortSignal, only?: ReadonlySet<string>) => Promise<V1Pod[]>;
+  /**
+   * The UIDs of every pod klet has (its pod records). With it, a pass
+   * between resyncs reads the status of only the pods whose status may have
+   * changed (kick(uid)) and of the static pods; without it every pass reads all.
+   */
+  localUids?: (signal: AbortSignal) => Promise<Set<string>>;
+  /**
+   * Is the pod's worker syncing it (or about to)? A resync leaves such a
+   * pod's status to the kick that ends its sync, so a half-done start is
+   * never written as a status of its own.
+   */
+  busy?: (uid: string) => boolean;
   onEvent?: (e: MirrorPodEvent) => void;
   /** API pods admission refused: marked Failed with the reason, as the kubelet's rejectPod. */
   rejections?: () => Iterable<{ namespace: string; name: string; uid: string; reason: string; message: string }>;
@@ -108,8 +120,22 @@ export interface PodStatusManagerOptions {
 }
 
 export class PodStatusManager {
-  /** Mirror pod UID → the status last written to it. */
+  /** Pod UID (API pods) or mirror pod UID → the status last written to it (comparable(): without condition times). */
   private readonly written = new Map<string, string>();
+  /**
+   * Pod UID → its latest status, condition times settled (the kubelet status
+   * manager's podStatuses): what is written, and what the next status's
+   * lastTransitionTimes are kept from.
+   */
+  private readonly statuses = new Map<string, V1PodStatus>();
+  /** The static pods' UIDs (every full pass and every pod kicked tells which pods are static). */
+  private readonly staticUids = new Set<string>();
+  /** Pods whose status may have changed since the last pass (kick(uid)). */
+  private readonly dirty = new Set<string>();
+  /** Statuses handed over by setPodStatus, not yet taken by a pass. */
+  private readonly given = new Map<string, V1Pod>();
+  /** In the current pass: is the status just read a pod's latest (not a half-done sync's)? */
+  private fresh: (uid: string) => boolean = () => true;
   /** Static pod UID → its mirror pod's UID. */
   private readonly mirrorUids = new Map<string, string>();
   /** Mirror pods klet created that the watch may not show yet, by `namespace/name` (cleared by each LIST). */
@@ -121,10 +147,45 @@ export class PodStatusManager {
   /** Passes run (for tests and the figures in bench/). */
   passes = 0;
 
-  /** A pod's status may have changed: run a pass soon. Never blocks. */
-  kick(): void {
+  /**
+   * A pod's status may have changed (`uid`; the pass reads it from the
+   * runtime), or the server's view did (no uid): run a pass soon. Never blocks.
+   */
+  kick(uid?: string): void {
+    if (uid !== undefined) this.dirty.add(uid);
     this.kicked = true;
     this.wake?.();
+  }
+
+  /**
+   * A pod with the status it has now, as its sync saw it (the kubelet's
+   * SetPodStatus): written by the next pass unless a later kick(uid) has
+   * read a newer one by then. Never blocks.
+   */
+  setPodStatus(pod: V1Pod): void {
+    const uid = pod.metadata?.uid ?? '';
+    this.given.set(uid, pod);
+    this.dirty.delete(uid);
+    this.kicked = true;
+    this.wake?.();
+  }
+
+  /**
+   * The status to write: `status` with each condition's lastTransitionTime
+   * kept from the previous status while the condition's status stays, and
+   * now where it changed (the kubelet status manager's
+   * updateLastTransitionTime); the previous status is the one klet set last,
+   * else the server's.
+   */
+  private settle(uid: string, status: V1PodStatus, server: V1PodStatus | undefined, now: Date): V1PodStatus {
+    if (!this.fresh(uid)) return this.statuses.get(uid)!;
+    const prev = this.statuses.get(uid) ?? server;
+    for (const c of status.conditions ?? []) {
+      const old = prev?.conditions?.find((o) => o.type === c.type);
+      c.lastTransitionTime = old !== undefined && old.status === c.status && old.lastTransitionTime ? old.lastTransitionTime : now;
+    }
+    this.statuses.set(uid, status);
+    return status;
   }
 
   constructor(private readonly o: PodStatusManagerOptions) {}
@@ -152,8 +213,41 @@ export class PodStatusManager {
     const nodeUid = this.o.nodeUid();
     if (!nodeUid) return;
     this.passes++;
-    const all = await this.o.localPods(signal);
+    const dirty = new Set(this.dirty);
+    const given = new Map(this.given);
+    this.dirty.clear();
+    this.given.clear();
+    let all: V1Pod[];
+    let localUids: Set<string>;
+    try {
+      if (full || this.o.localUids === undefined) {
+        all = await this.o.localPods(signal);
+        localUids = new Set(all.map(uidOf));
+        if (this.o.localUids) for (const u of await this.o.localUids(signal)) localUids.add(u);
+      } else {
+        // Between resyncs: the pods signalled, and the static pods (their mirror pods are checked every pass).
+        [all, localUids] = await Promise.all([this.o.localPods(signal, new Set([...dirty, ...this.staticUids])), this.o.localUids(signal)]);
+      }
+    } catch (err) {
+      for (const u of dirty) this.dirty.add(u);
+      for (const [u, p] of given) if (!this.given.has(u)) this.given.set(u, p);
+      throw err;
+    }
+    // A status its sync handed over counts unless a later read replaced it.
+    const read = new Set(all.map(uidOf));
+    for (const [u, p] of given) {
+      if (read.has(u) && dirty.has(u)) continue;
+      all = all.filter((x) => uidOf(x) !== u);
+      all.push(p);
+      dirty.add(u);
+    }
+    // A pod in the middle of a sync keeps the status last set, until the kick that ends its sync.
+    const busy = this.o.busy;
+    this.fresh = (uid) => dirty.has(uid) || busy === undefined || !busy(uid) || !this.statuses.has(uid);
     const local = all.filter(isStaticPod);
+    // The static pods are read every pass (their mirror pods are checked every pass): their UIDs, as last seen.
+    for (const u of [...this.staticUids]) if (!localUids.has(u)) this.staticUids.delete(u);
+    for (const p of local) this.staticUids.add(uidOf(p));
     const watched = full ? undefined : this.o.remotePods?.();
     let remote: V1Pod[];
     if (watched === undefined) {
@@ -164,7 +258,8 @@ export class PodStatusManager {
       for (const k of [...this.created.keys()]) if (seen.has(k)) this.created.delete(k);
       remote = [...watched, ...this.created.values()];
     }
-    await this.syncApiPods(all.filter(isApiPod), remote.filter((p) => !isMirrorPod(p)), signal);
+    const now = new Date();
+    await this.syncApiPods(all.filter(isApiPod), localUids, remote.filter((p) => !isMirrorPod(p)), now, signal);
     const mirrors = new Map(remote.filter((p) => p.metadata?.annotations?.[CONFIG_MIRROR_ANNOTATION] !== undefined).map((p) => [key(p), p]));
     const wanted = new Set<string>();
     const live = new Set(remote.map((p) => p.metadata?.uid));
@@ -187,9 +282,9 @@ export class PodStatusManager {
           live.add(mirror.metadata?.uid);
           this.emit({ kind: 'MirrorPodCreated', pod: k, reason: stale ? 'stale' : 'missing' });
         }
-        const status = mirrorStatus(sp);
-        const text = JSON.stringify(status);
         const uid = mirror.metadata!.uid!;
+        const status = this.settle(sp.metadata?.uid ?? '', mirrorStatus(sp), mirror.status, now);
+        const text = comparable(status);
         this.mirrorUids.set(sp.metadata?.uid ?? '', uid);
         if (this.written.get(uid) !== text) {
           await this.o.api.patchPodStatus(mirror.metadata!.namespace!, mirror.metadata!.name!, uid, status, signal);
@@ -218,6 +313,8 @@ export class PodStatusManager {
     // Forget what was written to mirror pods that no longer exist.
     for (const uid of this.written.keys()) if (!live.has(uid)) this.written.delete(uid);
     for (const [s, m] of this.mirrorUids) if (!live.has(m)) this.mirrorUids.delete(s);
+    // And the statuses of pods klet no longer has.
+    for (const uid of this.statuses.keys()) if (!localUids.has(uid)) this.statuses.delete(uid);
   }
 
   /**
@@ -227,17 +324,19 @@ export class PodStatusManager {
    * were stopped within the grace period) is deleted with grace 0, as the
    * kubelet does once a pod is terminated.
    */
-  private async syncApiPods(local: V1Pod[], remote: V1Pod[], signal: AbortSignal): Promise<void> {
+  private async syncApiPods(local: V1Pod[], localUids: Set<string>, remote: V1Pod[], now: Date, signal: AbortSignal): Promise<void> {
     const remoteByUid = new Map(remote.map((p) => [p.metadata?.uid ?? '', p]));
-    const localUids = new Set(local.map((p) => p.metadata?.uid ?? ''));
-    // Changed statuses are written a few at a time: one slow answer does not hold up the other pods.
-    const changed: Array<() => Promise<void>> = [];
     for (const lp of local) {
-      const uid = lp.metadata?.uid ?? '';
+      const uid = uidOf(lp);
+      this.settle(uid, mirrorStatus(lp), remoteByUid.get(uid)?.status, now);
+    }
+    // Changed statuses are written a few at a time: one slow answer does not hold up the other pods.
+    // Every pod's latest status counts, also one read in an earlier pass whose write failed.
+    const changed: Array<() => Promise<void>> = [];
+    for (const [uid, status] of this.statuses) {
       const rp = remoteByUid.get(uid);
-      if (!rp) continue;
-      const status = mirrorStatus(lp);
-      const text = JSON.stringify(status);
+      if (!rp || !localUids.has(uid)) continue;
+      const text = comparable(status);
       if (this.written.get(uid) === text) continue;
       changed.push(async () => {
         try {
@@ -333,6 +432,21 @@ export class PodStatusManager {
       this.wake = null;
     }
   }
+}
+
+const uidOf = (p: V1Pod): string => p.metadata?.uid ?? '';
+
+/**
+ * A status as compared to the one written: without the conditions'
+ * lastTransitionTime and lastProbeTime (the kubelet's
+ * isPodStatusByKubeletEqual compares a condition's status, reason and
+ * message), so a time alone never makes a write.
+ */
+export function comparable(status: V1PodStatus): string {
+  return JSON.stringify({
+    ...status,
+    conditions: status.conditions?.map((c) => ({ ...c, lastTransitionTime: undefined, lastProbeTime: undefined })),
+  });
 }
 
 function ignoreNotFound(err: unknown): void {

@@ -5,7 +5,7 @@
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import type { PodRecord } from '../kuberuntime/poddir.js';
-import { listPodRecords, readSyncState } from '../kuberuntime/poddir.js';
+import { listPodRecords, readPodRecord, readSyncState } from '../kuberuntime/poddir.js';
 import { getRuntimePodStatus, getRuntimePodStatuses, listRuntimePods, type RuntimePodStatus } from '../kuberuntime/runtime-status.js';
 import { nodeHostIPs, type SyncContext } from '../kuberuntime/sync-pod.js';
 import { instanceSelector } from '../kuberuntime/labels.js';
@@ -53,9 +53,17 @@ export async function podWithStatus(ctx: StatusContext, rec: PodRecord, runtime?
   return { ...rec.pod, apiVersion: 'v1', kind: 'Pod', metadata, status };
 }
 
-/** Every pod klet knows (records under the root dir), with status. Pods only the runtime knows are included bare. */
-export async function listPodsWithStatus(ctx: StatusContext): Promise<V1Pod[]> {
-  const recs = await listPodRecords(ctx.rootDir);
+/**
+ * Every pod klet knows (records under the root dir), with status. Pods only
+ * the runtime knows are included bare. With `only`, just the recorded pods
+ * of those UIDs (only their records are read; no bare pods).
+ */
+export async function listPodsWithStatus(ctx: StatusContext, only?: ReadonlySet<string>): Promise<V1Pod[]> {
+  const recs =
+    only === undefined
+      ? await listPodRecords(ctx.rootDir)
+      : (await Promise.all([...only].map((uid) => readPodRecord(ctx.rootDir, uid)))).filter((r): r is PodRecord => r !== null);
+  if (only !== undefined && recs.length === 0) return [];
   const runtime = await getRuntimePodStatuses(
     ctx.cri,
     recs.map((r) => ({ uid: r.pod.metadata?.uid ?? '', name: r.pod.metadata?.name ?? '', namespace: r.pod.metadata?.namespace ?? 'default' })),
@@ -63,6 +71,7 @@ export async function listPodsWithStatus(ctx: StatusContext): Promise<V1Pod[]> {
   );
   const pods = await Promise.all(recs.map((r) => podWithStatus(ctx, r, runtime.get(r.pod.metadata?.uid ?? ''))));
   const known = new Set(recs.map((r) => r.pod.metadata?.uid));
+  if (only !== undefined) return pods.sort((a, b) => podKey(a).localeCompare(podKey(b)));
   for (const rp of await listRuntimePods(ctx.cri, { signal: ctx.signal, owner: instanceSelector(ctx) })) {
     if (known.has(rp.uid)) continue;
     // A pod this klet created but has no record of (the record was lost):

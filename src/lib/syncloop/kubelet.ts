@@ -18,10 +18,11 @@ import { restartPolicy } from '../kuberuntime/actions.js';
 import type { LocalObjects } from '../kuberuntime/env.js';
 import { admitPod, markTerminating, removePod, removePodLogDir } from '../kuberuntime/lifecycle.js';
 import { instanceSelector } from '../kuberuntime/labels.js';
-import { listPodRecordUids, listPodRecords, readPodRecord, readSyncState, removePodDir, writeSyncState } from '../kuberuntime/poddir.js';
+import { listPodRecordUids, listPodRecords, readPodRecord, readSyncState, removePodDir, writeSyncState, type PodRecord } from '../kuberuntime/poddir.js';
 import { getRuntimePodStatus, type RuntimePodStatus } from '../kuberuntime/runtime-status.js';
 import { killPod, NodeCache, syncPod, type SyncContext } from '../kuberuntime/sync-pod.js';
 import { podKey as key } from '../pod/key.js';
+import { podWithStatus } from '../status/pods.js';
 import { log } from '../log.js';
 import { grpcCodeLabel, type KletMetrics } from '../metrics/metrics.js';
 import { relistOnContainerExit, type ExitSource } from '../pleg/exit-trigger.js';
@@ -60,6 +61,13 @@ export interface KubeletOptions {
   objectApi?: ObjectApi;
   /** After each pod sync, termination and removal: the pod's status may have changed (the kubelet's statusManager.SetPodStatus). */
   onPodSynced?: (uid: string) => void;
+  /**
+   * At the start of a pod's first sync (its worker's create): the pod with
+   * the status of that moment, before anything is started (the kubelet's
+   * syncPod generates the API status and hands it to the status manager
+   * before acting), so the server shows the pod Pending while it starts.
+   */
+  onPodStatus?: (pod: V1Pod) => void;
   /** Container exits as the runtime reports them (containerd): each asks the PLEG for a relist at once. */
   exits?: ExitSource;
 }
@@ -201,7 +209,9 @@ export class Kubelet {
     // Admission (the pod's record) happens in its worker, so it never races
     // the removal of a previous instance of the same UID (also in its worker).
     let rec = await readPodRecord(this.opts.rootDir, uid);
+    const fresh = rec === null;
     if (type === 'create' || type === 'update' || rec === null) rec = await admitPod({ rootDir: this.opts.rootDir }, pod, d?.source ?? 'file');
+    if (type === 'create' && this.opts.onPodStatus) await this.reportStatusBeforeSync(rec, fresh);
     const firstSeen = rec ? Date.parse(rec.firstSeen) : undefined;
     const started = new Set<string>();
     // The objects its environment and volumes read have been listed once (the watch-based managers' HasSynced).
@@ -220,6 +230,28 @@ export class Kubelet {
       res.rejected === true ||
       (a.killPod && !a.createSandbox && restartPolicy(pod) !== 'Always' && res.status.containers.length > 0);
     return { terminal, requeueAfterMs: res.requeueAfterMs };
+  }
+
+  /**
+   * The pod's status before its first sync acts (onPodStatus). A pod klet
+   * has just admitted has nothing in the runtime yet: no runtime call is
+   * needed; one adopted after a restart is read from the runtime.
+   */
+  private async reportStatusBeforeSync(rec: PodRecord, fresh: boolean): Promise<void> {
+    const md = rec.pod.metadata ?? {};
+    const ctx = { cri: this.opts.cri, rootDir: this.opts.rootDir, nodeName: this.opts.nodeName, cache: this.cache, signal: this.abort.signal };
+    const runtime: RuntimePodStatus | undefined = fresh ? { uid: md.uid ?? '', name: md.name ?? '', namespace: md.namespace ?? 'default', sandboxes: [], containers: [] } : undefined;
+    try {
+      this.opts.onPodStatus?.(await podWithStatus(ctx, rec, runtime));
+    } catch (err) {
+      // The status after the sync is reported all the same.
+      if (!this.abort.signal.aborted) log.debug(`status of ${key(rec.pod)} before its first sync: ${errorMessage(err)}`);
+    }
+  }
+
+  /** Is the pod's worker syncing it, or has it an update waiting? */
+  podBusy(uid: string): boolean {
+    return this.workers.isBusy(uid);
   }
 
   /**

@@ -13,6 +13,7 @@ import { EventBus } from '../events/bus.js';
 import type { PodEvent } from '../events/types.js';
 import { instanceSelector } from '../kuberuntime/labels.js';
 import { listPodsWithStatus, type StatusContext } from '../status/pods.js';
+import { listPodRecordUids } from '../kuberuntime/poddir.js';
 import { log } from '../log.js';
 import { instrumentCri } from '../metrics/instrument-cri.js';
 import { KletMetrics } from '../metrics/metrics.js';
@@ -109,7 +110,7 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
   if (apiSource) config.addSource(apiSource);
   const tracker: ClusterTracker = { registered: false, nodeUid: null, renewTime: null, lastError: null, events: null };
   /** Where the Kubelet reports that a pod's status may have changed (the status manager, in cluster mode). */
-  const podSynced = { fn: (): void => undefined };
+  const podSynced: { fn: (uid: string) => void; status: (pod: V1Pod) => void; busy: (uid: string) => boolean } = { fn: () => undefined, status: () => undefined, busy: () => false };
   // The PLEG sees only this klet's pods: housekeeping and adoption act on nothing else.
   const pleg = new GenericPLEG({ cri, relistPeriodMs: opts.plegRelistPeriodMs, labelSelector: instanceSelector(opts), metrics });
   const kubelet = new Kubelet({
@@ -124,7 +125,8 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
     resyncIntervalMs: opts.resyncIntervalMs,
     concurrency: opts.concurrency,
     objectApi: opts.cluster?.api,
-    onPodSynced: () => podSynced.fn(),
+    onPodSynced: (uid) => podSynced.fn(uid),
+    onPodStatus: (pod) => podSynced.status(pod),
     // The runtime's own client: these are not CRI operations to count.
     exits: opts.cri,
   });
@@ -215,6 +217,7 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
     };
     api = await startLocalApi({ socketPath, listen: opts.listen, handlers });
     opts.onReady?.({ socketPath: api.address.socketPath, tcp: api.address.tcp, handlers });
+    podSynced.busy = (uid) => kubelet.podBusy(uid);
     const registration = opts.cluster ? registerInBackground(opts, opts.cluster, kubelet.cache, apiSource, bus, podSynced, tracker, signal) : Promise.resolve();
     await Promise.all([kubelet.run(signal), registration]);
   } catch (err) {
@@ -233,7 +236,7 @@ async function registerInBackground(
   cache: StatusContext['cache'],
   apiSource: ApiSource | undefined,
   bus: EventBus,
-  podSynced: { fn: () => void },
+  podSynced: { fn: (uid: string) => void; status: (pod: V1Pod) => void; busy: (uid: string) => boolean },
   tracker: ClusterTracker,
   signal: AbortSignal,
 ): Promise<void> {
@@ -272,7 +275,9 @@ async function registerInBackground(
     api: cluster.api,
     nodeName: opts.nodeName,
     nodeUid: () => nodeUid,
-    localPods: (s) => listPodsWithStatus({ cri: opts.cri, rootDir: opts.rootDir, nodeName: opts.nodeName, cache, signal: s }),
+    localPods: (s, only) => listPodsWithStatus({ cri: opts.cri, rootDir: opts.rootDir, nodeName: opts.nodeName, cache, signal: s }, only),
+    localUids: () => listPodRecordUids(opts.rootDir),
+    busy: (uid) => podSynced.busy(uid),
     rejections: () => apiSource?.rejected.values() ?? [],
     remotePods: () => apiSource?.latest,
     onEvent: (e) => {
@@ -315,8 +320,10 @@ async function registerInBackground(
   });
   const heartbeatFailures = { lease: 0, status: 0 };
   const mirrorsDone = mirrors.run(signal);
-  // Event-driven status: a pass after each pod sync and each change the watch delivers.
-  podSynced.fn = () => mirrors.kick();
+  // Event-driven status: a pass after each pod sync (reading that pod's status) and each change the watch delivers;
+  // the status of a pod's first sync, before it acts, is handed over (Pending while it starts).
+  podSynced.fn = (uid) => mirrors.kick(uid);
+  podSynced.status = (pod) => mirrors.setPodStatus(pod);
   apiSource?.onChange(() => mirrors.kick());
   // A static pod's events are about its mirror pod (what `kubectl describe` finds): those that come
   // before klet has made the mirror pod wait for it, up to a minute, then go about the static pod's UID.
