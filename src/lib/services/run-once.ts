@@ -155,12 +155,15 @@ export async function runOnce(opts: RunOnceOptions, deps: ServiceDeps): Promise<
   // and the runtime's objects of this klet (one list of each kind rather
   // than two filtered lists per pod, 60 calls for 30 pods). Nothing of this
   // run exists yet, so what is read is what each pod would have read. If
-  // the runtime cannot be listed, each pod reads its own and fails in its
-  // own row as before.
+  // the runtime cannot be listed, every pod fails in its own row with that
+  // error where its own list would have failed (after its admission), as
+  // before, without waiting out the runtime's deadline a second time.
   const records = await listPodRecords(ctx.rootDir);
+  let listError: unknown;
   const initial = await getRuntimePodStatuses(ctx.cri, runnable.map((p) => podIdentity(p.pod)), { signal: ctx.signal, owner: instanceSelector(ctx) }).catch(
     (err: unknown) => {
       if (deps.signal.aborted) throw err;
+      listError = err;
       return new Map<string, RuntimePodStatus>();
     },
   );
@@ -183,6 +186,7 @@ export async function runOnce(opts: RunOnceOptions, deps: ServiceDeps): Promise<
           initContainers: (p.pod.spec?.initContainers ?? []).map((c) => c.name),
           containers: (p.pod.spec?.containers ?? []).map((c) => c.name),
         });
+        if (listError !== undefined) throw listError;
         out = await syncUntil(ctx, rec, goal, { timeoutMs: Math.max(1000, opts.timeoutMs - (Date.now() - t0)), initialStatus: initial.get(uid) });
       } catch (err) {
         if (deps.signal.aborted) throw err;
