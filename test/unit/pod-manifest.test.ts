@@ -365,6 +365,19 @@ describe('static pod directories', () => {
     expect(errorsOf(set)).toEqual([`${big}: manifest is 50.0 MiB, larger than the 10 MiB limit`]);
   });
 
+  it('reads a manifest of several MiB whole, however many reads it takes', async () => {
+    const d = await dir('several-mib');
+    const value = 'x'.repeat(3 * 1024 * 1024);
+    const file = path.join(d, 'large.yaml');
+    await fs.writeFile(file, `${podYaml('large')}    env:\n    - name: BIG\n      value: ${value}\n`);
+    const set = await loadManifests({ dir: d, nodeName: NODE });
+    expect(errorsOf(set)).toEqual([]);
+    expect(set.pods[0]?.pod.spec?.containers[0]?.env?.[0]?.value).toBe(value);
+    // An empty file is read as empty (one read of one byte sees its end), not as an error.
+    await fs.writeFile(path.join(d, 'empty.yaml'), '');
+    expect(errorsOf(await readManifestFile(path.join(d, 'empty.yaml')))).toEqual([]);
+  });
+
   it('gives binary and UTF-16 files a one-line error', async () => {
     const d = await dir('binary');
     const png = path.join(d, 'logo.png');

@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { CriClient } from '../../src/lib/cri/client.js';
 import type { KletEventBody } from '../../src/lib/events/types.js';
 import { NodeCache, syncPod } from '../../src/lib/kuberuntime/sync-pod.js';
 import { listPodRecords } from '../../src/lib/kuberuntime/poddir.js';
@@ -149,6 +150,26 @@ describe('runOnce', () => {
     expect(report.pods.find((p) => p.name === `web-${NODE}`)).toMatchObject({ ok: true, phase: 'Running' });
     // The kubelet's event for it.
     expect(events).toContainEqual(expect.objectContaining({ kind: 'Event', reason: 'FailedCreatePodSandBox', type: 'Warning', pod: `default/hostnet-${NODE}` }));
+  });
+
+  it('a runtime that cannot be reached: every pod fails in its own row with the error, after its admission', async () => {
+    const dir = path.join(tmp, 'manifests');
+    manifest(dir, 'a.yaml', pod('web', 'sleep 3600'));
+    manifest(dir, 'b.yaml', pod('db', 'sleep 3600'));
+    const cri = CriClient.connect(`unix://${path.join(tmp, 'no-runtime.sock')}`, { timeoutMs: 5000 });
+    try {
+      const { report, exitCode } = await runOnce({ manifestDir: dir, waitReady: false, timeoutMs: 10_000, cleanup: false }, deps({ cri }));
+      expect(exitCode).toBe(1);
+      expect(report.pods.map((p) => [p.name, p.ok, p.reason])).toEqual([
+        [`web-${NODE}`, false, 'CRI_UNAVAILABLE'],
+        [`db-${NODE}`, false, 'CRI_UNAVAILABLE'],
+      ]);
+      expect(report.pods[0]?.message).toContain('no-runtime.sock');
+      // Admitted before the runtime was asked, as a pod whose own sync fails: `klet status` shows them.
+      expect((await listPodRecords(path.join(tmp, 'root'))).map((r) => r.pod.metadata?.name).sort()).toEqual([`db-${NODE}`, `web-${NODE}`]);
+    } finally {
+      cri.close();
+    }
   });
 
   it('an edited manifest: the pod with the new UID replaces the old one of the same name', async () => {

@@ -197,10 +197,12 @@ export async function markTerminating(ctx: Pick<SyncContext, 'rootDir'>, pod: V1
  * the pod with the new UID replaces the old one (the kubelet kills the old
  * pod before it starts the new). Deletes every pod klet recorded under this
  * root dir with the same namespace/name and another UID; returns them.
+ * `records`: the root dir's pod records, when the caller has read them
+ * (runonce reads them once for all its pods rather than once per pod).
  */
-export async function replaceOtherInstances(ctx: LifecycleContext, pod: V1Pod): Promise<V1Pod[]> {
+export async function replaceOtherInstances(ctx: LifecycleContext, pod: V1Pod, records?: PodRecord[]): Promise<V1Pod[]> {
   const id = identity(pod);
-  const others = (await listPodRecords(ctx.rootDir))
+  const others = (records ?? (await listPodRecords(ctx.rootDir)))
     .map((r) => r.pod)
     .filter((p) => podKey(p) === podKey(pod) && (p.metadata?.uid ?? '') !== id.uid);
   for (const old of others) await deletePod(ctx, old);

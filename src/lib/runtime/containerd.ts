@@ -24,8 +24,17 @@ import {
   containerdConfig,
   managedRuntimeLayout,
 } from './containerd-config.js';
-import { ensureBuiltinImages } from './images.js';
 import { pidAlive } from '../util/process.js';
+
+/**
+ * The built-in images, imported when missing. Loaded on use: the image code
+ * and tar-stream cost ~10 ms of start-up to every command that only checks
+ * for a runtime (ensureRuntime, on a socket that is there).
+ */
+async function builtinImages(layout: ManagedRuntimeLayout): Promise<string[]> {
+  const { ensureBuiltinImages } = await import('./images.js');
+  return ensureBuiltinImages(layout.socketPath, layout.imageCacheDir);
+}
 
 /** The kubelet's default endpoint; only this one is started on demand. */
 export { DEFAULT_RUNTIME_ENDPOINT } from '../cri/endpoint.js';
@@ -174,7 +183,7 @@ async function startLocked(
   const running = await managedPid(layout);
   if (running !== null) {
     await waitReady(layout, running, opts.timeoutMs ?? 30_000);
-    const images = await ensureBuiltinImages(layout.socketPath, layout.imageCacheDir);
+    const images = await builtinImages(layout);
     return { endpoint, pid: running, started: false, images, layout };
   }
   if (fs.existsSync(layout.socketPath)) {
@@ -245,7 +254,7 @@ async function startLocked(
   try {
     await waitReady(layout, pid, opts.timeoutMs ?? 30_000);
     await reapOrphanShims(layout, pid).catch((err) => log.warn(`cleaning up after the previous containerd: ${errorMessage(err)}`));
-    const images = await ensureBuiltinImages(layout.socketPath, layout.imageCacheDir);
+    const images = await builtinImages(layout);
     return { endpoint, pid, started: true, images, layout };
   } catch (err) {
     // Leave nothing half-started behind.

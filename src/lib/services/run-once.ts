@@ -10,6 +10,7 @@ import { fetchManifestUrl } from '../config/manifest-url.js';
 import { InputError } from '../errors.js';
 import type { LocalObjects } from '../kuberuntime/env.js';
 import { admitPod, deletePod, replaceOtherInstances } from '../kuberuntime/lifecycle.js';
+import { listPodRecords } from '../kuberuntime/poddir.js';
 import { loadManifests, type LoadedPod, type ManifestSet } from '../pod/index.js';
 import { podKey } from '../pod/key.js';
 import { matchesStaticPodRef } from '../pod/ref.js';
@@ -147,6 +148,12 @@ export async function runOnce(opts: RunOnceOptions, deps: ServiceDeps): Promise<
   }
 
   const t0 = Date.now();
+  // The pod records under the root dir, read once for all pods (each pod's
+  // replaceOtherInstances read all of them again: N² reads for N pods).
+  // Nothing of this run is recorded yet, so each pod sees what it saw before.
+  // (Reading this klet's runtime objects once for all pods too, instead of
+  // two filtered lists per pod, was tried: bench/README.md, startup-30.)
+  const records = await listPodRecords(ctx.rootDir);
   const started = await Promise.all(
     runnable.map(async (p) => {
       const key = podKey(p.pod);
@@ -156,7 +163,7 @@ export async function runOnce(opts: RunOnceOptions, deps: ServiceDeps): Promise<
       let out: PodOutcome;
       try {
         // A static pod's full name is unique on the node: an edited manifest's pod replaces the old one.
-        await replaceOtherInstances(ctx, p.pod);
+        await replaceOtherInstances(ctx, p.pod, records);
         const rec = await admitPod(ctx, p.pod, p.source.path);
         deps.onEvent?.({
           kind: 'PodWaitStarted',

@@ -257,7 +257,8 @@ export class VolumeManager implements PodVolumes {
     const vols = this.actual.get(uid) ?? new Map<string, VolumeState>();
     this.actual.set(uid, vols);
     const base = path.join(podDir(this.opts.rootDir, uid), 'volumes');
-    const mounted = new Set(await mountsUnder(base));
+    // The mount table is read only when there are volumes to set up (a pod without volumes, the common static pod, reads nothing).
+    const mounted = new Set((pod.spec?.volumes ?? []).length > 0 ? await mountsUnder(base) : []);
     const out: MountedVolumes = { paths: new Map(), readOnly: new Set() };
     const failed: { volume: string; message: string }[] = [];
     for (const v of pod.spec?.volumes ?? []) {
