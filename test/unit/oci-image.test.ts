@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { chmodSync, existsSync } from 'node:fs';
+import net from 'node:net';
 import { mkdtemp, readFile, rm, writeFile, mkdir } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -7,7 +8,7 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import tar, { type Header } from 'tar-stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InputError } from '../../src/lib/errors.js';
-import { inspectImageArchive, planImport } from '../../src/lib/runtime/images.js';
+import { importImageArchive, inspectImageArchive, planImport } from '../../src/lib/runtime/images.js';
 import {
   ANNOTATION_REF_NAME,
   MEDIA_TYPE_CONFIG,
@@ -342,6 +343,38 @@ describe('planImport', () => {
   it('asks for a name when the archive has none or only a tag', () => {
     expect(() => planImport({ file, manifests: [m()] })).toThrow(/images import: \/x\/img\.tar: the archive does not name its image/);
     expect(() => planImport({ file, manifests: [m('1.0')] })).toThrow(/names only the tag "1.0"/);
+  });
+});
+
+describe('importImageArchive: the ctr command line', () => {
+  // A recording stand-in for ctr (the real import runs against containerd in
+  // test/integration/cli-runtime.test.ts); this checks the arguments only.
+  async function argvOf(name?: string): Promise<string[]> {
+    const archive = (await buildOciImage(opts(`imp-${name ?? 'own'}.tar`))).file;
+    const log = path.join(dir, `argv-${name ?? 'own'}`);
+    const fake = path.join(dir, `ctr-${name ?? 'own'}`);
+    await writeFile(fake, `#!/bin/sh\nprintf '%s\\n' "$@" > ${log}\n`);
+    chmodSync(fake, 0o755);
+    const sock = path.join(dir, `sock-${name ?? 'own'}`);
+    const server = net.createServer().listen(sock);
+    await new Promise((r) => server.once('listening', r));
+    try {
+      await importImageArchive({ address: sock, file: archive, ctrPath: fake, ...(name !== undefined && { name }) });
+    } finally {
+      server.close();
+    }
+    return (await readFile(log, 'utf8')).trim().split('\n');
+  }
+
+  it('passes no --index-name when the manifest already gets the name (ctr 1.6 would set it twice and could lose the index)', async () => {
+    const argv = await argvOf();
+    expect(argv).toEqual(['-a', expect.any(String), '-n', 'k8s.io', 'images', 'import', '--base-name', 'localhost/klet/test', expect.stringMatching(/imp-own\.tar$/)]);
+  });
+
+  it('passes --index-name for a name the archive does not carry', async () => {
+    const argv = await argvOf('mine:2');
+    expect(argv.slice(4, 9)).toEqual(['images', 'import', '--base-name', 'localhost/mine', '--index-name']);
+    expect(argv[9]).toBe('localhost/mine:2');
   });
 });
 
