@@ -28,9 +28,7 @@ import {
   imageSpecDigest,
 } from './oci-image.js';
 import { formatImageRef, imageRepository, parseImageRef } from '../image/reference.js';
-
-/** The containerd namespace the CRI plugin keeps its images and containers in. */
-export const CRI_NAMESPACE = 'k8s.io';
+import { CRI_NAMESPACE } from '../cri/containerd-events.js';
 
 /** One manifest descriptor of an archive's index.json. */
 export interface ArchiveManifest {
