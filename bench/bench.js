@@ -272,6 +272,36 @@ async function reset() {
   fs.mkdirSync(MANIFESTS, { recursive: true });
   clearManifests();
   await assertEmpty();
+  await settle();
+}
+/** Whole-machine CPU (all cores) from /proc/stat: busy and total jiffies. */
+function machineTicks() {
+  const v = fs.readFileSync('/proc/stat', 'utf8').split('\n', 1)[0].trim().split(/\s+/).slice(1).map(Number);
+  const idle = v[3] + v[4]; // idle + iowait
+  const total = v.reduce((a, b) => a + b, 0);
+  return { busy: total - idle, total };
+}
+/**
+ * After a reset, wait (untimed) until the machine is quiet: containerd
+ * finishes the previous run's clean-up in the background (snapshot removal,
+ * its garbage collector, shims exiting), and a run started meanwhile pays
+ * for it — whichever variant comes next. Quiet = two 250 ms windows in a row
+ * under 10 % busy over all cores; at most 15 s (on a machine that never gets
+ * that quiet, the runs go on and the wait is recorded in `settles`).
+ */
+const settles = [];
+async function settle() {
+  const t0 = now();
+  let quiet = 0;
+  let prev = machineTicks();
+  while (quiet < 2 && now() - t0 < 15_000) {
+    await sleep(250);
+    const cur = machineTicks();
+    const busy = (cur.busy - prev.busy) / Math.max(1, cur.total - prev.total);
+    quiet = busy < 0.1 ? quiet + 1 : 0;
+    prev = cur;
+  }
+  settles.push(round(now() - t0));
 }
 async function assertEmpty() {
   const sb = (await cri.listPodSandbox({})).items.length;
@@ -1021,6 +1051,7 @@ try {
     process.stderr.write(`== ${s}\n`);
     const loadBefore = os.loadavg().map((x) => round(x, 2));
     const t0 = now();
+    settles.length = 0;
     try {
       results.scenarios[s] = { ...(await runScenario(s)), loadBefore };
     } catch (err) {
@@ -1030,6 +1061,8 @@ try {
       await reset().catch((e) => process.stderr.write(`bench: reset after the error failed: ${e.message}\n`));
     }
     results.scenarios[s].seconds = round((now() - t0) / 1000);
+    // The untimed waits for a quiet machine before each run (ms), min/median/max.
+    if (settles.length) results.scenarios[s].settleMs = { min: Math.min(...settles), median: round(median(settles)), max: Math.max(...settles) };
     results.scenarios[s].loadAfter = os.loadavg().map((x) => round(x, 2));
   }
   results.leaks = await finalLeaks();
