@@ -17,6 +17,15 @@
  * everything alive to the old generation (two scavenges survived), which
  * only makes the next major GC come sooner.
  *
+ * The old generation is kept near its live size the same way: when it has
+ * grown by a quarter (and 4 MB) over what the last full collection left,
+ * and the last one is 30 s old or more, a full GC runs after a frame. V8
+ * lets the old generation grow to about twice its live size before it
+ * collects it by itself: with the dashboard's ~20 MB of live old objects
+ * (pod rows promoted by the 1 s /pods reads), that was a saw-tooth of ±10 %
+ * of the process's RSS over minutes. A full GC of that heap takes 10–20 ms,
+ * between frames, at most twice a minute.
+ *
  * V8 exposes `gc()` only with --expose-gc; turned on here at run time and
  * taken from a fresh context, as Jest does for --logHeapUsage (works in
  * `klet sync --tui` too, whose process was started with the sync's flags).
@@ -46,12 +55,24 @@ function exposedGc(): GcFunction | undefined {
   }
 }
 
-/** How full the young generation is (0–1). */
-function youngFill(): number {
-  const young = v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space');
-  if (young === undefined) return 1;
-  const capacity = young.space_used_size + young.space_available_size;
-  return capacity > 0 ? young.space_used_size / capacity : 1;
+interface HeapNow {
+  /** How full the young generation is (0–1). */
+  youngFill: number;
+  /** Bytes used in the old generation. */
+  oldUsed: number;
+}
+
+function heapNow(): HeapNow {
+  const spaces = v8.getHeapSpaceStatistics();
+  const young = spaces.find((s) => s.space_name === 'new_space');
+  const old = spaces.find((s) => s.space_name === 'old_space');
+  const capacity = young === undefined ? 0 : young.space_used_size + young.space_available_size;
+  return { youngFill: young !== undefined && capacity > 0 ? young.space_used_size / capacity : 1, oldUsed: old?.space_used_size ?? 0 };
+}
+
+/** Whether the old generation has grown enough since the last full GC (which left `baseline` bytes) to collect it now. */
+export function oldGrown(oldUsed: number, baseline: number, growth: number, minBytes: number): boolean {
+  return oldUsed - baseline >= Math.max(minBytes, baseline * growth);
 }
 
 export interface IdleScavengerOptions {
@@ -59,22 +80,41 @@ export interface IdleScavengerOptions {
   minIntervalMs?: number;
   /** Collect only when the young generation is at least this full (0–1). Default 0.25. */
   minFill?: number;
+  /** Least time between two full collections. Default 30 s. */
+  majorIntervalMs?: number;
+  /** Full collection when the old generation has grown by this fraction of what the last one left (and by `majorMinBytes`). Default 0.25. */
+  majorGrowth?: number;
+  /** Default 4 MiB. */
+  majorMinBytes?: number;
   now?: () => number;
 }
 
 export function idleScavenger(opts: IdleScavengerOptions = {}): IdleScavenger {
-  const { minIntervalMs = 250, minFill = 0.25, now = () => performance.now() } = opts;
+  const { minIntervalMs = 250, minFill = 0.25, majorIntervalMs = 30_000, majorGrowth = 0.25, majorMinBytes = 4 << 20, now = () => performance.now() } = opts;
   const gc = exposedGc();
   let pending: ReturnType<typeof setImmediate> | null = null;
   let last = -Infinity;
+  let lastMajor = now();
+  // What the old generation held after the last full GC (ours or V8's: the
+  // lowest value seen since ours); the first frames set it.
+  let baseline = Infinity;
   let stopped = false;
   return {
     afterFrame() {
       if (gc === undefined || stopped || pending !== null || now() - last < minIntervalMs) return;
       pending = setImmediate(() => {
         pending = null;
-        if (youngFill() < minFill) return;
-        last = now();
+        const heap = heapNow();
+        baseline = Math.min(baseline, heap.oldUsed);
+        const t = now();
+        if (t - lastMajor >= majorIntervalMs && oldGrown(heap.oldUsed, baseline, majorGrowth, majorMinBytes)) {
+          last = lastMajor = t;
+          gc({ type: 'major' });
+          baseline = heapNow().oldUsed;
+          return;
+        }
+        if (heap.youngFill < minFill) return;
+        last = t;
         gc({ type: 'minor' });
       });
       pending.unref();
