@@ -4,10 +4,20 @@
 //     start N pods: RunPodSandbox + CreateContainer + StartContainer for the N
 //     pods at once (the same concurrency as `klet runonce`), no manifest
 //     parsing, no bookkeeping, no status.
+//   node bench/floor.js ENDPOINT N IMAGE_ID PREFIX --pod-config
+//     the same calls with what the kubelet (and klet) put in them for such a
+//     pod: the sandbox's DNS config and security context, the container's two
+//     file mounts (/etc/hosts, /dev/termination-log; files written first, in
+//     /tmp/klet-floor-PREFIX, which
+//     the caller removes), masked and read-only /proc paths, CPU shares and
+//     OOM score (BestEffort). The runtime's share of a kubelet's pod start, so
+//     klet's own overhead can be told from the config's cost to runc.
 //   node bench/floor.js teardown ENDPOINT
 //     delete every pod of that runtime: StopContainer (30 s grace, as
 //     terminationGracePeriodSeconds) + StopPodSandbox + RemovePodSandbox,
 //     all pods at once.
+import fs from 'node:fs';
+import path from 'node:path';
 import { CriClient } from '../dist/lib/cri/client.js';
 
 const args = process.argv.slice(2);
@@ -25,8 +35,15 @@ if (args[0] === 'teardown') {
   cri.close();
 } else {
   const [endpoint, nText, imageId, prefix = 'floor-'] = args;
+  const podConfig = args.includes('--pod-config');
   const n = Number(nText);
   const cri = CriClient.connect(endpoint);
+  // What the kubelet sets for a BestEffort pod with a default security context (klet sends the same).
+  const UNCONFINED = { profileType: 1 };
+  const NAMESPACES = { network: 0, pid: 1, ipc: 0 };
+  const MASKED = ['/proc/asound', '/proc/acpi', '/proc/kcore', '/proc/keys', '/proc/latency_stats', '/proc/timer_list', '/proc/timer_stats', '/proc/sched_debug', '/proc/scsi', '/sys/firmware', '/sys/devices/virtual/powercap'];
+  const READONLY = ['/proc/bus', '/proc/fs', '/proc/irq', '/proc/sys', '/proc/sysrq-trigger'];
+  const dns = podConfig ? fs.readFileSync('/etc/resolv.conf', 'utf8').split('\n').filter((l) => l.startsWith('nameserver ')).map((l) => l.split(/\s+/)[1]) : [];
   await Promise.all(
     Array.from({ length: n }, async (_, i) => {
       const name = `${prefix}${i}`;
@@ -36,7 +53,25 @@ if (args[0] === 'teardown') {
         hostname: name,
         logDirectory: `/var/log/pods/default_${name}_${uid}`,
         labels: { 'io.kubernetes.pod.name': name, 'io.kubernetes.pod.namespace': 'default', 'io.kubernetes.pod.uid': uid },
+        ...(podConfig ? { dnsConfig: { servers: dns }, linux: { securityContext: { namespaceOptions: NAMESPACES, seccomp: UNCONFINED } } } : {}),
       };
+      let extra = {};
+      if (podConfig) {
+        const dir = `/tmp/klet-floor-${prefix}/${uid}`;
+        fs.mkdirSync(dir, { recursive: true });
+        fs.writeFileSync(path.join(dir, 'etc-hosts'), `127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n`);
+        fs.writeFileSync(path.join(dir, 'termination-log'), '');
+        extra = {
+          mounts: [
+            { containerPath: '/etc/hosts', hostPath: path.join(dir, 'etc-hosts') },
+            { containerPath: '/dev/termination-log', hostPath: path.join(dir, 'termination-log') },
+          ],
+          linux: {
+            resources: { cpuShares: 2n, oomScoreAdj: 1000n },
+            securityContext: { namespaceOptions: NAMESPACES, maskedPaths: MASKED, readonlyPaths: READONLY, seccomp: UNCONFINED },
+          },
+        };
+      }
       const { podSandboxId } = await cri.runPodSandbox({ config });
       const { containerId } = await cri.createContainer({
         podSandboxId,
@@ -47,6 +82,7 @@ if (args[0] === 'teardown') {
           command: ['sh', '-c', "trap 'exit 0' TERM; sleep 2147483647 & wait"],
           logPath: 'app/0.log',
           labels: { 'io.kubernetes.container.name': 'app', 'io.kubernetes.pod.uid': uid },
+          ...extra,
         },
       });
       await cri.startContainer({ containerId });
