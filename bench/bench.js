@@ -53,8 +53,12 @@ function parseArgs(argv) {
     else if (flag === '--exit-pods') o.exitPods = num(flag, value());
     else if (flag === '--cpu-prof') o.cpuProf = path.resolve(value() ?? fail('--cpu-prof: needs a directory'));
     else if (flag === '--klet-node-flags') o.kletNodeFlags = (value() ?? '').split(' ').filter(Boolean);
+    else if (flag === '--klet-b') {
+      o.kletB = path.resolve(value() ?? fail('--klet-b: needs the bin/run.js of another klet build'));
+      if (!fs.existsSync(o.kletB)) fail(`--klet-b ${o.kletB}: no such file`);
+    }
     else if (flag === '--out') o.out = path.resolve(value() ?? fail('--out: needs a file name'));
-    else if (flag.startsWith('-')) fail(`unknown option ${a} (options: --pairs N --smoke --no-kubelet --steady-seconds S --churn-cycles N --exit-pods N --cpu-prof DIR --klet-node-flags FLAGS --out FILE)`);
+    else if (flag.startsWith('-')) fail(`unknown option ${a} (options: --pairs N --smoke --no-kubelet --steady-seconds S --churn-cycles N --exit-pods N --cpu-prof DIR --klet-node-flags FLAGS --klet-b BIN --out FILE)`);
     else if (ALL.includes(a) || /^(startup|steady|probes|teardown|api-start)-[1-9]\d*$/.test(a)) o.scenarios.push(a); // other sizes: for debugging
     else fail(`unknown scenario ${JSON.stringify(a)} (scenarios: ${ALL.join(', ')})`);
   }
@@ -405,6 +409,19 @@ function startupVariants(n) {
       await mustExit0(p, 'klet runonce');
       return { ms: t1 - t0 };
     },
+    ...(opts.kletB
+      ? {
+          // Another build of klet (a before/after pair in one alternation): --klet-b OTHER_CHECKOUT/bin/run.js.
+          'klet runonce (B)': async () => {
+            writeManifests(MANIFESTS, n);
+            const t0 = now();
+            const p = start(NODE, [...opts.kletNodeFlags, opts.kletB, 'runonce', '--manifest-dir', MANIFESTS, ...kletGlobal(), '-o', 'json'], { log: path.join(tmp, 'klet-runonce.log'), env: kletEnv() });
+            const t1 = await waitFor('klet runonce (B)', nRunning(n), { proc: p });
+            await mustExit0(p, 'klet runonce (B)');
+            return { ms: t1 - t0 };
+          },
+        }
+      : {}),
     'klet sync (cold)': async () => {
       writeManifests(MANIFESTS, n);
       const t0 = now();
@@ -467,6 +484,8 @@ function startupVariants(n) {
 const startupRatios = [
   ['klet runonce', 'floor'],
   ['klet runonce', 'floor (pod config)'],
+  ['klet runonce (B)', 'floor'],
+  ['klet runonce (B)', 'klet runonce'],
   ['klet runonce', 'kubelet (cold)'],
   ['klet sync (cold)', 'kubelet (cold)'],
   ['klet sync (warm)', 'kubelet (warm)'],
