@@ -109,8 +109,7 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
   const apiSource = opts.cluster ? await apiPodSource(opts, opts.cluster, () => config.pods().filter((p) => p.metadata?.annotations?.['kubernetes.io/config.source'] !== 'api')) : undefined;
   if (apiSource) config.addSource(apiSource);
   const tracker: ClusterTracker = { registered: false, nodeUid: null, renewTime: null, lastError: null, events: null };
-  /** Where the Kubelet reports that a pod's status may have changed (the status manager, in cluster mode). */
-  const podSynced: { fn: (uid: string) => void; status: (pod: V1Pod) => void; busy: (uid: string) => boolean } = { fn: () => undefined, status: () => undefined, busy: () => false };
+  const podSynced: PodSyncedHooks = { fn: () => undefined, status: () => undefined, busy: () => false };
   // The PLEG sees only this klet's pods: housekeeping and adoption act on nothing else.
   const pleg = new GenericPLEG({ cri, relistPeriodMs: opts.plegRelistPeriodMs, labelSelector: instanceSelector(opts), metrics });
   const kubelet = new Kubelet({
@@ -229,6 +228,17 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
   }
 }
 
+/**
+ * Where the Kubelet reports that a pod's status may have changed, and asks
+ * whether its worker is busy: filled in by the status manager once the node
+ * is registered (cluster mode); no-ops until then and without a cluster.
+ */
+interface PodSyncedHooks {
+  fn: (uid: string) => void;
+  status: (pod: V1Pod) => void;
+  busy: (uid: string) => boolean;
+}
+
 /** Node registration and heartbeats beside the sync loop; never rejects. */
 async function registerInBackground(
   opts: SyncOptions,
@@ -236,7 +246,7 @@ async function registerInBackground(
   cache: StatusContext['cache'],
   apiSource: ApiSource | undefined,
   bus: EventBus,
-  podSynced: { fn: (uid: string) => void; status: (pod: V1Pod) => void; busy: (uid: string) => boolean },
+  podSynced: PodSyncedHooks,
   tracker: ClusterTracker,
   signal: AbortSignal,
 ): Promise<void> {
