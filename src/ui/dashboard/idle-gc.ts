@@ -23,8 +23,8 @@
  * lets the old generation grow to about twice its live size before it
  * collects it by itself: with the dashboard's ~20 MB of live old objects
  * (pod rows promoted by the 1 s /pods reads), that was a saw-tooth of ±10 %
- * of the process's RSS over minutes. A full GC of that heap takes 10–20 ms,
- * between frames, at most twice a minute.
+ * of the process's RSS over minutes. A full GC of that heap took 20–40 ms
+ * here (bench/dashboard.js), between frames, at most twice a minute.
  *
  * V8 exposes `gc()` only with --expose-gc; turned on here at run time and
  * taken from a fresh context, as Jest does for --logHeapUsage (works in
