@@ -32,6 +32,10 @@ if (profIdx >= 0) argv.splice(profIdx, 2);
 const withProbes = !argv.includes('--no-probes');
 const niceIdx = argv.indexOf('--runtime-nice');
 const runtimeNice = niceIdx >= 0 ? Number(argv[niceIdx + 1]) : undefined;
+if (runtimeNice !== undefined && !(Number.isInteger(runtimeNice) && runtimeNice >= -20 && runtimeNice <= 19)) {
+  console.error(`bench/probes.js: --runtime-nice: expected an integer from -20 to 19, got ${JSON.stringify(argv[niceIdx + 1] ?? '')}`);
+  process.exit(1);
+}
 if (niceIdx >= 0) argv.splice(niceIdx, 2);
 const args = argv.filter((a) => !a.startsWith('--'));
 const pods = Number(args[0] ?? 110);
