@@ -19,6 +19,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { CriClient } from '../dist/lib/cri/client.js';
+// klet's own lists of the kubelet's defaults (not written twice); loading them adds ~4 ms to the floor's start.
+import { DEFAULT_MASKED_PATHS, DEFAULT_READONLY_PATHS } from '../dist/lib/kuberuntime/config.js';
 
 const args = process.argv.slice(2);
 if (args[0] === 'teardown') {
@@ -41,8 +43,6 @@ if (args[0] === 'teardown') {
   // What the kubelet sets for a BestEffort pod with a default security context (klet sends the same).
   const UNCONFINED = { profileType: 1 };
   const NAMESPACES = { network: 0, pid: 1, ipc: 0 };
-  const MASKED = ['/proc/asound', '/proc/acpi', '/proc/kcore', '/proc/keys', '/proc/latency_stats', '/proc/timer_list', '/proc/timer_stats', '/proc/sched_debug', '/proc/scsi', '/sys/firmware', '/sys/devices/virtual/powercap'];
-  const READONLY = ['/proc/bus', '/proc/fs', '/proc/irq', '/proc/sys', '/proc/sysrq-trigger'];
   const dns = podConfig ? fs.readFileSync('/etc/resolv.conf', 'utf8').split('\n').filter((l) => l.startsWith('nameserver ')).map((l) => l.split(/\s+/)[1]) : [];
   await Promise.all(
     Array.from({ length: n }, async (_, i) => {
@@ -68,7 +68,7 @@ if (args[0] === 'teardown') {
           ],
           linux: {
             resources: { cpuShares: 2n, oomScoreAdj: 1000n },
-            securityContext: { namespaceOptions: NAMESPACES, maskedPaths: MASKED, readonlyPaths: READONLY, seccomp: UNCONFINED },
+            securityContext: { namespaceOptions: NAMESPACES, maskedPaths: DEFAULT_MASKED_PATHS, readonlyPaths: DEFAULT_READONLY_PATHS, seccomp: UNCONFINED },
           },
         };
       }
