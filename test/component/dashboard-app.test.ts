@@ -15,7 +15,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { BusMessage } from '../../src/lib/events/types.js';
 import type { NodeStatus } from '../../src/lib/server/node-status.js';
 import { DashboardStore, EVENT_LINES } from '../../src/lib/dashboard/store.js';
-import { DashboardApp } from '../../src/ui/dashboard/app.js';
+import { DashboardApp, lineText } from '../../src/ui/dashboard/app.js';
 
 const FIXTURES = path.join(import.meta.dirname, '..', 'fixtures', 'dashboard');
 const events = fs
@@ -281,5 +281,57 @@ describe('DashboardApp: small terminals', () => {
     for (const l of small.split('\n')) expect(l.length).toBeLessThanOrEqual(50);
     app.rerender(createElement(DashboardApp, { store, color: false, size: { columns: 120, rows: 40 } }));
     await frameMatching(app, /SYNC LOOP/);
+  });
+});
+
+describe('dashboard screen: one styled string per line, and the off-screen warm-up', () => {
+  it('lineText styles each segment as ink would (colour only when asked), bold and inverse always', async () => {
+    const { default: chalk } = await import('chalk');
+    const level = chalk.level;
+    chalk.level = 1;
+    try {
+      const line = [{ text: 'pod ' }, { text: 'CrashLoopBackOff', color: 'red' as const }, { text: ' sel', bold: true, inverse: true }];
+      expect(lineText(line, true)).toBe(`pod ${chalk.red('CrashLoopBackOff')}${chalk.inverse(chalk.bold(' sel'))}`);
+      expect(lineText(line, false)).toBe(`pod CrashLoopBackOff${chalk.inverse(chalk.bold(' sel'))}`);
+      expect(lineText([], true)).toBe(' ');
+    } finally {
+      chalk.level = level;
+    }
+  });
+
+  it('warmUp draws the screen off screen, writes nothing to the terminal, and unsubscribes from the store', async () => {
+    const { render: inkRender } = await import('ink');
+    const { warmUp } = await import('../../src/ui/dashboard/warm-up.js');
+    let active = 0;
+    const counted = Object.create(store) as DashboardStore;
+    Object.defineProperty(counted, 'subscribe', {
+      value: (l: () => void) => {
+        active++;
+        const off = store.subscribe(l);
+        return () => {
+          active--;
+          return off();
+        };
+      },
+    });
+    let drawn = 0;
+    const Counting = (props: Parameters<typeof DashboardApp>[0]) => {
+      drawn++;
+      return DashboardApp(props);
+    };
+    const written: unknown[] = [];
+    const realWrite = process.stdout.write.bind(process.stdout);
+    process.stdout.write = ((chunk: unknown, ...rest: unknown[]) => {
+      written.push(chunk);
+      return realWrite(chunk as string, ...(rest as []));
+    }) as typeof process.stdout.write;
+    try {
+      await warmUp({ render: inkRender, createElement, DashboardApp: Counting as typeof DashboardApp }, { store: counted, color: false, columns: 120, rows: 40, frames: 5 });
+    } finally {
+      process.stdout.write = realWrite;
+    }
+    expect(drawn).toBeGreaterThanOrEqual(5);
+    expect(active).toBe(0);
+    expect(written).toEqual([]);
   });
 });

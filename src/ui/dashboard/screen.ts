@@ -79,12 +79,25 @@ export async function runScreen(args: ScreenArgs, opts: ScreenOptions): Promise<
   // reconciler each read NODE_ENV when first loaded — they must agree — so
   // nothing here imports them statically (no JSX in this file).
   process.env.NODE_ENV ??= 'production';
-  const [{ render }, { createElement }, { DashboardApp }, { idleScavenger }] = await Promise.all([
+  const [{ render }, { createElement }, { DashboardApp }, { idleScavenger }, { warmUp }] = await Promise.all([
     import('ink'),
     import('react'),
     import('./app.js'),
     import('./idle-gc.js'),
+    import('./warm-up.js'),
   ]);
+  // After the first frame with pods: the same screen a few times off screen (warm-up.ts).
+  let warmed = false;
+  const warmUpOnce = () => {
+    if (warmed || args.store.getSnapshot().pods.length === 0) return;
+    warmed = true;
+    setTimeout(() => {
+      void warmUp(
+        { render, createElement, DashboardApp },
+        { store: args.store, color: opts.color, columns: process.stdout.columns || 80, rows: process.stdout.rows || 24, signal: args.signal },
+      );
+    }, 0).unref();
+  };
   // The young generation is collected between frames, not in them (idle-gc.ts).
   const scavenger = idleScavenger();
   // Frame timing: subscribed before ink's component, this listener hears of
@@ -110,6 +123,7 @@ export async function runScreen(args: ScreenArgs, opts: ScreenOptions): Promise<
     incrementalRendering: true,
     onRender: ({ renderTime }) => {
       scavenger.afterFrame();
+      warmUpOnce();
       if (onFrame === undefined || changedAt === null) return; // a key's frame
       const cpu = process.cpuUsage(cpuAt);
       const main = process.threadCpuUsage(mainCpuAt);
