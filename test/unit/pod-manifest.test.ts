@@ -336,6 +336,38 @@ describe('static pod directories', () => {
     }
   });
 
+  it('reads a few files at once and still reports them in name order', async () => {
+    const d = await dir('concurrent');
+    const names = ['a', 'b', 'c', 'd', 'e', 'f', 'g'];
+    for (const n of names) await fs.writeFile(path.join(d, `${n}.yaml`), n === 'd' ? 'kind: [broken' : podYaml(n));
+    // Earlier names answer later, so the reads finish in reverse order.
+    const realOpen = fs.open.bind(fs);
+    let inFlight = 0;
+    let maxInFlight = 0;
+    const spy = vi.spyOn(fs, 'open').mockImplementation(async (file, ...rest) => {
+      inFlight += 1;
+      maxInFlight = Math.max(maxInFlight, inFlight);
+      try {
+        await new Promise((r) => setTimeout(r, 5 * (names.length - names.indexOf(path.basename(String(file), '.yaml')))));
+        return await realOpen(file, ...(rest as [string]));
+      } finally {
+        inFlight -= 1;
+      }
+    });
+    try {
+      const read = await readManifestDir(d);
+      expect(read.objects.map((o) => (o.object as V1Pod).metadata?.name)).toEqual(['a', 'b', 'c', 'e', 'f', 'g']);
+      expect(read.files).toEqual(names.map((n) => path.join(d, `${n}.yaml`)));
+      expect(errorsOf(read)).toHaveLength(1);
+      expect(errorsOf(read)[0]).toMatch(new RegExp(`^${d}/d\\.yaml:1: `));
+      // Several at once (the I/O waits overlap), but a bounded number (memory: each may be 10 MiB).
+      expect(maxInFlight).toBeGreaterThan(1);
+      expect(maxInFlight).toBeLessThanOrEqual(4);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
   it('reports a missing directory by name', async () => {
     const missing = path.join(tmp, 'no-such-dir');
     expect(errorsOf(await readManifestDir(missing))).toEqual([`${missing}: manifest directory does not exist`]);

@@ -35,6 +35,7 @@ import type { V1ConfigMap, V1ListMeta, V1Pod, V1Secret } from '@kubernetes/clien
 import { Composer, CST, type Document, Lexer, type Tags, isAlias, isMap, isScalar, isSeq, LineCounter, Parser, visit } from 'yaml';
 import { InputError, type KletErrorOptions, errorMessage } from '../errors.js';
 import { log } from '../log.js';
+import { mapLimit } from '../util/limit.js';
 import { decodeModel, describeJSONValue, isPlainObject } from './decode.js';
 import { applyPodDefaults, applySecretDefaults, cloneModel, DEFAULT_NAMESPACE } from './defaults.js';
 import { type FieldError, FieldPath, type PathSegment, notSupported, required, unknownField } from './field.js';
@@ -596,32 +597,42 @@ export async function readManifestDir(dir: string): Promise<ParsedManifests> {
     const reason = code === 'ENOENT' ? 'manifest directory does not exist' : fsReason(err);
     return { objects: [], errors: [fileError(dir, reason)], files: [dir] };
   }
-  for (const name of names.filter((n) => !n.startsWith('.')).sort()) {
-    const file = path.join(dir, name);
-    let st;
-    try {
-      st = await fs.stat(file);
-    } catch (err) {
-      // Listed, then removed before it could be read: gone, not broken (a
-      // file put back since is seen by the next read).
-      if ((err as { code?: unknown }).code === 'ENOENT' && (await removedWhileReading(file))) continue;
-      out.errors.push(fileError(file, fsReason(err)));
-      out.files.push(file);
-      continue;
-    }
-    if (st.isDirectory()) {
-      log.debug(`${file}: not descending into a subdirectory of the manifest directory`);
-      continue;
-    }
-    if (!st.isFile()) {
-      log.debug(`${file}: skipped, not a regular file`);
-      continue;
-    }
-    const one = await readManifestFile(file);
-    if (one.objects.length === 0 && one.errors.length > 0 && one.errors.every(isMissingFile) && (await removedWhileReading(file))) continue;
-    mergeInto(out, one);
-  }
+  // Files are read a few at a time and merged in name order, as if read one
+  // by one. Each is a stat, an open and reads on libuv's threads, and one
+  // after another the main thread waited on each: loading 30 small
+  // manifests took 67 ms, now 57; 110 took 141 ms, now 107 (median of 12,
+  // cold process; bench/README.md, startup-30).
+  const files = names.filter((n) => !n.startsWith('.')).sort().map((name) => path.join(dir, name));
+  const results = await mapLimit(files, MANIFEST_READ_CONCURRENCY, (file) => readDirEntry(file));
+  for (const one of results) if (one !== null) mergeInto(out, one);
   return out;
+}
+
+/** How many manifest files of a directory are read at once (libuv's default pool has 4 threads; a file may be 10 MiB). */
+const MANIFEST_READ_CONCURRENCY = 4;
+
+/** One entry of a manifest directory: its objects and errors, or null when it does not count (a subdirectory, not a regular file, removed while read). */
+async function readDirEntry(file: string): Promise<ParsedManifests | null> {
+  let st;
+  try {
+    st = await fs.stat(file);
+  } catch (err) {
+    // Listed, then removed before it could be read: gone, not broken (a
+    // file put back since is seen by the next read).
+    if ((err as { code?: unknown }).code === 'ENOENT' && (await removedWhileReading(file))) return null;
+    return { objects: [], errors: [fileError(file, fsReason(err))], files: [file] };
+  }
+  if (st.isDirectory()) {
+    log.debug(`${file}: not descending into a subdirectory of the manifest directory`);
+    return null;
+  }
+  if (!st.isFile()) {
+    log.debug(`${file}: skipped, not a regular file`);
+    return null;
+  }
+  const one = await readManifestFile(file);
+  if (one.objects.length === 0 && one.errors.length > 0 && one.errors.every(isMissingFile) && (await removedWhileReading(file))) return null;
+  return one;
 }
 
 // ------------------------------------------------------------- preparation
