@@ -19,6 +19,7 @@ import { CriClient } from '../dist/lib/cri/client.js';
 import { shimPids, startManagedRuntime, stopManagedRuntime } from '../dist/lib/runtime/containerd.js';
 import { BUSYBOX_IMAGE } from '../dist/lib/runtime/containerd-config.js';
 import { mountsUnder, unmountAll } from '../dist/lib/util/mounts.js';
+import { williamsRow } from './order.js';
 
 const repo = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const KLET = path.join(repo, 'bin/run.js');
@@ -673,17 +674,23 @@ function coldStartVariants() {
 // ------------------------------------------------------------------ rounds
 /**
  * Run variants alternately: one warm-up round (not counted), then `pairs`
- * rounds of every variant, the order rotated each round so that background
- * noise falls on all alike. Every run starts from an empty runtime.
+ * rounds of every variant, each round in the order of one row of a Williams
+ * design (bench/order.js), so that background noise and what one run leaves
+ * to the runtime fall on every variant alike: each variant runs after each
+ * other one equally often (over n rounds for n variants, 2n when n is odd).
+ * Every run starts from an empty runtime; each result records the variant
+ * that ran just before it (`after`).
  */
 async function alternate(name, variants, pairs, { resetEach = true } = {}) {
   const names = Object.keys(variants);
   const runs = Object.fromEntries(names.map((k) => [k, []]));
+  let previous = null;
   for (let r = 0; r <= pairs; r++) {
-    const order = names.map((_, i) => names[(i + r) % names.length]);
+    const order = williamsRow(names.length, r).map((i) => names[i]);
     for (const k of order) {
       if (resetEach) await reset();
-      const res = await variants[k]();
+      const res = { ...(await variants[k]()), after: previous };
+      previous = k;
       if (r > 0) runs[k].push(res);
       process.stderr.write(`  ${name} ${r === 0 ? 'warm-up' : `round ${r}/${pairs}`} ${k}: ${res.ms.toFixed(1)}\n`);
     }
