@@ -13,7 +13,17 @@ const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
-const r = JSON.parse(fs.readFileSync(file, 'utf8'));
+let r;
+try {
+  r = JSON.parse(fs.readFileSync(file, 'utf8'));
+} catch (err) {
+  console.error(`carryover: ${file}: ${err.message.split('\n')[0]}`);
+  process.exit(1);
+}
+if (!r || typeof r.scenarios !== 'object') {
+  console.error(`carryover: ${file}: not an npm run bench results file (no "scenarios")`);
+  process.exit(1);
+}
 for (const [name, s] of Object.entries(r.scenarios)) {
   if ((only && name !== only) || !s.runs || s.unit !== 'ms') continue;
   console.log(`${name} (ms): median by the variant run just before`);
