@@ -7,7 +7,9 @@
 // after the kubelet, say), which turns that carry-over into a bias of one
 // variant. The rows of a Williams design put every variant behind every
 // other one equally often and in every position equally often: over n
-// rounds for an even number of variants n, over 2n for an odd n.
+// rounds for an even number of variants n, over 2n for an odd n. (Within
+// rounds: the last run of one round and the first of the next add one more
+// pair per round, which the design does not balance.)
 
 /** The variant indices (0 … n-1) in the order of round `r` (0-based, cycling through the design's rows). */
 export function williamsRow(n, r) {
