@@ -4,6 +4,7 @@
 //
 //   npm run bench -- [scenario...] [--pairs N] [--smoke] [--no-kubelet]
 //                    [--steady-seconds S] [--churn-cycles N] [--cpu-prof DIR]
+//                    [--klet-b OTHER/bin/run.js] [--variants "A,B"] [--out FILE]
 //
 // Every timed run starts from an empty runtime (checked, not assumed), and the
 // kubelet never runs at the same time as klet (it kills runtime pods it does not
@@ -20,6 +21,7 @@ import { shimPids, startManagedRuntime, stopManagedRuntime } from '../dist/lib/r
 import { BUSYBOX_IMAGE } from '../dist/lib/runtime/containerd-config.js';
 import { mountsUnder, unmountAll } from '../dist/lib/util/mounts.js';
 import { williamsRow } from './order.js';
+import { median, medianCI, verdict } from './stats.js';
 
 const repo = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const KLET = path.join(repo, 'bin/run.js');
@@ -59,7 +61,11 @@ function parseArgs(argv) {
       if (!fs.existsSync(o.kletB)) fail(`--klet-b ${o.kletB}: no such file`);
     }
     else if (flag === '--out') o.out = path.resolve(value() ?? fail('--out: needs a file name'));
-    else if (flag.startsWith('-')) fail(`unknown option ${a} (options: --pairs N --smoke --no-kubelet --steady-seconds S --churn-cycles N --exit-pods N --cpu-prof DIR --klet-node-flags FLAGS --klet-b BIN --out FILE)`);
+    else if (flag === '--variants') {
+      o.variants = (value() ?? '').split(',').map((x) => x.trim()).filter(Boolean);
+      if (!o.variants.length) fail('--variants: needs a comma-separated list of variant names, e.g. "klet runonce,floor"');
+    }
+    else if (flag.startsWith('-')) fail(`unknown option ${a} (options: --pairs N --smoke --no-kubelet --steady-seconds S --churn-cycles N --exit-pods N --cpu-prof DIR --klet-node-flags FLAGS --klet-b BIN --variants LIST --out FILE)`);
     else if (ALL.includes(a) || /^(startup|steady|probes|teardown|api-start)-[1-9]\d*$/.test(a)) o.scenarios.push(a); // other sizes: for debugging
     else fail(`unknown scenario ${JSON.stringify(a)} (scenarios: ${ALL.join(', ')})`);
   }
@@ -81,11 +87,6 @@ const opts = parseArgs(process.argv.slice(2));
 // ------------------------------------------------------------------ helpers
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const now = () => Number(process.hrtime.bigint()) / 1e6;
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length === 0 ? NaN : s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 const pct = (xs, p) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length === 0 ? NaN : s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
@@ -681,7 +682,8 @@ function coldStartVariants() {
  * Every run starts from an empty runtime; each result records the variant
  * that ran just before it (`after`).
  */
-async function alternate(name, variants, pairs, { resetEach = true } = {}) {
+async function alternate(name, allVariants, pairs, { resetEach = true } = {}) {
+  const variants = onlyVariants(name, allVariants);
   const names = Object.keys(variants);
   const runs = Object.fromEntries(names.map((k) => [k, []]));
   let previous = null;
@@ -698,6 +700,13 @@ async function alternate(name, variants, pairs, { resetEach = true } = {}) {
   if (resetEach) await reset();
   return runs;
 }
+/** The variants --variants keeps (all without it); a name the scenario does not have is an error naming it and the scenario's variants. */
+function onlyVariants(name, variants) {
+  if (!opts.variants) return variants;
+  const unknown = opts.variants.filter((v) => !(v in variants));
+  if (unknown.length) throw new Error(`--variants: ${unknown.map((v) => JSON.stringify(v)).join(', ')} is not a variant of ${name} (variants: ${Object.keys(variants).join(', ')})`);
+  return Object.fromEntries(Object.entries(variants).filter(([k]) => opts.variants.includes(k)));
+}
 function summarize(runs, key = 'ms') {
   const xs = runs.map((x) => x[key]).filter((x) => Number.isFinite(x));
   return { median: round(median(xs)), min: round(Math.min(...xs)), max: round(Math.max(...xs)), n: xs.length };
@@ -705,7 +714,37 @@ function summarize(runs, key = 'ms') {
 function ratios(runs, a, b, key = 'ms') {
   if (!runs[a] || !runs[b]) return null;
   const rs = runs[a].map((x, i) => x[key] / runs[b][i][key]).filter((x) => Number.isFinite(x));
-  return { klet: a, peer: b, key, median: round(median(rs), 2), min: round(Math.min(...rs), 2), max: round(Math.max(...rs), 2), pairs: rs.map((x) => round(x, 2)) };
+  const ci = medianCI(rs);
+  return {
+    klet: a,
+    peer: b,
+    key,
+    median: round(median(rs), 2),
+    ...(ci ? { ci95: ci.map((x) => round(x, 3)) } : {}),
+    min: round(Math.min(...rs), 2),
+    max: round(Math.max(...rs), 2),
+    pairs: rs.map((x) => round(x, 2)),
+  };
+}
+
+/**
+ * Issue 14's budgets: klet / peer ≤ limit, for the median of the pairs. A
+ * scenario's ratio that has one gets `budget` and a `verdict` from its 95 %
+ * interval (bench/stats.js): met, missed, or undecided at this many pairs.
+ */
+const BUDGETS = [
+  { scenario: 'startup-30', klet: 'klet runonce', peer: 'floor', key: 'ms', limit: 1.1 },
+  { scenario: 'startup-30', klet: 'klet runonce', peer: 'kubelet (cold)', key: 'ms', limit: 0.8 },
+  { scenario: 'steady-110', klet: 'klet sync', peer: 'kubelet', key: 'cpuPct', limit: 0.5 },
+  { scenario: 'steady-110', klet: 'klet sync', peer: 'kubelet', key: 'rssMB', limit: 1 },
+  { scenario: 'exit-to-restart', klet: 'klet sync', peer: 'kubelet', key: 'p99', limit: 1 },
+  { scenario: 'teardown-30', klet: 'klet delete --all', peer: 'floor', key: 'ms', limit: 1.1 },
+];
+function withBudgets(scenario, ratiosOfScenario) {
+  return ratiosOfScenario.map((q) => {
+    const b = BUDGETS.find((x) => x.scenario === scenario && x.klet === q.klet && x.peer === q.peer && x.key === q.key);
+    return b ? { ...q, budget: b.limit, verdict: verdict(q.ci95, b.limit) } : q;
+  });
 }
 
 // ------------------------------------------------------------ api-start-N
@@ -1021,7 +1060,9 @@ function printTable(res) {
       else for (const [kk, vv] of Object.entries(v)) lines.push(`  ${`${k} ${kk}`.padEnd(32)} ${fmt(vv) || JSON.stringify(vv)}`);
     }
     for (const q of r.ratios ?? []) {
-      lines.push(`  ratio ${`${q.klet} / ${q.peer}${q.key !== 'ms' ? ` [${q.key}]` : ''}`.padEnd(60)} median ${q.median}×${q.pairs.length ? `  min ${q.min}  max ${q.max}  pairs ${q.pairs.join(' ')}` : ''}`);
+      const ci = q.ci95 ? `  95% ${q.ci95[0]}–${q.ci95[1]}` : '';
+      const budget = q.budget !== undefined ? `  budget ≤ ${q.budget}×: ${q.verdict ?? 'no interval'}` : '';
+      lines.push(`  ratio ${`${q.klet} / ${q.peer}${q.key !== 'ms' ? ` [${q.key}]` : ''}`.padEnd(60)} median ${q.median}×${ci}${budget}${q.pairs.length ? `  min ${q.min}  max ${q.max}  pairs ${q.pairs.join(' ')}` : ''}`);
     }
     if (r.leaks) for (const [k, v] of Object.entries(r.leaks)) lines.push(`  leaks after ${k}: ${JSON.stringify(v)}${r.rssGrowthMB !== undefined ? `; RSS growth ${r.rssGrowthMB} MB` : ''}`);
   }
@@ -1090,7 +1131,8 @@ try {
     const t0 = now();
     settles.length = 0;
     try {
-      results.scenarios[s] = { ...(await runScenario(s)), loadBefore };
+      const r = await runScenario(s);
+      results.scenarios[s] = { ...r, ...(r.ratios ? { ratios: withBudgets(s, r.ratios) } : {}), loadBefore };
     } catch (err) {
       status = 1;
       results.scenarios[s] = { error: err.message, loadBefore };

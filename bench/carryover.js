@@ -3,16 +3,13 @@
 //   node bench/carryover.js bench/results/FILE.json [SCENARIO]
 // Shows whether a run pays for its predecessor (bench/README.md, Method).
 import fs from 'node:fs';
+import { median } from './stats.js';
 
 const [file, only] = process.argv.slice(2);
 if (!file) {
   console.error('usage: node bench/carryover.js RESULTS.json [SCENARIO]');
   process.exit(1);
 }
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 let r;
 try {
   r = JSON.parse(fs.readFileSync(file, 'utf8'));

@@ -1,7 +1,8 @@
 // Markdown tables from `npm run bench` results, for bench/README.md:
 //   node bench/table.js bench/results/A.json [B.json ...]
 // One row per variant (median, min, max) and per klet/peer ratio (pair by
-// pair: median, min, max), with each scenario's load average.
+// pair: median with its 95 % bootstrap interval when the results have one,
+// min, max, and the budget's verdict), with each scenario's load average.
 import fs from 'node:fs';
 
 const files = process.argv.slice(2);
@@ -28,7 +29,9 @@ for (const file of files) {
     }
     for (const q of s.ratios ?? []) {
       const key = q.key === 'ms' ? '' : ` [${q.key}]`;
-      out.push(`| ${name} | **${q.klet} / ${q.peer}${key}** | **${q.median}×** | ${q.min ?? ''} | ${q.max ?? ''} | ${q.pairs.length || ''} | ${load} |`);
+      const ci = q.ci95 ? ` (95 %: ${q.ci95[0]}–${q.ci95[1]})` : '';
+      const budget = q.budget !== undefined ? `; budget ≤ ${q.budget}×: ${q.verdict ?? 'no interval'}` : '';
+      out.push(`| ${name} | **${q.klet} / ${q.peer}${key}** | **${q.median}×**${ci}${budget} | ${q.min ?? ''} | ${q.max ?? ''} | ${q.pairs.length || ''} | ${load} |`);
     }
     if (s.leaks) for (const [k, v] of Object.entries(s.leaks)) out.push(`| ${name} | leaks after ${k} | ${Object.entries(v).map(([a, b]) => `${a} ${b}`).join(', ')} | | | | ${load} |`);
     if (s.rssGrowthMB !== undefined) out.push(`| ${name} | klet sync RSS growth over the cycles (MB) | ${s.rssGrowthMB} | | | | ${load} |`);

@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+// @ts-expect-error -- plain JS module of the benchmark harness, no types
+import { median, medianCI, prng, verdict } from '../../bench/stats.js';
+
+const med = median as (xs: number[]) => number;
+const ci = medianCI as (xs: number[], o?: { level?: number; reps?: number; seed?: number }) => [number, number] | null;
+const judge = verdict as (ci: [number, number] | null, limit: number) => string | null;
+
+describe('bench statistics', () => {
+  it('median of odd, even and empty lists', () => {
+    expect(med([3, 1, 2])).toBe(2);
+    expect(med([4, 1, 3, 2])).toBe(2.5);
+    expect(med([])).toBeNaN();
+  });
+
+  it('the seeded generator repeats its sequence and stays in [0, 1)', () => {
+    const a = prng(7);
+    const b = prng(7);
+    const xs = Array.from({ length: 1000 }, () => a());
+    expect(Array.from({ length: 1000 }, () => b())).toEqual(xs);
+    expect(Math.min(...xs)).toBeGreaterThanOrEqual(0);
+    expect(Math.max(...xs)).toBeLessThan(1);
+    expect(prng(8)()).not.toBe(prng(7)());
+  });
+
+  it('the interval holds the median, is the same for the same input, and narrows with more pairs', () => {
+    const r = prng(3);
+    const pairs = (n: number) => Array.from({ length: n }, () => 1.1 + (r() - 0.5) * 0.4);
+    const small = pairs(10);
+    const big = pairs(200);
+    const a = ci(small)!;
+    expect(a[0]).toBeLessThanOrEqual(med(small));
+    expect(a[1]).toBeGreaterThanOrEqual(med(small));
+    expect(ci(small)).toEqual(a);
+    const b = ci(big)!;
+    expect(b[1] - b[0]).toBeLessThan((a[1] - a[0]) / 2);
+    expect(b[0]).toBeLessThan(1.1);
+    expect(b[1]).toBeGreaterThan(1.1);
+  });
+
+  it('no interval from fewer than 3 values; one value repeated gives a point', () => {
+    expect(ci([1.2, 1.3])).toBeNull();
+    expect(ci([1.2, 1.2, 1.2])).toEqual([1.2, 1.2]);
+    expect(() => ci([1, 2, 3], { level: 1 })).toThrow(/level/);
+  });
+
+  it('verdicts: met when the whole interval is at or under the limit, missed when all over, else undecided', () => {
+    expect(judge([1.02, 1.1], 1.1)).toBe('met');
+    expect(judge([1.11, 1.2], 1.1)).toBe('missed');
+    expect(judge([1.09, 1.2], 1.1)).toBe('undecided');
+    expect(judge(null, 1.1)).toBeNull();
+  });
+});
