@@ -415,14 +415,28 @@ async function startContainer(
  * One sync of one pod: read the runtime's state, plan, execute. Returns the
  * plan and the runtime state it was computed from (before execution).
  */
-export async function syncPod(ctx: SyncContext, pod: V1Pod, opts: { startTime?: number } = {}): Promise<SyncPodResult> {
+export async function syncPod(
+  ctx: SyncContext,
+  pod: V1Pod,
+  opts: {
+    startTime?: number;
+    /**
+     * The pod's runtime status, when the caller has just read it (runonce
+     * reads every pod's with one list of each kind, instead of two filtered
+     * lists per pod); read here otherwise.
+     */
+    status?: RuntimePodStatus;
+  } = {},
+): Promise<SyncPodResult> {
   const md = pod.metadata ?? {};
   const uid = md.uid ?? '';
-  const status = await getRuntimePodStatus(
-    ctx.cri,
-    { uid, name: md.name ?? '', namespace: md.namespace ?? 'default' },
-    { signal: ctx.signal, owner: instanceSelector(ctx) },
-  );
+  const status =
+    opts.status ??
+    (await getRuntimePodStatus(
+      ctx.cri,
+      { uid, name: md.name ?? '', namespace: md.namespace ?? 'default' },
+      { signal: ctx.signal, owner: instanceSelector(ctx) },
+    ));
   const failures: SyncPodResult['failures'] = [];
   const state = await readSyncState(ctx.rootDir, uid);
   const idle = { killPod: false, createSandbox: false, sandboxId: null, attempt: 0, initContainersToStart: [], containersToStart: [], containersToKill: [] };

@@ -9,6 +9,7 @@ import { errorMessage } from '../errors.js';
 import { restartPolicy } from '../kuberuntime/actions.js';
 import type { PodRecord } from '../kuberuntime/poddir.js';
 import { CREATE_POD_SANDBOX_ERROR, syncPod, type SyncContext } from '../kuberuntime/sync-pod.js';
+import type { RuntimePodStatus } from '../kuberuntime/runtime-status.js';
 import type { PodPhase } from '../status/pod-status.js';
 import { podWithStatus } from '../status/pods.js';
 import { hostIPs } from '../node/addresses.js';
@@ -122,7 +123,13 @@ export async function syncUntil(
   ctx: SyncContext,
   rec: PodRecord,
   goal: WaitGoal,
-  opts: { timeoutMs: number; pollMs?: number; onStatus?: (pod: V1Pod) => void },
+  opts: {
+    timeoutMs: number;
+    pollMs?: number;
+    onStatus?: (pod: V1Pod) => void;
+    /** The pod's runtime status read by the caller just before (runonce reads all pods' at once): the first sync uses it. */
+    initialStatus?: RuntimePodStatus;
+  },
 ): Promise<PodOutcome> {
   const startedAt = Date.now();
   const deadline = startedAt + opts.timeoutMs;
@@ -141,6 +148,7 @@ export async function syncUntil(
     finishedAt: Date.now(),
   });
   let current: V1Pod;
+  let initialStatus = opts.initialStatus;
   try {
     for (;;) {
       ctx.signal?.throwIfAborted();
@@ -149,7 +157,8 @@ export async function syncUntil(
       if (failedStartup !== null) {
         return done(await podWithStatus(ctx, rec), { ok: false, problem: failedStartup, reason: 'StartupProbeFailed', message: failedStartup });
       }
-      const res = await syncPod(pctx, rec.pod);
+      const res = await syncPod(pctx, rec.pod, { status: initialStatus });
+      initialStatus = undefined;
       // A one-shot command does not wait out mount retries: the volume problem is the answer.
       if (res.mountFailed !== undefined) {
         current = await podWithStatus(ctx, rec);
