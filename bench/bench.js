@@ -4,7 +4,7 @@
 //
 //   npm run bench -- [scenario...] [--pairs N] [--smoke] [--no-kubelet]
 //                    [--steady-seconds S] [--churn-cycles N] [--cpu-prof DIR]
-//                    [--klet-b OTHER/bin/run.js] [--variants "A,B"] [--out FILE]
+//                    [--klet-b OTHER/bin/run.js] [--calibrate] [--variants "A,B"] [--out FILE]
 //
 // Every timed run starts from an empty runtime (checked, not assumed), and the
 // kubelet never runs at the same time as klet (it kills runtime pods it does not
@@ -61,11 +61,12 @@ function parseArgs(argv) {
       if (!fs.existsSync(o.kletB)) fail(`--klet-b ${o.kletB}: no such file`);
     }
     else if (flag === '--out') o.out = path.resolve(value() ?? fail('--out: needs a file name'));
+    else if (flag === '--calibrate') o.calibrate = true;
     else if (flag === '--variants') {
       o.variants = (value() ?? '').split(',').map((x) => x.trim()).filter(Boolean);
       if (!o.variants.length) fail('--variants: needs a comma-separated list of variant names, e.g. "klet runonce,floor"');
     }
-    else if (flag.startsWith('-')) fail(`unknown option ${a} (options: --pairs N --smoke --no-kubelet --steady-seconds S --churn-cycles N --exit-pods N --cpu-prof DIR --klet-node-flags FLAGS --klet-b BIN --variants LIST --out FILE)`);
+    else if (flag.startsWith('-')) fail(`unknown option ${a} (options: --pairs N --smoke --no-kubelet --steady-seconds S --churn-cycles N --exit-pods N --cpu-prof DIR --klet-node-flags FLAGS --klet-b BIN --calibrate --variants LIST --out FILE)`);
     else if (ALL.includes(a) || /^(startup|steady|probes|teardown|api-start)-[1-9]\d*$/.test(a)) o.scenarios.push(a); // other sizes: for debugging
     else fail(`unknown scenario ${JSON.stringify(a)} (scenarios: ${ALL.join(', ')})`);
   }
@@ -400,6 +401,14 @@ async function startKletSyncWarm() {
 }
 
 // ------------------------------------------------------------ the variants
+/**
+ * --calibrate's amounts: the floor's main thread busy 220 ms before its first
+ * call (klet runonce's first sandbox request went out ~220 ms after the
+ * floor's on the reference machine, 2026-11-26), and a second thread using a
+ * quarter of a core from 0.3 to 2.7 s (~0.6 s of CPU, about klet's own CPU
+ * during a 30-pod burst beyond the floor's).
+ */
+const CALIBRATION = { busyFirstMs: 220, burn: [0.25, 300, 2700] };
 /** startup-N: each returns { ms } from process start (cold) or manifest drop (warm) to N app containers running, seen through CRI. */
 function startupVariants(n) {
   const v = {
@@ -449,6 +458,26 @@ function startupVariants(n) {
       await mustExit0(p, 'floor');
       return { ms: t1 - t0 };
     },
+    // --calibrate: what a later start and CPU beside the runtime cost the
+    // floor's end, to price klet's start-up and its CPU in the burst
+    // (bench/README.md, startup-30, eighth session). CALIBRATION holds the amounts.
+    ...(opts.calibrate
+      ? Object.fromEntries(
+          [
+            ['floor (busy first)', ['--busy-first', String(CALIBRATION.busyFirstMs)]],
+            ['floor (burn)', ['--burn', CALIBRATION.burn.join(',')]],
+          ].map(([name, extra]) => [
+            name,
+            async () => {
+              const t0 = now();
+              const p = start(NODE, [FLOOR, target.endpoint, String(n), imageId, `floor-${tag}-`, ...extra], { log: path.join(tmp, 'floor.log') });
+              const t1 = await waitFor(name, nRunning(n), { proc: p });
+              await mustExit0(p, name);
+              return { ms: t1 - t0 };
+            },
+          ]),
+        )
+      : {}),
     // The floor's calls with what the kubelet puts in them (floor.js --pod-config):
     // the runtime's share of a kubelet's pod start; klet's overhead is the rest.
     'floor (pod config)': async () => {
@@ -486,6 +515,9 @@ function startupVariants(n) {
 const startupRatios = [
   ['klet runonce', 'floor'],
   ['klet runonce', 'floor (pod config)'],
+  ['floor (busy first)', 'floor'],
+  ['floor (burn)', 'floor'],
+  ['klet runonce', 'floor (busy first)'],
   ['klet runonce (B)', 'floor'],
   ['klet runonce (B)', 'klet runonce'],
   ['klet runonce', 'kubelet (cold)'],

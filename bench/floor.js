@@ -12,12 +12,21 @@
 //     the caller removes), masked and read-only /proc paths, CPU shares and
 //     OOM score (BestEffort). The runtime's share of a kubelet's pod start, so
 //     klet's own overhead can be told from the config's cost to runc.
+//   node bench/floor.js ENDPOINT N IMAGE_ID PREFIX --busy-first MS
+//     the floor with its main thread busy for MS before its first call: what
+//     a later start costs the end (klet's first sandbox request goes out
+//     later than the floor's). `npm run bench -- --calibrate`.
+//   node bench/floor.js ENDPOINT N IMAGE_ID PREFIX --burn DUTY,FROM,TO
+//     the floor with a second thread using DUTY (0-1) of a core from FROM to
+//     TO ms after start: what CPU spent beside the runtime during the burst
+//     costs the end (klet's own CPU there). `npm run bench -- --calibrate`.
 //   node bench/floor.js teardown ENDPOINT
 //     delete every pod of that runtime: StopContainer (30 s grace, as
 //     terminationGracePeriodSeconds) + StopPodSandbox + RemovePodSandbox,
 //     all pods at once.
 import fs from 'node:fs';
 import path from 'node:path';
+import { Worker } from 'node:worker_threads';
 import { CriClient } from '../dist/lib/cri/client.js';
 // klet's own lists of the kubelet's defaults (not written twice); loading them adds ~4 ms to the floor's start.
 import { DEFAULT_MASKED_PATHS, DEFAULT_READONLY_PATHS } from '../dist/lib/kuberuntime/config.js';
@@ -38,6 +47,25 @@ if (args[0] === 'teardown') {
 } else {
   const [endpoint, nText, imageId, prefix = 'floor-'] = args;
   const podConfig = args.includes('--pod-config');
+  const option = (name) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
+  const burn = option('--burn');
+  if (burn !== undefined) {
+    const [duty, from, to] = burn.split(',').map(Number);
+    if (!(duty > 0 && duty < 1) || !(from >= 0) || !(to > from)) throw new Error(`--burn ${burn}: expected DUTY,FROM,TO with 0 < DUTY < 1 and FROM < TO (ms)`);
+    // A busy slice of 20·DUTY ms in every 20 ms, on its own thread (the floor's calls are not delayed).
+    const code = `const { workerData: { duty, from, to, t0 } } = require('node:worker_threads');
+const now = () => performance.timeOrigin + performance.now();
+const pause = (ms) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+while (now() < t0 + from) pause(5);
+while (now() < t0 + to) { const s = now(); while (now() - s < 20 * duty); pause(20 * (1 - duty)); }`;
+    new Worker(code, { eval: true, workerData: { duty, from, to, t0: performance.timeOrigin } }).unref();
+  }
+  const busy = option('--busy-first');
+  if (busy !== undefined) {
+    const ms = Number(busy);
+    if (!(ms >= 0)) throw new Error(`--busy-first ${busy}: expected milliseconds`);
+    for (const t = performance.now(); performance.now() - t < ms; );
+  }
   const n = Number(nText);
   const cri = CriClient.connect(endpoint);
   // What the kubelet sets for a BestEffort pod with a default security context (klet sends the same).
