@@ -32,6 +32,11 @@ import { CriClient } from '../dist/lib/cri/client.js';
 import { DEFAULT_MASKED_PATHS, DEFAULT_READONLY_PATHS } from '../dist/lib/kuberuntime/config.js';
 
 const args = process.argv.slice(2);
+/** A bad option: one line naming it, exit 2. */
+function usage(msg) {
+  process.stderr.write(`floor: ${msg}\n`);
+  process.exit(2);
+}
 if (args[0] === 'teardown') {
   const cri = CriClient.connect(args[1]);
   const { items } = await cri.listPodSandbox({});
@@ -47,11 +52,15 @@ if (args[0] === 'teardown') {
 } else {
   const [endpoint, nText, imageId, prefix = 'floor-'] = args;
   const podConfig = args.includes('--pod-config');
-  const option = (name) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
+  const option = (name) => {
+    if (!args.includes(name)) return undefined;
+    const v = args[args.indexOf(name) + 1];
+    return v === undefined || v.startsWith('--') ? usage(`${name}: needs a value`) : v;
+  };
   const burn = option('--burn');
   if (burn !== undefined) {
     const [duty, from, to] = burn.split(',').map(Number);
-    if (!(duty > 0 && duty < 1) || !(from >= 0) || !(to > from)) throw new Error(`--burn ${burn}: expected DUTY,FROM,TO with 0 < DUTY < 1 and FROM < TO (ms)`);
+    if (!(duty > 0 && duty < 1) || !(from >= 0) || !(to > from)) usage(`--burn ${burn}: expected DUTY,FROM,TO with 0 < DUTY < 1 and FROM < TO (ms)`);
     // A busy slice of 20·DUTY ms in every 20 ms, on its own thread (the floor's calls are not delayed).
     const code = `const { workerData: { duty, from, to, t0 } } = require('node:worker_threads');
 const now = () => performance.timeOrigin + performance.now();
@@ -63,7 +72,7 @@ while (now() < t0 + to) { const s = now(); while (now() - s < 20 * duty); pause(
   const busy = option('--busy-first');
   if (busy !== undefined) {
     const ms = Number(busy);
-    if (!(ms >= 0)) throw new Error(`--busy-first ${busy}: expected milliseconds`);
+    if (!(ms >= 0)) usage(`--busy-first ${busy}: expected milliseconds`);
     for (const t = performance.now(); performance.now() - t < ms; );
   }
   const n = Number(nText);
