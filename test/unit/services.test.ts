@@ -172,6 +172,24 @@ describe('runOnce', () => {
     }
   });
 
+  it('only invalid manifests: the runtime is never asked (the command layer would start a managed one for it)', async () => {
+    const dir = path.join(tmp, 'manifests');
+    manifest(dir, 'a.yaml', 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\nspec:\n  containers: []\n');
+    const calls: string[] = [];
+    const client = fake.client();
+    const cri = new Proxy(client, {
+      get: (target, method: string) => {
+        const v = (target as unknown as Record<string, unknown>)[method];
+        return typeof v === 'function' ? (...args: unknown[]) => (calls.push(method), (v as (...a: unknown[]) => unknown).apply(target, args)) : v;
+      },
+    });
+    const { report, exitCode } = await runOnce({ manifestDir: dir, waitReady: false, timeoutMs: 10_000, cleanup: false }, deps({ cri }));
+    expect(exitCode).toBe(1);
+    expect(report.pods).toEqual([]);
+    expect(report.invalid).toHaveLength(1);
+    expect(calls).toEqual([]);
+  });
+
   it('an edited manifest: the pod with the new UID replaces the old one of the same name', async () => {
     const dir = path.join(tmp, 'manifests');
     manifest(dir, 'etcd.yaml', pod('etcd', 'sleep 3600'));

@@ -158,15 +158,18 @@ export async function runOnce(opts: RunOnceOptions, deps: ServiceDeps): Promise<
   // the runtime cannot be listed, every pod fails in its own row with that
   // error where its own list would have failed (after its admission), as
   // before, without waiting out the runtime's deadline a second time.
-  // (The two reads are independent: both in flight at once.)
+  // (The two reads are independent: both in flight at once. With no pod to
+  // start, the runtime is not contacted: nothing is started for bad input.)
   let listError: unknown;
   const [records, initial] = await Promise.all([
     listPodRecords(ctx.rootDir),
-    getRuntimePodStatuses(ctx.cri, runnable.map((p) => podIdentity(p.pod)), { signal: ctx.signal, owner: instanceSelector(ctx) }).catch((err: unknown) => {
-      if (deps.signal.aborted) throw err;
-      listError = err;
-      return new Map<string, RuntimePodStatus>();
-    }),
+    runnable.length === 0
+      ? new Map<string, RuntimePodStatus>()
+      : getRuntimePodStatuses(ctx.cri, runnable.map((p) => podIdentity(p.pod)), { signal: ctx.signal, owner: instanceSelector(ctx) }).catch((err: unknown) => {
+          if (deps.signal.aborted) throw err;
+          listError = err;
+          return new Map<string, RuntimePodStatus>();
+        }),
   ]);
   const started = await Promise.all(
     runnable.map(async (p) => {
