@@ -73,6 +73,13 @@ flags=(--root-dir "$root" --container-runtime-endpoint "unix://$root/containerd.
 bare "$klet" runtime start "${flags[@]}"
 mkdir -p "$tmp/manifests"
 cp "$repo/examples/job.yaml" "$tmp/manifests/"
-bare "$klet" runonce --manifest-dir "$tmp/manifests" "${flags[@]}"
+# --cleanup: the pod and its log dir under /var/log/pods go with the run (checked), so CI leaves nothing there.
+logs_before="$(ls /var/log/pods 2>/dev/null | grep -c '_job-smoke_' || true)"
+bare "$klet" runonce --cleanup --manifest-dir "$tmp/manifests" "${flags[@]}"
+logs_after="$(ls /var/log/pods 2>/dev/null | grep -c '_job-smoke_' || true)"
+if [ "$logs_after" != "$logs_before" ]; then
+  echo "smoke-install: runonce --cleanup left its pod's log dir in /var/log/pods ($logs_before -> $logs_after)" >&2
+  exit 1
+fi
 bare "$klet" runtime stop "${flags[@]}"
 say "smoke-install: OK"
