@@ -43,7 +43,12 @@ function describe(e: PodEvent): string | null {
  */
 export class PlainProgress implements Progress {
   private readonly last = new Map<string, string>();
-  constructor(private readonly write: (line: string) => void = (l) => process.stderr.write(l + '\n')) {}
+  private readonly stderr: BatchedLines | undefined;
+  private readonly write: (line: string) => void;
+  constructor(write?: (line: string) => void) {
+    if (write === undefined) this.stderr = new BatchedLines((text) => process.stderr.write(text));
+    this.write = write ?? ((l) => this.stderr?.push(l));
+  }
   event(e: KletEventBody): void {
     switch (e.kind) {
       case 'PodWaitStarted':
@@ -69,7 +74,40 @@ export class PlainProgress implements Progress {
         return;
     }
   }
-  async close(): Promise<void> {}
+  async close(): Promise<void> {
+    this.stderr?.close();
+  }
+}
+
+/**
+ * Lines written together, once per turn of the event loop: 30 pods starting
+ * at once print ~120 lines within a few seconds, and every write to stderr
+ * is a system call (synchronous for files and pipes). close() writes what
+ * is left; so does the process's exit, if it comes first.
+ */
+export class BatchedLines {
+  private pending: string[] = [];
+  private scheduled = false;
+  constructor(private readonly out: (text: string) => void) {
+    process.once('exit', this.flush);
+  }
+  push(line: string): void {
+    this.pending.push(line);
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(this.flush);
+  }
+  close(): void {
+    this.flush();
+    process.off('exit', this.flush);
+  }
+  private readonly flush = (): void => {
+    this.scheduled = false;
+    if (this.pending.length === 0) return;
+    const text = this.pending.join('\n') + '\n';
+    this.pending = [];
+    this.out(text);
+  };
 }
 
 /** Nothing but source errors (-o json without a TTY, tests). */

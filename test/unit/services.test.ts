@@ -19,7 +19,7 @@ import { podStatus } from '../../src/lib/services/pod-status.js';
 import { formatRunOnceReport, runOnce, runOnceExitCode } from '../../src/lib/services/run-once.js';
 import { runPod } from '../../src/lib/services/run-pod.js';
 import { blocker, goalFor, podExitCode } from '../../src/lib/services/wait.js';
-import { PlainProgress } from '../../src/ui/progress.js';
+import { BatchedLines, PlainProgress } from '../../src/ui/progress.js';
 import { formatTable } from '../../src/lib/util/table.js';
 import { FakeCri } from '../helpers/fake-cri.js';
 
@@ -321,5 +321,20 @@ describe('progress', () => {
       'pod default/p: container c: ErrImagePull: failed to pull image "x"',
       'pod default/p: container c: ImagePullBackOff: Back-off pulling image "x"',
     ]);
+  });
+
+  it('stderr lines of one turn of the event loop go out in one write, in order; close() writes the rest', async () => {
+    const writes: string[] = [];
+    const out = new BatchedLines((t) => writes.push(t));
+    out.push('pod a: syncing');
+    out.push('pod b: syncing');
+    expect(writes).toEqual([]);
+    await new Promise((r) => setImmediate(r));
+    expect(writes).toEqual(['pod a: syncing\npod b: syncing\n']);
+    out.push('pod a: Running');
+    out.close();
+    expect(writes).toEqual(['pod a: syncing\npod b: syncing\n', 'pod a: Running\n']);
+    await new Promise((r) => setImmediate(r));
+    expect(writes).toHaveLength(2);
   });
 });

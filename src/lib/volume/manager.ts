@@ -156,6 +156,8 @@ export class VolumeManager implements PodVolumes {
   private timer: NodeJS.Timeout | undefined;
   private pendingResync: NodeJS.Timeout | undefined;
   private readonly nodeMemory: number;
+  /** Read on first use, then kept (os.cpus() reads a few /proc and /sys files each time). */
+  private nodeCpuMillis: number | undefined;
 
   constructor(private readonly opts: VolumeManagerOptions) {
     this.nodeMemory = opts.nodeMemoryBytes ?? os.totalmem();
@@ -226,7 +228,7 @@ export class VolumeManager implements PodVolumes {
       hostIPs: hostIPs(),
       nodeName: this.opts.nodeName,
       objects: { configMaps: [], secrets: [] },
-      nodeAllocatable: { cpuMillis: os.cpus().length * 1000, memoryBytes: this.nodeMemory, ephemeralStorageBytes: 0 },
+      nodeAllocatable: { cpuMillis: (this.nodeCpuMillis ??= os.cpus().length * 1000), memoryBytes: this.nodeMemory, ephemeralStorageBytes: 0 },
     };
   }
 
