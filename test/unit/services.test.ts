@@ -4,6 +4,7 @@
  * runs themselves (reports, replacement of edited pods, fresh --rm runs,
  * per-pod runtime failures, interruption).
  */
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -336,5 +337,17 @@ describe('progress', () => {
     expect(writes).toEqual(['pod a: syncing\npod b: syncing\n', 'pod a: Running\n']);
     await new Promise((r) => setImmediate(r));
     expect(writes).toHaveLength(2);
+  });
+
+  it('a process that exits before the next turn of the event loop still prints its last progress lines', () => {
+    // runonce's exit paths call process.exit() (oclif's this.exit): the line of the same turn must not be lost.
+    const script = `import { PlainProgress } from ${JSON.stringify(path.resolve('src/ui/progress.ts'))};
+const p = new PlainProgress();
+p.event({ kind: 'PodWaitStarted', pod: 'default/web', uid: 'u', goal: 'running', initContainers: [], containers: ['c'] });
+p.event({ kind: 'PodWaitDone', pod: 'default/web', uid: 'u', ok: false, summary: 'pod failed (exit code 3)' });
+process.exit(3);`;
+    const res = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8' });
+    expect(res.status).toBe(3);
+    expect(res.stderr).toBe('pod default/web: syncing\npod default/web: FAILED: pod failed (exit code 3)\n');
   });
 });

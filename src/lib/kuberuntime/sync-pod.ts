@@ -5,7 +5,6 @@
  * waiting reasons in the pod's sync state, which status generation reads.
  */
 import fsp from 'node:fs/promises';
-import os from 'node:os';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { CriClient } from '../cri/client.js';
 import type { DeepPartial, PodSandboxConfig } from '../cri/gen/api.js';
@@ -33,6 +32,7 @@ import {
 } from './poddir.js';
 import { findContainerStatus, getRuntimePodStatus, type RuntimePodStatus } from './runtime-status.js';
 import { hostIPs } from '../node/addresses.js';
+import { nodeCapacity } from '../node/machine.js';
 import { formatDuration } from '../util/duration.js';
 import { runHandler } from './hooks.js';
 import { POD_UID_LABEL, instanceSelector, kletInstance } from './labels.js';
@@ -58,11 +58,7 @@ export class NodeCache {
   private ips: { at: number; value: string[] } | undefined;
   private machine: { cpuMillis: number; memoryBytes: number } | undefined;
 
-  /**
-   * The node's CPUs (as millicores) and memory, read once: the kubelet reads
-   * its machine info once at start too. (os.cpus() reads /proc/stat,
-   * /proc/cpuinfo and every CPU's cpufreq: ~0.3 ms per container start.)
-   */
+  /** The node's CPUs (as millicores) and memory, read once: the kubelet reads its machine info once at start too. */
   capacity(): { cpuMillis: number; memoryBytes: number } {
     this.machine ??= nodeCapacity();
     return this.machine;
@@ -74,11 +70,6 @@ export class NodeCache {
     if (this.ips === undefined || now - this.ips.at >= ttlMs) this.ips = { at: now, value: hostIPs() };
     return this.ips.value;
   }
-}
-
-/** The node's CPUs (millicores) and memory, as the kubelet's node capacity counts them. */
-export function nodeCapacity(): { cpuMillis: number; memoryBytes: number } {
-  return { cpuMillis: os.cpus().length * 1000, memoryBytes: os.totalmem() };
 }
 
 /** The node's addresses, through the context's cache when it has one. */

@@ -73,6 +73,16 @@ async function readHugepages(): Promise<Record<string, number>> {
   return out;
 }
 
+/**
+ * The node's CPUs (as millicores) and memory, as the kubelet's node capacity
+ * counts them (the downward API's limits default to these). Callers that
+ * need them per container keep the answer (NodeCache.capacity()):
+ * os.cpus() reads /proc/stat, /proc/cpuinfo and every CPU's cpufreq.
+ */
+export function nodeCapacity(): { cpuMillis: number; memoryBytes: number } {
+  return { cpuMillis: os.cpus().length * 1000, memoryBytes: os.totalmem() };
+}
+
 export async function readMachineFacts(rootDir: string): Promise<MachineFacts> {
   const meminfo = await readTrim('/proc/meminfo');
   const st = await fs.statfs(rootDir);

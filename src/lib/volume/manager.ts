@@ -26,6 +26,7 @@ import type { EnvContext } from '../kuberuntime/env.js';
 import { podDir } from '../kuberuntime/poddir.js';
 import { log } from '../log.js';
 import { hostIPs } from '../node/addresses.js';
+import { nodeCapacity } from '../node/machine.js';
 import { parseQuantity } from '../pod/quantity.js';
 import { mountTmpfs, mountsUnder, unmountAll } from '../util/mounts.js';
 import { DATA_DIR_NAME, type Payload, writePayload } from './atomic-writer.js';
@@ -156,7 +157,7 @@ export class VolumeManager implements PodVolumes {
   private timer: NodeJS.Timeout | undefined;
   private pendingResync: NodeJS.Timeout | undefined;
   private readonly nodeMemory: number;
-  /** Read on first use, then kept (os.cpus() reads a few /proc and /sys files each time). */
+  /** Read on first use, then kept (nodeCapacity() reads a few /proc and /sys files each time). */
   private nodeCpuMillis: number | undefined;
 
   constructor(private readonly opts: VolumeManagerOptions) {
@@ -228,7 +229,7 @@ export class VolumeManager implements PodVolumes {
       hostIPs: hostIPs(),
       nodeName: this.opts.nodeName,
       objects: { configMaps: [], secrets: [] },
-      nodeAllocatable: { cpuMillis: (this.nodeCpuMillis ??= os.cpus().length * 1000), memoryBytes: this.nodeMemory, ephemeralStorageBytes: 0 },
+      nodeAllocatable: { cpuMillis: (this.nodeCpuMillis ??= nodeCapacity().cpuMillis), memoryBytes: this.nodeMemory, ephemeralStorageBytes: 0 },
     };
   }
 
