@@ -113,5 +113,18 @@ if (longRunning && process.env.MALLOC_ARENA_MAX === undefined && typeof process.
   });
 }
 
-const { execute } = await import('@oclif/core/execute');
-await execute({ dir: import.meta.url, args: moveLeadingGlobalFlags(argv) });
+// `klet runonce` with well-formed flags runs without oclif (src/cli/runonce-entry.ts):
+// a one-shot command on a node being provisioned, where oclif's Config and
+// command loader were ~5 % of a 30-pod run. Anything that entry does not
+// take (--help, bad input) goes to oclif, whose messages users see.
+// KLET_ENTRY=oclif sends every command to oclif (tests compare the two; bench A/B).
+const args = moveLeadingGlobalFlags(argv);
+let done = false;
+if (args[0] === 'runonce' && process.env.KLET_ENTRY !== 'oclif') {
+  const { runOnceEntry } = await import('../dist/cli/runonce-entry.js');
+  done = await runOnceEntry(args.slice(1), process.env);
+}
+if (!done) {
+  const { execute } = await import('@oclif/core/execute');
+  await execute({ dir: import.meta.url, args });
+}

@@ -5,19 +5,18 @@
  * --log-level debug.
  */
 import { Command, Flags, Interfaces } from '@oclif/core';
-import os from 'node:os';
-import { KletError, errorMessage, InterruptedError } from './lib/errors.js';
-import { LOG_LEVELS, type LogLevel, logLevel, setLogLevel } from './lib/log.js';
+import { LOG_LEVELS, type LogLevel, setLogLevel } from './lib/log.js';
 import { durationFlag } from './flags.js';
 import { jsonReplacer } from './lib/util/json.js';
+import { DEFAULT_ROOT_DIR, nodeNameOf } from './cli/defaults.js';
+import { Interrupt } from './cli/interrupt.js';
+import { reportFailure } from './cli/failure.js';
+import { type OutputFormat, printObject, interactiveStderr } from './cli/output.js';
+import { RuntimeSession } from './cli/runtime-session.js';
 
-export { jsonReplacer };
-
-export const DEFAULT_ROOT_DIR = '/var/lib/klet';
+export { jsonReplacer, DEFAULT_ROOT_DIR, type OutputFormat };
 export { DEFAULT_RUNTIME_ENDPOINT as DEFAULT_ENDPOINT } from './lib/cri/endpoint.js';
 import { DEFAULT_RUNTIME_ENDPOINT as DEFAULT_ENDPOINT } from './lib/cri/endpoint.js';
-
-export type OutputFormat = 'table' | 'json' | 'yaml';
 
 export type BaseFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof BaseCommand)['baseFlags'] & T['flags']>;
 
@@ -57,15 +56,11 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   /** Output format: set by commands that declare the `output` flag. */
   protected output: OutputFormat = 'table';
 
-  private interruptController: AbortController | undefined;
+  private readonly interrupt = new Interrupt();
   /** The signal that interrupted this run (SIGINT, SIGTERM), once one did. */
-  protected interruptedBy: NodeJS.Signals | undefined;
-  private readonly onSignal = (sig: NodeJS.Signals): void => {
-    // A second Ctrl-C does not wait for anything.
-    if (this.interruptedBy !== undefined) process.exit(128 + (os.constants.signals[sig] ?? 2));
-    this.interruptedBy = sig;
-    this.interruptController?.abort(new InterruptedError(sig));
-  };
+  protected get interruptedBy(): NodeJS.Signals | undefined {
+    return this.interrupt.by;
+  }
 
   /**
    * Aborted on SIGINT or SIGTERM: every service and long operation takes it.
@@ -75,12 +70,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
    * sync) end normally on it instead.
    */
   protected get signal(): AbortSignal {
-    if (this.interruptController === undefined) {
-      this.interruptController = new AbortController();
-      process.on('SIGINT', this.onSignal);
-      process.on('SIGTERM', this.onSignal);
-    }
-    return this.interruptController.signal;
+    return this.interrupt.signal;
   }
 
   override async init(): Promise<void> {
@@ -128,44 +118,23 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     }
   }
 
-  /**
-   * A library error about one input of the operation (`input: manifestUrl`)
-   * is prefixed with the flag that gave it (`--manifest-url`), when this
-   * command has that flag.
-   */
-  private withFlagName(err: KletError): string {
-    if (err.input === undefined) return err.text;
-    const flag = err.input.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
-    const flags = { ...(this.ctor as typeof BaseCommand).baseFlags, ...this.ctor.flags };
-    return flag in flags ? `--${flag} ${err.text}` : err.text;
-  }
-
   /** Runtime request timeout in milliseconds (validated while parsing: a bad value is a usage error for every command). */
   protected runtimeTimeoutMs(): number {
     return this.flags['runtime-request-timeout'];
   }
 
   protected nodeName(): string {
-    return (this.flags['node-name'] ?? os.hostname()).toLowerCase();
+    return nodeNameOf(this.flags['node-name']);
   }
 
   protected override async finally(err: Error | undefined): Promise<unknown> {
-    process.off('SIGINT', this.onSignal);
-    process.off('SIGTERM', this.onSignal);
+    this.interrupt.dispose();
     return super.finally(err);
   }
 
   /** Write a result to stdout in the chosen format. */
   protected async printObject(obj: unknown, table: () => string): Promise<void> {
-    if (this.output === 'json') {
-      process.stdout.write(JSON.stringify(obj, jsonReplacer, 2) + '\n');
-    } else if (this.output === 'yaml') {
-      const { stringify } = await import('yaml');
-      process.stdout.write(stringify(JSON.parse(JSON.stringify(obj, jsonReplacer))));
-    } else {
-      const text = table();
-      process.stdout.write(text.endsWith('\n') ? text : text + '\n');
-    }
+    return printObject(this.output, obj, table);
   }
 
   /** Progress and notices go to stderr, never stdout. */
@@ -177,42 +146,17 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     // this.exit() and oclif's own exits pass straight through.
     if (err.oclif?.exit !== undefined && err.message.startsWith('EEXIT')) throw err;
     if (this.flags === undefined) this.settingsFromArgv();
-    const debug = logLevel() === 'debug';
-    let code: number;
-    let kind: string;
-    let message: string;
-    let suggestions: string[] = [];
-    if (this.interruptedBy !== undefined) {
-      // Whatever the interrupted operation threw (a cancelled CRI call, the abort itself): it was interrupted.
-      const e = new InterruptedError(this.interruptedBy);
-      code = e.exitCode;
-      kind = e.code;
-      message = e.message;
-    } else if (err instanceof KletError) {
-      code = err.exitCode;
-      kind = err.code;
-      message = this.withFlagName(err);
-      suggestions = err.suggestions;
-      // The runtime could not be reached: the flag that points klet elsewhere (the library names no flags).
-      if (err.code === 'CRI_UNAVAILABLE') suggestions = [...suggestions, 'or point klet at a running one with --container-runtime-endpoint'];
-    } else if (err.oclif?.exit !== undefined) {
+    const flags = { ...(this.ctor as typeof BaseCommand).baseFlags, ...this.ctor.flags };
+    const code = reportFailure(err, {
+      output: this.output,
+      interruptedBy: this.interruptedBy,
+      hasFlag: (name) => name in flags,
       // Flag and argument parse errors from oclif: usage errors.
-      code = 2;
-      kind = 'USAGE';
-      message = usageMessage(err.message);
-      suggestions = [`see: klet ${this.id?.replaceAll(':', ' ') ?? ''} --help`.trimEnd()];
-    } else {
-      code = 1;
-      kind = 'INTERNAL';
-      message = errorMessage(err);
-    }
-    if (this.output === 'json') {
-      process.stdout.write(JSON.stringify({ error: { code: kind, message, suggestions } }, null, 2) + '\n');
-    } else {
-      const hint = suggestions.length > 0 ? ` (${suggestions.join('; ')})` : '';
-      process.stderr.write(`error: ${firstLine(message)}${hint}\n`);
-    }
-    if (debug && err.stack) process.stderr.write(err.stack + '\n');
+      classify: (e) =>
+        (e as typeof err).oclif?.exit === undefined
+          ? undefined
+          : { code: 2, kind: 'USAGE', message: usageMessage(e.message), suggestions: [`see: klet ${this.id?.replaceAll(':', ' ') ?? ''} --help`.trimEnd()] },
+    });
     this.exit(code);
   }
 }
@@ -240,19 +184,13 @@ function usageMessage(s: string): string {
   return lines.length > 0 ? lines.join(' ') : s.trim();
 }
 
-function firstLine(s: string): string {
-  const line = s.split('\n').find((l) => l.trim() !== '') ?? s;
-  return line.trim();
-}
-
-
 /**
  * Base for commands that talk to the container runtime. On the kubelet's
  * default endpoint with no socket present, the klet-managed containerd is
  * started first (announced in one line on stderr).
  */
 export abstract class RuntimeCommand<T extends typeof Command> extends BaseCommand<T> {
-  private client: import('./lib/cri/client.js').CriClient | undefined;
+  private session: RuntimeSession | undefined;
 
   protected endpointIsDefault(): boolean {
     return this.flags['container-runtime-endpoint'] === DEFAULT_ENDPOINT;
@@ -262,23 +200,24 @@ export abstract class RuntimeCommand<T extends typeof Command> extends BaseComma
     return { endpoint: this.flags['container-runtime-endpoint'], rootDir: this.flags['root-dir'] };
   }
 
-  /** A connected CRI client; the runtime is started on demand on the default endpoint. */
-  protected async cri(): Promise<import('./lib/cri/client.js').CriClient> {
-    if (this.client) return this.client;
-    const timeoutMs = this.runtimeTimeoutMs();
-    const { parseEndpoint } = await import('./lib/cri/endpoint.js');
-    parseEndpoint(this.flags['container-runtime-endpoint']);
-    const { ensureRuntime } = await import('./lib/runtime/containerd.js');
-    await ensureRuntime(this.runtimeTarget(), {
-      allowStart: this.endpointIsDefault(),
-      notify: (line) => this.notice(line),
+  /** The runtime and service dependencies of this run, made on first use. */
+  private runtimeSession(): RuntimeSession {
+    this.session ??= new RuntimeSession({
+      endpoint: this.flags['container-runtime-endpoint'],
+      endpointIsDefault: this.endpointIsDefault(),
+      rootDir: this.flags['root-dir'],
+      runtimeTimeoutMs: this.runtimeTimeoutMs(),
+      nodeName: this.nodeName(),
+      signal: () => this.signal,
+      notice: (line) => this.notice(line),
     });
-    const { CriClient } = await import('./lib/cri/client.js');
-    this.client = CriClient.connect(this.flags['container-runtime-endpoint'], { timeoutMs });
-    return this.client;
+    return this.session;
   }
 
-  private builtDeps: import('./lib/services/deps.js').ServiceDeps | undefined;
+  /** A connected CRI client; the runtime is started on demand on the default endpoint. */
+  protected async cri(): Promise<import('./lib/cri/client.js').CriClient> {
+    return this.runtimeSession().cri();
+  }
 
   /**
    * The dependencies of every service, built once per run: the connected
@@ -286,27 +225,11 @@ export abstract class RuntimeCommand<T extends typeof Command> extends BaseComma
    * run. `onEvent` is where the services' events go (progress display).
    */
   protected async deps(onEvent?: (e: import('./lib/events/types.js').KletEventBody) => void): Promise<import('./lib/services/deps.js').ServiceDeps> {
-    if (this.builtDeps === undefined) {
-      const signal = this.signal;
-      // Connected (and the managed runtime started) on the first CRI call, so
-      // that a service refusing its input first never touches the runtime.
-      const cri = new Proxy({} as import('./lib/cri/client.js').CriClient, {
-        get: (_target, method: string) => {
-          if (method === 'then') return undefined;
-          return async (...args: unknown[]) => {
-            const client = (await this.cri()) as unknown as Record<string, (...a: unknown[]) => unknown>;
-            return client[method]!(...args);
-          };
-        },
-      });
-      const { NodeCache } = await import('./lib/kuberuntime/sync-pod.js');
-      this.builtDeps = { cri, rootDir: this.flags['root-dir'], nodeName: this.nodeName(), signal, cache: new NodeCache() };
-    }
-    return onEvent === undefined ? this.builtDeps : { ...this.builtDeps, onEvent };
+    return this.runtimeSession().deps(onEvent);
   }
 
   protected override async finally(err: Error | undefined): Promise<unknown> {
-    this.client?.close();
+    this.session?.close();
     return super.finally(err);
   }
 }
@@ -315,6 +238,6 @@ export abstract class RuntimeCommand<T extends typeof Command> extends BaseComma
 export abstract class PodCommand<T extends typeof Command> extends RuntimeCommand<T> {
   /** Is stderr a terminal we may draw on? */
   protected interactive(): boolean {
-    return process.stderr.isTTY === true && this.output !== 'json' && this.output !== 'yaml';
+    return interactiveStderr(this.output);
   }
 }

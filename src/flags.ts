@@ -4,15 +4,9 @@
  * them, parsed once to milliseconds; a bad value is a usage error naming the flag.
  */
 import { Flags } from '@oclif/core';
-import { InputError } from './lib/errors.js';
-import { parseDuration } from './lib/util/duration.js';
+import { positiveDurationMs } from './cli/duration.js';
 
-/** Milliseconds of a positive duration, or a one-line error naming the flag and the value. */
-export function positiveDurationMs(flag: string, value: string): number {
-  const ms = parseDuration(value);
-  if (ms === null || ms <= 0) throw new InputError(`--${flag} "${value}": not a positive duration (e.g. 5m, 30s)`);
-  return ms;
-}
+export { positiveDurationMs };
 
 export interface DurationFlagOptions {
   summary: string;

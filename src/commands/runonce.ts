@@ -1,7 +1,5 @@
 import { Flags } from '@oclif/core';
-import fs from 'node:fs';
 import { PodCommand, outputFlags } from '../base-command.js';
-import { InputError } from '../lib/errors.js';
 import { durationFlag } from '../flags.js';
 
 export default class RunOnce extends PodCommand<typeof RunOnce> {
@@ -36,31 +34,8 @@ Exit status: 0 only if every Always pod runs and every other pod Succeeded (and 
 
   async run(): Promise<void> {
     const { flags } = await this.parse(RunOnce);
-    const dir = flags['manifest-dir'] ?? (flags['manifest-url'] ? undefined : '/etc/kubernetes/manifests');
-    if (dir !== undefined && !fs.existsSync(dir)) throw new InputError(`--manifest-dir ${dir}: no such directory`);
-    if (dir !== undefined && !fs.statSync(dir).isDirectory()) throw new InputError(`--manifest-dir ${dir}: not a directory`);
-    const { parseHeaders } = await import('../lib/config/manifest-url.js');
-    const manifestUrlHeaders = parseHeaders(flags['manifest-url-header']);
-
-    const { createProgress } = await import('../ui/progress.js');
-    const progress = await createProgress({ tty: this.interactive(), json: this.output !== 'table' });
-    const deps = await this.deps((e) => progress.event(e));
-    const { runOnce, formatRunOnceReport } = await import('../lib/services/run-once.js');
-    const { report, exitCode } = await runOnce(
-      {
-        manifestDir: dir,
-        manifestUrl: flags['manifest-url'],
-        manifestUrlHeaders,
-        objectsDir: flags.objects,
-        waitReady: flags.wait === 'ready',
-        timeoutMs: flags.timeout,
-        exitCodeFrom: flags['exit-code-from'],
-        cleanup: flags.cleanup,
-      },
-      deps,
-    ).finally(() => progress.close());
-    const { formatTable } = await import('../lib/util/table.js');
-    await this.printObject(report, () => formatRunOnceReport(report, formatTable));
+    const { runOnceCommand } = await import('../cli/runonce.js');
+    const exitCode = await runOnceCommand(flags, { output: this.output, deps: (onEvent) => this.deps(onEvent) });
     if (exitCode !== 0) this.exit(exitCode);
   }
 }

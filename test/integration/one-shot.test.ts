@@ -143,3 +143,80 @@ describe('one-off runs', () => {
     expect(r.stdout).toMatch(new RegExp(`\\ndefault +job-${NODE} +Never +ok +Succeeded +0 +`));
   });
 });
+
+/**
+ * bin/run.js runs `klet runonce` without oclif when src/cli/runonce-entry.ts
+ * takes its arguments (KLET_ENTRY=oclif forces the oclif command). The same
+ * invocations through both must end the same: exit code, stdout, stderr
+ * (IDs, addresses and times aside).
+ */
+describe('runonce without oclif', () => {
+  /** Output with runtime IDs and every number masked: what differs between two identical runs. */
+  const masked = (s: string) => s.replace(/\b[0-9a-f]{12,64}\b/g, 'ID').replace(/[0-9]+/g, '0');
+
+  /** A preload that reports on stderr how many @oclif/core modules the process loaded. */
+  function oclifProbe(): string {
+    const file = path.join(dir, 'oclif-probe.cjs');
+    fs.writeFileSync(
+      file,
+      "process.on('exit', () => { const n = Object.keys(require.cache).filter((k) => k.includes('@oclif')).length; require('fs').writeSync(2, `[oclif modules: ${n}]\\n`); });\n",
+    );
+    return file;
+  }
+
+  it('a well-formed runonce loads no oclif; --help, a bad flag or KLET_ENTRY=oclif do', async () => {
+    const manifests = path.join(dir, 'entry-probe');
+    podManifest(manifests, 'probe', 'Always');
+    const probe = { NODE_OPTIONS: `--require ${oclifProbe()}` };
+    const fast = await runKlet(['runonce', '--manifest-dir', manifests, '--cleanup', '-o', 'json', ...common()], { extraEnv: probe });
+    expect(fast.code, explain(fast)).toBe(0);
+    expect(fast.stderr).toContain('[oclif modules: 0]');
+    const forced = await runKlet(['runonce', '--manifest-dir', manifests, '--cleanup', '-o', 'json', ...common()], { extraEnv: { ...probe, KLET_ENTRY: 'oclif' } });
+    expect(forced.code, explain(forced)).toBe(0);
+    expect(forced.stderr).toMatch(/\[oclif modules: [1-9]/);
+    const bad = await runKlet(['runonce', '--manifest-dir', manifests, '--bogus', ...common()], { extraEnv: probe });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/^error: Nonexistent flag: --bogus \(see: klet runonce --help\)\n\[oclif modules: [1-9]/);
+    const help = await runKlet(['runonce', '--manifest-dir', manifests, '--help'], { extraEnv: probe });
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('--manifest-dir');
+  });
+
+  it('both entries end every invocation the same way', async () => {
+    const manifests = path.join(dir, 'entries');
+    podManifest(manifests, 'svc2', 'Always');
+    fs.copyFileSync(path.join(PROJECT_ROOT, 'examples', 'job.yaml'), path.join(manifests, 'job.yaml'));
+    const failing = path.join(dir, 'entries-failing');
+    fs.mkdirSync(failing, { recursive: true });
+    fs.writeFileSync(
+      path.join(failing, 'fails.yaml'),
+      `apiVersion: v1\nkind: Pod\nmetadata:\n  name: fails\nspec:\n  restartPolicy: Never\n  containers:\n    - name: c\n      image: ${rt.images.busybox}\n      command: ["sh", "-c", "exit 3"]\n`,
+    );
+    fs.writeFileSync(path.join(failing, 'broken.yaml'), 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: broken\nspec:\n  containers: []\n');
+    const invocations: string[][] = [
+      ['--manifest-dir', manifests, '--cleanup'],
+      ['--manifest-dir', manifests, '--cleanup', '-o', 'json'],
+      ['--manifest-dir', manifests, '--cleanup', '-o', 'yaml', '--wait', 'ready'],
+      ['--manifest-dir', failing, '--cleanup', '--exit-code-from', 'fails'],
+      ['--manifest-dir', failing, '--cleanup', '--json'],
+      ['--manifest-dir', path.join(dir, 'no-such-dir')],
+      ['--manifest-dir', path.join(dir, 'no-such-dir'), '-o', 'json'],
+      ['--manifest-dir', manifests, '--exit-code-from', 'nobody', '--cleanup'],
+      ['--manifest-url', 'ftp://example/pods.yaml'],
+      ['--manifest-url', 'http://127.0.0.1:9/pods.yaml', '--manifest-url-header', 'no colon'],
+    ];
+    const codes: (number | null)[] = [];
+    for (const args of invocations) {
+      const fast = await runKlet(['runonce', ...args, ...common()]);
+      codes.push(fast.code);
+      const oclif = await runKlet(['runonce', ...args, ...common()], { extraEnv: { KLET_ENTRY: 'oclif' } });
+      const label = args.join(' ');
+      expect(fast.code, `${label}\n${explain(fast)}`).toBe(oclif.code);
+      expect(masked(fast.stdout), label).toBe(masked(oclif.stdout));
+      // Pods start concurrently: their progress lines interleave differently from run to run.
+      expect(masked(fast.stderr).split('\n').sort(), label).toEqual(masked(oclif.stderr).split('\n').sort());
+    }
+    // Successes, a job's exit code, an invalid manifest, and bad input of each kind: the runs above did what they say.
+    expect(codes).toEqual([0, 0, 0, 3, 1, 2, 2, 2, 2, 2]);
+  });
+});

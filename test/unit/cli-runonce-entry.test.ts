@@ -1,0 +1,150 @@
+/**
+ * `klet runonce` has two parsers: oclif's (the command class, which also
+ * renders --help and every usage error) and the oclif-free entry's
+ * (src/cli/runonce-entry.ts, which bin/run.js tries first). These tests hold
+ * them to the same flags and the same answers: whatever the entry takes, oclif
+ * parses to the same values; whatever oclif refuses, the entry leaves to oclif.
+ */
+import { Parser } from '@oclif/core';
+import { afterEach, describe, expect, it } from 'vitest';
+import RunOnce from '../../src/commands/runonce.js';
+import { RUNONCE_FLAGS, parseRunOnceArgv } from '../../src/cli/runonce-entry.js';
+
+const oclifFlags = { ...RunOnce.baseFlags, ...RunOnce.flags } as Record<string, Record<string, unknown>>;
+
+/** The flags oclif's parser gives for ARGV, or the error it throws. */
+async function oclifParse(argv: string[]): Promise<{ flags?: Record<string, unknown>; error?: string }> {
+  try {
+    const out = await Parser.parse(argv, { flags: oclifFlags as never, args: RunOnce.args ?? {}, strict: true });
+    return { flags: out.flags as Record<string, unknown> };
+  } catch (err) {
+    return { error: (err as Error).message };
+  }
+}
+
+const savedEnv = { ...process.env };
+afterEach(() => {
+  for (const k of ['KLET_ROOT_DIR', 'CONTAINER_RUNTIME_ENDPOINT']) {
+    if (savedEnv[k] === undefined) delete process.env[k];
+    else process.env[k] = savedEnv[k];
+  }
+});
+
+/** Both parsers on ARGV with ENV (oclif reads process.env itself). */
+async function both(argv: string[], env: Record<string, string> = {}) {
+  delete process.env.KLET_ROOT_DIR;
+  delete process.env.CONTAINER_RUNTIME_ENDPOINT;
+  Object.assign(process.env, env);
+  return { entry: parseRunOnceArgv(argv, process.env), oclif: await oclifParse(argv) };
+}
+
+describe('the entry declares the oclif command’s flags', () => {
+  it('the same names, global flags included', () => {
+    expect(Object.keys(RUNONCE_FLAGS).sort()).toEqual(Object.keys(oclifFlags).sort());
+  });
+
+  it.each(Object.keys(RUNONCE_FLAGS))('--%s: same type, char, env, options and multiple', (name) => {
+    const spec = RUNONCE_FLAGS[name]!;
+    const flag = oclifFlags[name]!;
+    // Duration flags are oclif custom option flags with a parse function (src/flags.ts durationFlag).
+    const type = flag.type === 'boolean' ? 'boolean' : flag.options !== undefined ? 'option' : typeof flag.parse === 'function' && 'defaultHelp' in flag ? 'duration' : 'string';
+    expect(spec.type).toBe(type);
+    expect(spec.char).toBe(flag.char);
+    expect(spec.env).toBe(flag.env);
+    expect(spec.options).toEqual(flag.options);
+    expect(spec.multiple === true).toBe(flag.multiple === true);
+    expect(flag.allowNo === true).toBe(false); // the entry takes no --no-FLAG
+  });
+
+  it('the same defaults (no flags given, no environment)', async () => {
+    const { entry, oclif } = await both([]);
+    expect(oclif.error).toBeUndefined();
+    expect(entry).toEqual(oclif.flags);
+    expect(entry).toMatchObject({ 'root-dir': '/var/lib/klet', 'runtime-request-timeout': 120_000, timeout: 300_000, wait: 'running', output: 'table', cleanup: false });
+  });
+});
+
+/** Argument lists users and scripts pass: the entry must take every one, as oclif does. */
+const TAKEN: string[][] = [
+  ['--manifest-dir', '/etc/kubernetes/manifests'],
+  ['--manifest-dir=./m', '--cleanup', '-o', 'json'],
+  ['--manifest-dir', 'm', '--root-dir', '/tmp/k', '--container-runtime-endpoint', 'unix:///tmp/k/containerd.sock', '--node-name', 'Node-A'],
+  ['--manifest-dir', 'm', '-ojson'],
+  ['--manifest-dir', 'm', '-o=yaml'],
+  ['--manifest-dir', 'm', '--json'],
+  ['--manifest-dir', 'm', '--output', 'yaml', '--log-level', 'debug'],
+  ['--manifest-dir', 'm', '--wait', 'ready', '--timeout', '10m'],
+  ['--manifest-dir', 'm', '--timeout=1m30s', '--runtime-request-timeout', '500ms'],
+  ['--manifest-dir', 'm', '--exit-code-from', 'migrate', '--cleanup', '-o', 'json'],
+  ['--manifest-url', 'https://config.example/pods.yaml', '--manifest-url-header', 'Authorization: Bearer x', '--manifest-url-header', 'X-A: b'],
+  ['--manifest-url=http://127.0.0.1:8080/p', '--manifest-url-header=X: y'],
+  ['--objects', 'objs', '--manifest-dir', 'm', '--cleanup', '--cleanup'],
+  ['--log-level', 'warn', '--manifest-dir', 'm', '--root-dir', '/tmp/k'],
+];
+
+/** Argument lists oclif parses, but the entry leaves to oclif (it cannot be sure to read them the same). */
+const LEFT: string[][] = [
+  ['--manifest-dir=', '--cleanup'],
+  ['--manifest-dir', '-weird'],
+  ['--manifest-url-header', 'A: b', 'C: d'], // oclif's greedy multiple flag
+];
+
+/** Argument lists oclif refuses (usage errors, --help): the entry must leave them all to oclif. */
+const REFUSED: string[][] = [
+  ['--help'],
+  ['-h'],
+  ['--manifest-dir', 'm', '--bogus'],
+  ['--manifest-dir'],
+  ['--manifest-dir', 'a', '--manifest-dir', 'b'],
+  ['--manifest-dir', '--cleanup'],
+  ['stray'],
+  ['--manifest-dir', 'm', 'stray'],
+  ['--', '--manifest-dir', 'm'],
+  ['--wait', 'sometimes'],
+  ['-o', 'xml'],
+  ['-ox'],
+  ['--timeout', '0s'],
+  ['--timeout', '5'],
+  ['--timeout=-1s'],
+  ['--runtime-request-timeout', 'soon'],
+  ['--log-level', 'trace'],
+  ['--cleanup=true'],
+  ['--no-cleanup'],
+  ['-x'],
+  ['-'],
+];
+
+describe('the two parsers agree', () => {
+  it.each(TAKEN.map((a) => [a.join(' '), a]))('taken by both, same values: %s', async (_label, argv) => {
+    const { entry, oclif } = await both(argv as string[]);
+    expect(oclif.error).toBeUndefined();
+    expect(entry).toBeDefined();
+    expect(entry).toEqual(oclif.flags);
+  });
+
+  it.each(LEFT.map((a) => [a.join(' '), a]))('left to oclif: %s', async (_label, argv) => {
+    const { entry } = await both(argv as string[]);
+    expect(entry).toBeUndefined();
+  });
+
+  it.each(REFUSED.map((a) => [a.join(' '), a]))('refused by oclif, left to it by the entry: %s', async (_label, argv) => {
+    const { entry, oclif } = await both(argv as string[]);
+    // --help is not a flag of the parser: oclif's Config handles it before parsing.
+    if (!['--help', '-h'].includes((argv as string[])[0]!)) expect(oclif.error).toBeDefined();
+    expect(entry).toBeUndefined();
+  });
+
+  it('environment variables: set ones are taken when the flag is not given, as oclif takes them', async () => {
+    for (const [argv, env] of [
+      [['--manifest-dir', 'm'], { KLET_ROOT_DIR: '/srv/klet', CONTAINER_RUNTIME_ENDPOINT: 'unix:///run/x.sock' }],
+      [['--manifest-dir', 'm', '--root-dir', '/flag/wins'], { KLET_ROOT_DIR: '/srv/klet' }],
+      [['--manifest-dir', 'm'], { KLET_ROOT_DIR: '' }],
+    ] as const) {
+      const { entry, oclif } = await both([...argv], env);
+      expect(oclif.error).toBeUndefined();
+      expect(entry).toEqual(oclif.flags);
+    }
+    const { entry } = await both(['--manifest-dir', 'm'], { KLET_ROOT_DIR: '/srv/klet' });
+    expect(entry?.['root-dir']).toBe('/srv/klet');
+  });
+});
