@@ -2,7 +2,9 @@
  * The one base command: global flags, output format, logging, and the
  * single catch() that turns any failure into one line on stderr (or a JSON
  * error object with -o json) and an exit code. Stack traces only with
- * --log-level debug.
+ * --log-level debug. What a run does beyond oclif's parsing lives in
+ * src/cli/ (interrupt, runtime session, output, failure), which the
+ * oclif-free `runonce` entry (src/cli/runonce-entry.ts) shares.
  */
 import { Command, Flags, Interfaces } from '@oclif/core';
 import { LOG_LEVELS, type LogLevel, setLogLevel } from './lib/log.js';
@@ -194,10 +196,6 @@ export abstract class RuntimeCommand<T extends typeof Command> extends BaseComma
 
   protected endpointIsDefault(): boolean {
     return this.flags['container-runtime-endpoint'] === DEFAULT_ENDPOINT;
-  }
-
-  protected runtimeTarget(): { endpoint: string; rootDir: string } {
-    return { endpoint: this.flags['container-runtime-endpoint'], rootDir: this.flags['root-dir'] };
   }
 
   /** The runtime and service dependencies of this run, made on first use. */

@@ -13,7 +13,9 @@
  * command's global flags): test/unit/cli-runonce-entry.test.ts holds the two
  * to the same names, types, defaults, environment variables and parses.
  * After parsing, both paths run the same code (runOnceCommand,
- * RuntimeSession, reportFailure).
+ * RuntimeSession, reportFailure). One difference is oclif's, not klet's:
+ * oclif adds a 'warning' listener that prints a Node process warning's stack
+ * besides Node's own line; here only Node's line is printed.
  */
 import { DEFAULT_RUNTIME_ENDPOINT } from '../lib/cri/endpoint.js';
 import { LOG_LEVELS, type LogLevel } from '../lib/log.js';

@@ -23,13 +23,22 @@ export interface RuntimeSessionOptions {
 
 export class RuntimeSession {
   private client: CriClient | undefined;
+  private connecting: Promise<CriClient> | undefined;
   private builtDeps: ServiceDeps | undefined;
 
   constructor(private readonly opts: RuntimeSessionOptions) {}
 
-  /** A connected CRI client; the runtime is started on demand on the default endpoint. */
-  async cri(): Promise<CriClient> {
-    if (this.client) return this.client;
+  /**
+   * A connected CRI client; the runtime is started on demand on the default
+   * endpoint. Calls made while it connects share the one connection (the
+   * services' first two lists go out together).
+   */
+  cri(): Promise<CriClient> {
+    this.connecting ??= this.connect();
+    return this.connecting;
+  }
+
+  private async connect(): Promise<CriClient> {
     const { parseEndpoint } = await import('../lib/cri/endpoint.js');
     parseEndpoint(this.opts.endpoint);
     const { ensureRuntime } = await import('../lib/runtime/containerd.js');
