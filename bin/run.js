@@ -13,6 +13,12 @@ if (major < 22) {
 
 const argv = process.argv.slice(2);
 
+// KLET_ENTRY=oclif sends `klet runonce` through oclif (below); any other value is a mistake.
+if (process.env.KLET_ENTRY !== undefined && process.env.KLET_ENTRY !== 'oclif') {
+  process.stderr.write(`error: KLET_ENTRY "${process.env.KLET_ENTRY}": not a known entry (set it to oclif, or unset it)\n`);
+  process.exit(2);
+}
+
 // `klet --version` / `-v` without loading oclif (~100 ms of module loading):
 // the same line oclif prints (config.userAgent: NAME/VERSION PLATFORM-ARCH
 // node-VERSION). WSL is left to oclif, which reports its platform as "wsl".

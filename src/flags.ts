@@ -6,8 +6,6 @@
 import { Flags } from '@oclif/core';
 import { positiveDurationMs } from './cli/duration.js';
 
-export { positiveDurationMs };
-
 export interface DurationFlagOptions {
   summary: string;
   /** The default as the user would type it (shown in --help). */

@@ -18,7 +18,7 @@
  * besides Node's own line; here only Node's line is printed.
  */
 import { DEFAULT_RUNTIME_ENDPOINT } from '../lib/cri/endpoint.js';
-import { LOG_LEVELS, type LogLevel } from '../lib/log.js';
+import { LOG_LEVELS, type LogLevel, setLogLevel } from '../lib/log.js';
 import { DEFAULT_ROOT_DIR, nodeNameOf } from './defaults.js';
 import { positiveDurationMs } from './duration.js';
 import type { OutputFormat } from './output.js';
@@ -138,7 +138,6 @@ export function parseRunOnceArgv(argv: readonly string[], env: NodeJS.ProcessEnv
 export async function runOnceEntry(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<boolean> {
   const flags = parseRunOnceArgv(argv, env);
   if (flags === undefined) return false;
-  const { setLogLevel } = await import('../lib/log.js');
   setLogLevel(flags['log-level']);
   const output: OutputFormat = flags.json ? 'json' : flags.output;
   const { Interrupt } = await import('./interrupt.js');

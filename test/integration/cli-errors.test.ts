@@ -230,6 +230,11 @@ describe('usage errors: exit 2, one line naming the input', () => {
     expectOneLineError(r, 2, ['--bogus', 'klet images ls --help']);
   });
 
+  it('a bad KLET_ENTRY (the environment variable that sends runonce through oclif)', async () => {
+    const r = await runKlet(['runonce', '--manifest-dir', tmp, ...endpoint()], { extraEnv: { KLET_ENTRY: 'fast' } });
+    expectOneLineError(r, 2, ['KLET_ENTRY', '"fast"', 'oclif']);
+  });
+
   it('a bad --log-level', async () => {
     const r = await runKlet(['images', 'ls', '--log-level', 'loud', ...endpoint()]);
     expectOneLineError(r, 2, ['--log-level', 'loud', 'error, warn, info, debug']);
