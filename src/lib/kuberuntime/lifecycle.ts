@@ -22,11 +22,13 @@ export type LifecycleContext = SyncContext;
 
 /**
  * Record the pod under the root dir. A pod klet already knows keeps its
- * first-seen time (its startTime) and the source it came from.
+ * first-seen time (its startTime) and the source it came from. `prev` is the
+ * pod's record when the caller has just read it (null: it has none); without
+ * it, the record is read here.
  */
-export async function admitPod(ctx: Pick<SyncContext, 'rootDir'>, pod: V1Pod, source: string): Promise<PodRecord> {
+export async function admitPod(ctx: Pick<SyncContext, 'rootDir'>, pod: V1Pod, source: string, prev?: PodRecord | null): Promise<PodRecord> {
   const uid = pod.metadata?.uid ?? '';
-  const prev = await readPodRecord(ctx.rootDir, uid);
+  if (prev === undefined) prev = await readPodRecord(ctx.rootDir, uid);
   const rec: PodRecord = { pod, source: prev?.source ?? source, firstSeen: prev?.firstSeen ?? new Date().toISOString() };
   await writePodRecord(ctx.rootDir, rec);
   return rec;

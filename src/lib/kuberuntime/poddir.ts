@@ -63,8 +63,8 @@ export interface PodSyncState {
 /**
  * Write a file atomically: a temp file next to it, then rename. A failed
  * write (ENOSPC, EROFS) removes its temp file and names the file and the
- * errno; temp files a killed process left next to it (its pid gone) are
- * removed by the next write.
+ * errno. Temp files a killed process left in a pod dir (its pid gone) are
+ * removed when the pod's record is next written (writePodRecord).
  */
 async function writeFileAtomic(file: string, data: string, mode = 0o644): Promise<void> {
   const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
@@ -75,26 +75,31 @@ async function writeFileAtomic(file: string, data: string, mode = 0o644): Promis
     await fsp.rm(tmp, { force: true }).catch(() => undefined);
     throw new Error(`cannot write ${file}: ${errorMessage(err)}`, { cause: err });
   }
-  await removeStaleTmp(file);
 }
 
-/** Remove `<file>.<pid>.<rand>.tmp` siblings whose writer is gone. */
-async function removeStaleTmp(file: string): Promise<void> {
-  const base = path.basename(file);
-  const names = await fsp.readdir(path.dirname(file)).catch(() => [] as string[]);
+/** Remove the `<name>.<pid>.<rand>.tmp` files in `dir` whose writer is gone. */
+async function removeStaleTmp(dir: string): Promise<void> {
+  const names = await fsp.readdir(dir).catch(() => [] as string[]);
   for (const n of names) {
-    const m = /^(.*)\.(\d+)\.[0-9a-f]+\.tmp$/.exec(n);
-    if (!m || m[1] !== base) continue;
-    const pid = Number(m[2]);
+    const m = /^.*\.(\d+)\.[0-9a-f]+\.tmp$/.exec(n);
+    if (!m) continue;
+    const pid = Number(m[1]);
     if (pid === process.pid || pidAlive(pid)) continue;
-    await fsp.rm(path.join(path.dirname(file), n), { force: true }).catch(() => undefined);
+    await fsp.rm(path.join(dir, n), { force: true }).catch(() => undefined);
   }
 }
 
+/**
+ * Write the pod's record. Every admission writes it, so this is where the
+ * temp files of a writer killed mid-write (this record, the sync state,
+ * /etc/hosts) are removed: one readdir per admission of a pod dir that
+ * already existed, rather than one after every write.
+ */
 export async function writePodRecord(rootDir: string, rec: PodRecord): Promise<void> {
   const dir = podDir(rootDir, rec.pod.metadata?.uid ?? '');
-  await fsp.mkdir(dir, { recursive: true, mode: 0o750 });
+  const created = await fsp.mkdir(dir, { recursive: true, mode: 0o750 });
   await writeFileAtomic(path.join(dir, 'pod.json'), JSON.stringify(rec, null, 2) + '\n', 0o600);
+  if (created === undefined) await removeStaleTmp(dir);
 }
 
 export async function readPodRecord(rootDir: string, uid: string): Promise<PodRecord | null> {

@@ -151,8 +151,8 @@ export async function runOnce(opts: RunOnceOptions, deps: ServiceDeps): Promise<
 
   const t0 = Date.now();
   // Read once for all pods what each pod's start would otherwise read for
-  // itself: the pod records under the root dir (for replaceOtherInstances)
-  // and the runtime's objects of this klet (one list of each kind rather
+  // itself: the pod records under the root dir (for replaceOtherInstances
+  // and each pod's admission) and the runtime's objects of this klet (one list of each kind rather
   // than two filtered lists per pod, 60 calls for 30 pods). Nothing of this
   // run exists yet, so what is read is what each pod would have read. If
   // the runtime cannot be listed, every pod fails in its own row with that
@@ -171,6 +171,7 @@ export async function runOnce(opts: RunOnceOptions, deps: ServiceDeps): Promise<
           return new Map<string, RuntimePodStatus>();
         }),
   ]);
+  const recordOf = new Map(records.map((r) => [r.pod.metadata?.uid ?? '', r]));
   const started = await Promise.all(
     runnable.map(async (p) => {
       const key = podKey(p.pod);
@@ -181,7 +182,7 @@ export async function runOnce(opts: RunOnceOptions, deps: ServiceDeps): Promise<
       try {
         // A static pod's full name is unique on the node: an edited manifest's pod replaces the old one.
         await replaceOtherInstances(ctx, p.pod, records);
-        const rec = await admitPod(ctx, p.pod, p.source.path);
+        const rec = await admitPod(ctx, p.pod, p.source.path, recordOf.get(uid) ?? null);
         deps.onEvent?.({
           kind: 'PodWaitStarted',
           pod: key,

@@ -210,7 +210,7 @@ export class Kubelet {
     // the removal of a previous instance of the same UID (also in its worker).
     let rec = await readPodRecord(this.opts.rootDir, uid);
     const fresh = rec === null;
-    if (type === 'create' || type === 'update' || rec === null) rec = await admitPod({ rootDir: this.opts.rootDir }, pod, d?.source ?? 'file');
+    if (type === 'create' || type === 'update' || rec === null) rec = await admitPod({ rootDir: this.opts.rootDir }, pod, d?.source ?? 'file', rec);
     if (type === 'create' && this.opts.onPodStatus) await this.reportStatusBeforeSync(rec, fresh);
     const firstSeen = rec ? Date.parse(rec.firstSeen) : undefined;
     const started = new Set<string>();

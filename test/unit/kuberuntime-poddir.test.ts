@@ -1,0 +1,57 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { V1Pod } from '@kubernetes/client-node';
+import { admitPod } from '../../src/lib/kuberuntime/lifecycle.js';
+import { podDir, readPodRecord, writeEtcHosts, writePodRecord, writeSyncState } from '../../src/lib/kuberuntime/poddir.js';
+
+const UID = '0123456789abcdef0123456789abcdef';
+const pod: V1Pod = { metadata: { name: 'web-node1', namespace: 'default', uid: UID }, spec: { containers: [{ name: 'c', image: 'busybox' }] } };
+
+/** A pid no process has now: one that ran and exited. */
+function deadPid(): number {
+  return spawnSync(process.execPath, ['-e', '0']).pid as number;
+}
+
+describe('pod dirs', () => {
+  let root: string;
+  beforeEach(() => {
+    root = fs.mkdtempSync(path.join(os.tmpdir(), 'klet-poddir-'));
+  });
+  afterEach(() => fs.rmSync(root, { recursive: true, force: true }));
+
+  it("writing the pod's record removes every temp file a killed writer left in its dir, and only those", async () => {
+    await writePodRecord(root, { pod, source: 'web.yaml', firstSeen: '2026-01-01T00:00:00.000Z' });
+    const dir = podDir(root, UID);
+    const dead = deadPid();
+    const left = [`pod.json.${dead}.0a1b2c3d.tmp`, `sync-state.json.${dead}.deadbeef.tmp`, `etc-hosts.${dead}.00ff00ff.tmp`];
+    // pid 1 is alive: a writer still at work keeps its temp file; other files stay.
+    const kept = [`sync-state.json.1.12345678.tmp`, 'notes.tmp', 'etc-hosts'];
+    for (const n of [...left, ...kept]) fs.writeFileSync(path.join(dir, n), 'x');
+
+    // Other writes leave the dir's temp files alone (no readdir per write)...
+    await writeSyncState(root, UID, { containers: {} });
+    await writeEtcHosts(root, pod, ['10.0.0.2']);
+    for (const n of left) expect(fs.existsSync(path.join(dir, n))).toBe(true);
+
+    // ...the next admission's record write sweeps them.
+    await writePodRecord(root, { pod, source: 'web.yaml', firstSeen: '2026-01-01T00:00:00.000Z' });
+    expect(fs.readdirSync(dir).sort()).toEqual([...kept, 'pod.json', 'sync-state.json'].sort());
+  });
+
+  it('admission keeps the first-seen time and source of the record the caller read, or reads it itself', async () => {
+    const first = await admitPod({ rootDir: root }, pod, 'a.yaml');
+    // The record the caller read is used as is (runonce reads every record once for all pods).
+    const given = { pod, source: 'given.yaml', firstSeen: '2020-01-01T00:00:00.000Z' };
+    expect(await admitPod({ rootDir: root }, pod, 'b.yaml', given)).toMatchObject({ source: 'given.yaml', firstSeen: given.firstSeen });
+    // Without one, the record on disk decides.
+    expect(await admitPod({ rootDir: root }, pod, 'c.yaml')).toMatchObject({ source: 'given.yaml', firstSeen: given.firstSeen });
+    // null: the caller knows there is none; a new first-seen time.
+    const fresh = await admitPod({ rootDir: root }, pod, 'd.yaml', null);
+    expect(fresh.source).toBe('d.yaml');
+    expect(Date.parse(fresh.firstSeen)).toBeGreaterThanOrEqual(Date.parse(first.firstSeen));
+    expect((await readPodRecord(root, UID))?.source).toBe('d.yaml');
+  });
+});
