@@ -221,6 +221,36 @@ describe('runOnce', () => {
     // --cleanup did not run: the pod is still there, running.
     expect([...fake.containers.values()].map((c) => c.state)).toEqual([1]);
   });
+
+  it('aborted while the runtime is first listed (the pods being admitted meanwhile): rejects with the reason, nothing unhandled', async () => {
+    const dir = path.join(tmp, 'manifests');
+    for (let i = 0; i < 5; i++) manifest(dir, `p${i}.yaml`, pod(`p${i}`, 'sleep 3600'));
+    const ac = new AbortController();
+    const client = fake.client();
+    // The runtime's first list never answers; it is aborted as soon as it is asked.
+    const cri = new Proxy(client, {
+      get: (target, method: string) => {
+        const v = (target as unknown as Record<string, unknown>)[method];
+        if (method !== 'listPodSandbox') return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+        return (_req: unknown, opts?: { signal?: AbortSignal }) =>
+          new Promise((_resolve, reject) => {
+            opts?.signal?.addEventListener('abort', () => reject(opts.signal?.reason));
+            ac.abort(new Error('interrupted'));
+          });
+      },
+    });
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      await expect(runOnce({ manifestDir: dir, waitReady: false, timeoutMs: 10_000, cleanup: false }, deps({ cri, signal: ac.signal }))).rejects.toThrow('interrupted');
+      await new Promise((r) => setTimeout(r, 50));
+      expect(unhandled).toEqual([]);
+      expect(fake.calls).not.toContain('runPodSandbox');
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
 });
 
 describe('runPod', () => {

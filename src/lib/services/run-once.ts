@@ -152,25 +152,28 @@ export async function runOnce(opts: RunOnceOptions, deps: ServiceDeps): Promise<
   const t0 = Date.now();
   // Read once for all pods what each pod's start would otherwise read for
   // itself: the pod records under the root dir (for replaceOtherInstances
-  // and each pod's admission) and the runtime's objects of this klet (one list of each kind rather
-  // than two filtered lists per pod, 60 calls for 30 pods). Nothing of this
-  // run exists yet, so what is read is what each pod would have read. If
-  // the runtime cannot be listed, every pod fails in its own row with that
-  // error where its own list would have failed (after its admission), as
-  // before, without waiting out the runtime's deadline a second time.
-  // (The two reads are independent: both in flight at once. With no pod to
-  // start, the runtime is not contacted: nothing is started for bad input.)
+  // and each pod's admission) and the runtime's objects of this klet (one
+  // list of each kind rather than two filtered lists per pod, 60 calls for
+  // 30 pods). Nothing of this run exists yet, so what is read is what each
+  // pod would have read. If the runtime cannot be listed, every pod fails in
+  // its own row with that error where its own list would have failed (after
+  // its admission), as before, without waiting out the runtime's deadline a
+  // second time. The runtime's answer is needed only by each pod's first
+  // sync: the admissions (the records' files) are written while the lists
+  // are in flight. (With no pod to start, the runtime is not contacted:
+  // nothing is started for bad input.)
   let listError: unknown;
-  const [records, initial] = await Promise.all([
-    listPodRecords(ctx.rootDir),
+  const initialRead: Promise<Map<string, RuntimePodStatus>> =
     runnable.length === 0
-      ? new Map<string, RuntimePodStatus>()
+      ? Promise.resolve(new Map())
       : getRuntimePodStatuses(ctx.cri, runnable.map((p) => podIdentity(p.pod)), { signal: ctx.signal, owner: instanceSelector(ctx) }).catch((err: unknown) => {
           if (deps.signal.aborted) throw err;
           listError = err;
           return new Map<string, RuntimePodStatus>();
-        }),
-  ]);
+        });
+  // Only an abort rejects it, and every pod awaits it below; until then it must not count as unhandled.
+  initialRead.catch(() => undefined);
+  const records = await listPodRecords(ctx.rootDir);
   const recordOf = new Map(records.map((r) => [r.pod.metadata?.uid ?? '', r]));
   const started = await Promise.all(
     runnable.map(async (p) => {
@@ -191,6 +194,7 @@ export async function runOnce(opts: RunOnceOptions, deps: ServiceDeps): Promise<
           initContainers: (p.pod.spec?.initContainers ?? []).map((c) => c.name),
           containers: (p.pod.spec?.containers ?? []).map((c) => c.name),
         });
+        const initial = await initialRead;
         if (listError !== undefined) throw listError;
         out = await syncUntil(ctx, rec, goal, { timeoutMs: Math.max(1000, opts.timeoutMs - (Date.now() - t0)), initialStatus: initial.get(uid) });
       } catch (err) {
