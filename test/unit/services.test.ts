@@ -222,6 +222,30 @@ describe('runOnce', () => {
     expect([...fake.containers.values()].map((c) => c.state)).toEqual([1]);
   });
 
+  it("the pods' records are written while the runtime is first listed, not after its answer", async () => {
+    const dir = path.join(tmp, 'manifests');
+    for (let i = 0; i < 3; i++) manifest(dir, `p${i}.yaml`, pod(`p${i}`, 'sleep 3600'));
+    const client = fake.client();
+    const root = path.join(tmp, 'root');
+    let recordedWhileListing: string[] | undefined;
+    // The runtime's first list answers only once the test has looked at the root dir (at most 2 s).
+    const cri = new Proxy(client, {
+      get: (target, method: string) => {
+        const v = (target as unknown as Record<string, unknown>)[method];
+        if (typeof v !== 'function') return v;
+        if (method !== 'listPodSandbox' || recordedWhileListing !== undefined) return (v as (...a: unknown[]) => unknown).bind(target);
+        return async (...args: unknown[]) => {
+          for (let t = 0; t < 40 && (await listPodRecords(root)).length < 3; t++) await new Promise((r) => setTimeout(r, 50));
+          recordedWhileListing = (await listPodRecords(root)).map((r) => r.pod.metadata?.name ?? '').sort();
+          return (v as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    const { report } = await runOnce({ manifestDir: dir, waitReady: false, timeoutMs: 10_000, cleanup: false }, deps({ cri }));
+    expect(recordedWhileListing).toEqual([`p0-${NODE}`, `p1-${NODE}`, `p2-${NODE}`]);
+    expect(report.pods.map((p) => p.ok)).toEqual([true, true, true]);
+  });
+
   it('aborted while the runtime is first listed (the pods being admitted meanwhile): rejects with the reason, nothing unhandled', async () => {
     const dir = path.join(tmp, 'manifests');
     for (let i = 0; i < 5; i++) manifest(dir, `p${i}.yaml`, pod(`p${i}`, 'sleep 3600'));
