@@ -26,7 +26,7 @@ app="$stage/$name/lib/app"
 mkdir -p "$app/bin" "$stage/$name/bin"
 
 cp bin/run.js "$app/bin/"
-cp -r dist man "$app/"
+cp -rp dist man "$app/"  # -p: bin/run.js compares dist/bundle/'s and dist/cli/'s times
 cp package.json package-lock.json oclif.manifest.json README.md "$app/"
 (cd "$app" && npm ci --omit=dev --ignore-scripts --no-audit --no-fund --prefer-offline --loglevel=error >/dev/null)
 rm -f "$app/package-lock.json"

@@ -7,7 +7,8 @@
 #   2. `npm run package`: the tarball unpacked into a temp dir, its bin/klet
 #      run with a bare PATH (no Node.js on it): `klet --version`, and one
 #      `klet runonce` of examples/job.yaml against a klet-managed containerd
-#      under a temp root dir, stopped afterwards (with its bridge).
+#      under a temp root dir, stopped afterwards (with its bridge); that run
+#      must load runonce's code from dist/bundle/.
 # Needs a build and a Node.js >= 22 on PATH (source scripts/bootstrap.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -75,7 +76,24 @@ mkdir -p "$tmp/manifests"
 cp "$repo/examples/job.yaml" "$tmp/manifests/"
 # --cleanup: the pod and its log dir under /var/log/pods go with the run (checked), so CI leaves nothing there.
 logs_before="$(ls /var/log/pods 2>/dev/null | grep -c '_job-smoke_' || true)"
-bare "$klet" runonce --cleanup --manifest-dir "$tmp/manifests" "${flags[@]}"
+# A preload counts the files of the app's dist/ it loads: runonce must run from
+# dist/bundle/ (scripts/bundle.js; bin/run.js picks it by its times, which the
+# package keeps), not from dist/'s modules one by one.
+cat > "$tmp/dist-probe.mjs" <<'EOF'
+import { registerHooks } from 'node:module';
+const n = { bundle: 0, other: 0 };
+registerHooks({ load(url, ctx, next) { if (url.includes('/lib/app/dist/')) n[url.includes('/lib/app/dist/bundle/') ? 'bundle' : 'other'] += 1; return next(url, ctx); } });
+process.on('exit', () => process.stderr.write(`[dist/bundle files: ${n.bundle}, other dist files: ${n.other}]\n`));
+EOF
+if ! bare env NODE_OPTIONS="--import $tmp/dist-probe.mjs" "$klet" runonce --cleanup --manifest-dir "$tmp/manifests" "${flags[@]}" 2>"$tmp/runonce.err"; then
+  cat "$tmp/runonce.err" >&2
+  exit 1
+fi
+cat "$tmp/runonce.err" >&2
+grep -Eq '^\[dist/bundle files: [1-9][0-9]*, other dist files: 0\]$' "$tmp/runonce.err" || {
+  echo "smoke-install: the package's runonce did not run from dist/bundle/ ($(tail -n1 "$tmp/runonce.err"))" >&2
+  exit 1
+}
 logs_after="$(ls /var/log/pods 2>/dev/null | grep -c '_job-smoke_' || true)"
 if [ "$logs_after" != "$logs_before" ]; then
   echo "smoke-install: runonce --cleanup left its pod's log dir in /var/log/pods ($logs_before -> $logs_after)" >&2

@@ -8,7 +8,10 @@ export async function printObject(output: OutputFormat, obj: unknown, table: () 
   if (output === 'json') {
     process.stdout.write(JSON.stringify(obj, jsonReplacer, 2) + '\n');
   } else if (output === 'yaml') {
-    const { stringify } = await import('yaml');
+    // yaml is CommonJS: its module.exports is the import's default export, both
+    // in Node and in runonce's bundle (scripts/bundle.js), whose chunk for a
+    // dynamically imported CommonJS package exports nothing else.
+    const { stringify } = (await import('yaml')).default;
     process.stdout.write(stringify(JSON.parse(JSON.stringify(obj, jsonReplacer))));
   } else {
     const text = table();

@@ -10,6 +10,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KLET_BIN, PROJECT_ROOT, assertBuilt, cleanEnv, explain, runKlet } from '../helpers/cli.js';
@@ -164,16 +165,35 @@ describe('runonce without oclif', () => {
     return file;
   }
 
-  it('a well-formed runonce loads no oclif; --help, a bad flag or KLET_ENTRY=oclif do', async () => {
+  /** A preload that reports on stderr how many files of dist/bundle/ and of the rest of dist/ the process loaded. */
+  function distProbe(): string {
+    const file = path.join(dir, 'dist-probe.mjs');
+    fs.writeFileSync(
+      file,
+      [
+        "import { registerHooks } from 'node:module'; import fs from 'node:fs';",
+        "const dist = new URL('dist/', " + JSON.stringify(pathToFileURL(PROJECT_ROOT + '/').href) + ').href; const n = { bundle: 0, modules: 0 };',
+        "registerHooks({ load(url, ctx, next) { if (url.startsWith(dist)) n[url.startsWith(dist + 'bundle/') ? 'bundle' : 'modules'] += 1; return next(url, ctx); } });",
+        "process.on('exit', () => fs.writeSync(2, `[dist/bundle files: ${n.bundle}, other dist files: ${n.modules}]\\n`));",
+        '',
+      ].join('\n'),
+    );
+    return file;
+  }
+
+  it('a well-formed runonce loads no oclif and runs from dist/bundle/; --help, a bad flag or KLET_ENTRY=oclif load oclif', async () => {
     const manifests = path.join(dir, 'entry-probe');
     podManifest(manifests, 'probe', 'Always');
-    const probe = { NODE_OPTIONS: `--require ${oclifProbe()}` };
+    const probe = { NODE_OPTIONS: `--require ${oclifProbe()} --import ${distProbe()}` };
     const fast = await runKlet(['runonce', '--manifest-dir', manifests, '--cleanup', '-o', 'json', ...common()], { extraEnv: probe });
     expect(fast.code, explain(fast)).toBe(0);
     expect(fast.stderr).toContain('[oclif modules: 0]');
+    // npm run build bundles runonce's modules (scripts/bundle.js); bin/run.js loads them from there, not one by one.
+    expect(fast.stderr).toMatch(/\[dist\/bundle files: [1-9][0-9]*, other dist files: 0\]/);
     const forced = await runKlet(['runonce', '--manifest-dir', manifests, '--cleanup', '-o', 'json', ...common()], { extraEnv: { ...probe, KLET_ENTRY: 'oclif' } });
     expect(forced.code, explain(forced)).toBe(0);
     expect(forced.stderr).toMatch(/\[oclif modules: [1-9]/);
+    expect(forced.stderr).toMatch(/\[dist\/bundle files: 0, other dist files: [1-9]/);
     const bad = await runKlet(['runonce', '--manifest-dir', manifests, '--bogus', ...common()], { extraEnv: probe });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/^error: Nonexistent flag: --bogus \(see: klet runonce --help\)\n\[oclif modules: [1-9]/);
