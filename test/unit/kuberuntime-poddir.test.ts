@@ -1,11 +1,13 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { admitPod } from '../../src/lib/kuberuntime/lifecycle.js';
 import { podDir, readPodRecord, writeEtcHosts, writePodRecord, writeSyncState } from '../../src/lib/kuberuntime/poddir.js';
+import { readProbeResults, writeProbeResults } from '../../src/lib/prober/results.js';
 
 const UID = '0123456789abcdef0123456789abcdef';
 const pod: V1Pod = { metadata: { name: 'web-node1', namespace: 'default', uid: UID }, spec: { containers: [{ name: 'c', image: 'busybox' }] } };
@@ -39,6 +41,39 @@ describe('pod dirs', () => {
     // ...the next admission's record write sweeps them.
     await writePodRecord(root, { pod, source: 'web.yaml', firstSeen: '2026-01-01T00:00:00.000Z' });
     expect(fs.readdirSync(dir).sort()).toEqual([...kept, 'pod.json', 'sync-state.json'].sort());
+  });
+
+  it("the prober's results file: written whole, no temp file left, a killed prober's temp file swept, a failed write cleans up", async () => {
+    await writePodRecord(root, { pod, source: 'web.yaml', firstSeen: '2026-01-01T00:00:00.000Z' });
+    const dir = podDir(root, UID);
+    const results = { c: { containerId: 'abc', readiness: 'Success' as const } };
+    await writeProbeResults(root, UID, results);
+    expect(await readProbeResults(root, UID)).toEqual(results);
+    expect(fs.readdirSync(dir).sort()).toEqual(['pod.json', 'probes.json']);
+    expect(fs.statSync(path.join(dir, 'probes.json')).mode & 0o777).toBe(0o600);
+
+    // A prober killed between its write and its rename: its temp file (the
+    // name it really writes, with its pid now gone) goes with the next record write.
+    let tmp = '';
+    const rename = vi.spyOn(fsp, 'rename').mockImplementationOnce(async (from) => {
+      tmp = String(from);
+      throw Object.assign(new Error('killed'), { code: 'EINTR' });
+    });
+    const cleanup = vi.spyOn(fsp, 'rm').mockImplementationOnce(async () => undefined); // the kill: no clean-up either
+    await expect(writeProbeResults(root, UID, results)).rejects.toThrow();
+    rename.mockRestore();
+    cleanup.mockRestore();
+    expect(path.dirname(tmp)).toBe(dir);
+    expect(path.basename(tmp)).toContain(`.${process.pid}.`);
+    fs.renameSync(tmp, tmp.replace(`.${process.pid}.`, `.${deadPid()}.`));
+    await writePodRecord(root, { pod, source: 'web.yaml', firstSeen: '2026-01-01T00:00:00.000Z' });
+    expect(fs.readdirSync(dir).sort()).toEqual(['pod.json', 'probes.json']);
+
+    // A write that cannot land (here: a directory where the file goes) names the file and leaves no temp file.
+    fs.rmSync(path.join(dir, 'probes.json'));
+    fs.mkdirSync(path.join(dir, 'probes.json', 'x'), { recursive: true });
+    await expect(writeProbeResults(root, UID, results)).rejects.toThrow(`cannot write ${path.join(dir, 'probes.json')}`);
+    expect(fs.readdirSync(dir).sort()).toEqual(['pod.json', 'probes.json']);
   });
 
   it('admission keeps the first-seen time and source of the record the caller read, or reads it itself', async () => {

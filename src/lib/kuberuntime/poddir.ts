@@ -64,9 +64,10 @@ export interface PodSyncState {
  * Write a file atomically: a temp file next to it, then rename. A failed
  * write (ENOSPC, EROFS) removes its temp file and names the file and the
  * errno. Temp files a killed process left in a pod dir (its pid gone) are
- * removed when the pod's record is next written (writePodRecord).
+ * removed when the pod's record is next written (writePodRecord): every
+ * file of a pod dir is written through here (the prober's results too).
  */
-async function writeFileAtomic(file: string, data: string, mode = 0o644): Promise<void> {
+export async function writeFileAtomic(file: string, data: string, mode = 0o644): Promise<void> {
   const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
   try {
     await fsp.writeFile(tmp, data, { mode });

@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { V1Container } from '@kubernetes/client-node';
-import { podDir } from '../kuberuntime/poddir.js';
+import { podDir, writeFileAtomic } from '../kuberuntime/poddir.js';
 import type { ProbeResult } from './types.js';
 
 export interface ContainerProbeResults {
@@ -37,10 +37,9 @@ export async function readProbeResults(rootDir: string, uid: string): Promise<Po
 export async function writeProbeResults(rootDir: string, uid: string, results: PodProbeResults): Promise<void> {
   const dir = podDir(rootDir, uid);
   if (!fs.existsSync(dir)) return;
-  const file = path.join(dir, FILE);
-  const tmp = `${file}.${process.pid}.tmp`;
-  await fsp.writeFile(tmp, JSON.stringify(results) + '\n', { mode: 0o600 });
-  await fsp.rename(tmp, file);
+  // Through the pod dir's one atomic writer: its temp file's name is one the
+  // pod-record write sweeps when a prober was killed mid-write.
+  await writeFileAtomic(path.join(dir, FILE), JSON.stringify(results) + '\n', 0o600);
 }
 
 /**
