@@ -72,6 +72,17 @@ function runOnceEntryUrl() {
   return seconds(bundle) >= seconds(modules) ? bundle.href : modules.href;
 }
 
+/** The value of the last --log-level among ARGS (the one that counts), if any. */
+function lastLogLevel(args) {
+  let level;
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] === '--') break;
+    if (args[i] === '--log-level') level = args[++i];
+    else if (args[i].startsWith('--log-level=')) level = args[i].slice('--log-level='.length);
+  }
+  return level;
+}
+
 function moveLeadingGlobalFlags(args) {
   const lead = [];
   let i = 0;
@@ -139,7 +150,11 @@ if (longRunning && process.env.MALLOC_ARENA_MAX === undefined && typeof process.
 const args = moveLeadingGlobalFlags(argv);
 let done = false;
 if (args[0] === 'runonce' && process.env.KLET_ENTRY !== 'oclif') {
-  const { runOnceEntry } = await import(runOnceEntryUrl());
+  const entry = runOnceEntryUrl();
+  // --log-level debug prints stacks: through the bundle's source maps they
+  // name klet's TypeScript sources rather than the bundle's chunks.
+  if (entry.includes('/dist/bundle/') && lastLogLevel(args) === 'debug') process.setSourceMapsEnabled(true);
+  const { runOnceEntry } = await import(entry);
   done = await runOnceEntry(args.slice(1), process.env);
 }
 if (!done) {

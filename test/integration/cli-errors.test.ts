@@ -356,6 +356,17 @@ describe('--log-level debug', () => {
     expect(lines.some((l) => /^\s+at /.test(l)), explain(debug)).toBe(true);
   });
 
+  it('runonce (run from its bundle): the stack names klet\'s TypeScript sources, not the bundle\'s chunks', async () => {
+    const manifests = path.join(tmp, 'stack-manifests');
+    fs.mkdirSync(manifests, { recursive: true });
+    fs.writeFileSync(path.join(manifests, 'web.yaml'), 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n  containers:\n    - name: c\n      image: busybox\n');
+    const r = await runKlet(['runonce', '--manifest-dir', manifests, '--exit-code-from', 'nobody', '--log-level', 'debug', '--container-runtime-endpoint', missingEndpoint]);
+    expect(r.code, explain(r)).toBe(2);
+    expect(nonEmptyLines(r.stderr)[0]).toMatch(/^error: --exit-code-from nobody: no such pod/);
+    expect(r.stderr).toMatch(/^\s+at .*src\/lib\/services\/run-once\.ts:\d+:\d+/m);
+    expect(r.stderr).not.toContain('dist/bundle/');
+  });
+
   it('applies to usage errors too', async () => {
     const r = await runKlet(['images', 'ls', '--bogus', '--log-level', 'debug', '--container-runtime-endpoint', missingEndpoint]);
     expect(r.code, explain(r)).toBe(2);
