@@ -22,7 +22,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CriClient } from '../../src/lib/cri/index.js';
 import { localApiRequest } from '../../src/lib/server/index.js';
 import { KLET_BIN, explain, runKlet } from '../helpers/cli.js';
@@ -37,6 +37,8 @@ const LOG_ROOT = '/var/log/pods';
 /** A tmux server of this test file alone. */
 const TMUX_SERVER = `klet-dash-${process.pid}`;
 const SESSION = 'dash';
+/** The pane's program: a plain shell with a minimal environment. */
+const SHELL = ['env', '-i', `PATH=${process.env.PATH}`, 'TERM=xterm-256color', 'HOME=/tmp', 'PS1=$ ', 'bash', '--norc', '--noprofile'];
 
 let rt: TestRuntime;
 let cri: CriClient;
@@ -135,8 +137,17 @@ beforeAll(async () => {
   );
   sync = await startKletSync();
   // A terminal of 100x30 with a plain shell in it.
-  await tmux('-f', '/dev/null', 'new-session', '-d', '-s', SESSION, '-x', '100', '-y', '30', 'env', '-i', `PATH=${process.env.PATH}`, 'TERM=xterm-256color', 'HOME=/tmp', 'PS1=$ ', 'bash', '--norc', '--noprofile');
+  await tmux('-f', '/dev/null', 'new-session', '-d', '-s', SESSION, '-x', '100', '-y', '30', ...SHELL);
   await tmux('set-option', '-t', SESSION, 'remain-on-exit', 'on');
+});
+
+// A test that failed may have left its dashboard (or sync --tui) running in
+// the pane: the next one starts from a fresh shell, not typing into that.
+afterEach(async (ctx) => {
+  if (ctx.task.result?.state === 'fail') {
+    await tmux('respawn-pane', '-k', '-t', SESSION, ...SHELL).catch(() => undefined);
+    await tmux('resize-window', '-t', SESSION, '-x', '100', '-y', '30').catch(() => undefined);
+  }
 });
 
 afterAll(async () => {
@@ -168,10 +179,10 @@ describe('klet dashboard in a terminal', () => {
   it('shows the pods and a crash loop counting down, opens details, survives a sync restart, goes compact, and quits cleanly', async () => {
     await keys(`node ${KLET_BIN} dashboard --root-dir ${rt.rootDir}; echo "exit=$?"`, 'Enter');
 
-    // The pods, with the node and the sync loop around them.
-    const first = await screenMatching(/kdash\/worker-dashnode .*Running/);
+    // The pods, with the node and the sync loop around them. (Waits for web and
+    // worker both running: a first screen may show one still ContainerCreating.)
+    const first = await screenMatching(/kdash\/web-dashnode .*Running[\s\S]*kdash\/worker-dashnode .*Running/);
     expect(first).toMatch(/node dashnode/);
-    expect(first).toMatch(/kdash\/web-dashnode .*Running/);
     expect(first).toMatch(/SYNC LOOP/);
     // On a terminal it re-executed itself in place with fixed 8 MB semi-spaces (its RSS stays flat; bench/dashboard.js).
     expect(await paneCommandLine()).toMatch(/ --min-semi-space-size=8 --max-semi-space-size=8 .*bin\/run\.js dashboard --root-dir /);
