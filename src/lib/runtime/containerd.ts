@@ -311,7 +311,8 @@ export async function lockEndpoint(
       if (Date.now() > deadline) {
         throw new TimeoutError(`another klet (pid ${holder}) is still starting a runtime on unix://${socketPath} (lock ${file})`);
       }
-      await new Promise((r) => setTimeout(r, 100));
+      // Jittered: contenders that started together would otherwise all retry in the same instant, one winner per round.
+      await new Promise((r) => setTimeout(r, 50 + Math.random() * 100));
     }
   } finally {
     await fsp.rm(mine, { force: true });
