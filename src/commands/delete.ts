@@ -3,7 +3,7 @@ import { PodCommand, outputFlags } from '../base-command.js';
 
 export default class Delete extends PodCommand<typeof Delete> {
   static override summary = 'Delete pods: stop them gracefully, remove their sandboxes, containers, pod dirs and logs.';
-  static override description = `Each container gets SIGTERM (through CRI StopContainer) and, after the pod's terminationGracePeriodSeconds (or --grace-period), SIGKILL; then the sandbox is stopped and removed, and the pod's directory under <root-dir>/pods and its log directory under /var/log/pods are removed. POD is ns/name, name (namespace default) or a UID prefix. A pod still listed in a manifest directory that klet sync watches comes back: remove its manifest instead.`;
+  static override description = `Each container gets SIGTERM (through CRI StopContainer) and, after the pod's terminationGracePeriodSeconds (or --grace-period), SIGKILL; then the sandbox is stopped and removed, and the pod's log directory under /var/log/pods and its directory under <root-dir>/pods are removed, in that order: a pod whose log directory cannot be removed (the error names it) is kept, and deleting it again, or klet sync, finishes the job. POD is ns/name, name (namespace default) or a UID prefix. A pod still listed in a manifest directory that klet sync watches comes back: remove its manifest instead.`;
   static override examples = [
     '<%= config.bin %> <%= command.id %> web-node1',
     '<%= config.bin %> <%= command.id %> kube-system/etcd-node1 default/job-node1',

@@ -117,6 +117,15 @@ interface ApiPod {
   };
 }
 
+/**
+ * The log dirs under /var/log/pods of these pods of `ns`. The server forgets a
+ * deleted pod once klet has stopped it; klet then removes what it has of it
+ * (sandbox, log dir, record): a test waits for that before it stops klet.
+ */
+function logDirsLeft(ns: string, names: string[]): string[] {
+  return fs.readdirSync('/var/log/pods').filter((d) => names.some((n) => d.startsWith(`${ns}_${n}_`)));
+}
+
 async function poll<T>(what: string, timeoutMs: number, fn: () => Promise<T | undefined>): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
@@ -356,6 +365,7 @@ describe('klet sync --kubeconfig: pods from the API server', () => {
     expect(sync.running, sync.tail()).toBe(true);
     await cluster.kubectl(['delete', 'pod', '-n', NS, 'short', 'steady', '--wait=false']);
     await poll('pods deleted', 40_000, async () => ((await cluster.kubectl(['get', 'pods', '-n', NS, '-o', 'name'])).trim() === '' ? true : undefined));
+    await poll('klet removed the pods and their log dirs', 40_000, async () => (logDirsLeft(NS, ['short', 'steady']).length === 0 ? true : undefined));
     const exit = await sync.stop();
     expect(exit.code, sync.tail()).toBe(0);
   }, 300_000);
@@ -415,6 +425,7 @@ describe('klet sync --kubeconfig: pods from the API server', () => {
     expect(sync.stderr).not.toContain(cluster.nodes[NODE]!.token);
     await cluster.kubectl(['delete', 'pod', '-n', NS, 'short-etcd', 'steady-etcd', '--wait=false']);
     await poll('pods deleted', 40_000, async () => ((await cluster.kubectl(['get', 'pods', '-n', NS, '-o', 'name'])).trim() === '' ? true : undefined));
+    await poll('klet removed the pods and their log dirs', 40_000, async () => (logDirsLeft(NS, ['short-etcd', 'steady-etcd']).length === 0 ? true : undefined));
     const exit = await sync.stop();
     expect(exit.code, sync.tail()).toBe(0);
   }, 300_000);

@@ -114,10 +114,12 @@ async function removePodFiles(ctx: LifecycleContext, pod: V1Pod, objs: PodRuntim
   const id = identity(pod);
   // Volumes first (unmounted, their dirs removed); removePodDir would refuse a live mount.
   await ctx.volumes?.unmountPod(pod);
-  await removePodDir(ctx.rootDir, id.uid);
+  // The pod dir last: its record is how a later run finds what is left of the
+  // pod. A removal cut short (Ctrl-C, SIGKILL) or a log dir that cannot be
+  // removed yet leaves the record for the next try, not a log dir nothing knows of.
   const mine = kletInstance(ctx.rootDir, ctx.nodeName);
-  if (objs.sandboxes.some((sb) => sb.labels[KLET_INSTANCE_LABEL] !== mine)) return;
-  await removeLogDir(podLogDirOf({ metadata: id }, ctx.logRoot));
+  if (!objs.sandboxes.some((sb) => sb.labels[KLET_INSTANCE_LABEL] !== mine)) await removeLogDir(podLogDirOf({ metadata: id }, ctx.logRoot));
+  await removePodDir(ctx.rootDir, id.uid);
 }
 
 async function removeLogDir(logDir: string): Promise<void> {
