@@ -152,3 +152,30 @@ describe('a log dir that cannot be removed yet', () => {
     expect(exit2.code, s2.tail()).toBe(0);
   }, 240_000);
 });
+
+describe('klet runtime stop', () => {
+  it("keeps the pods' records and logs, as the kubelet's are kept when its runtime stops: once a runtime runs again, klet logs reads them and delete --all removes them", async () => {
+    const dir = fs.mkdtempSync(path.join(tmp, 'm-'));
+    fs.writeFileSync(path.join(dir, 'c.yaml'), manifest('c'));
+    const run = await klet(['runonce', '--manifest-dir', dir]);
+    expect(run.code, explain(run)).toBe(0);
+    const logDir = logDirOf('c');
+    const uid = uidOf(logDir);
+    await eventually(() => expect(fs.readFileSync(path.join(logDir, 'c', '0.log'), 'utf8')).toContain('hello'), 10_000);
+
+    const stop = await klet(['runtime', 'stop']);
+    expect(stop.code, explain(stop)).toBe(0);
+    expect(stop.stdout).toContain('1 pod sandbox(es) stopped and removed');
+    expect(fs.existsSync(logDir)).toBe(true);
+    expect(podDirExists(uid)).toBe(true);
+
+    await rt.restart();
+    const logs = await klet(['logs', `${NS}/c-${NODE}`]);
+    expect(logs.code, explain(logs)).toBe(0);
+    expect(logs.stdout).toBe('hello\n');
+    const del = await klet(['delete', '--all']);
+    expect(del.code, explain(del)).toBe(0);
+    expect(fs.existsSync(logDir)).toBe(false);
+    expect(podDirExists(uid)).toBe(false);
+  }, 180_000);
+});
