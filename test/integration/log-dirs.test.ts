@@ -14,6 +14,7 @@ import { CriClient } from '../../src/lib/cri/index.js';
 import { explain, runKlet, type CliResult } from '../helpers/cli.js';
 import { startTestRuntime, wipeNode, type TestRuntime } from '../helpers/runtime.js';
 import { eventually, killAllSyncs, startSync } from '../helpers/sync.js';
+import { podYaml, SLEEP_FOREVER } from '../helpers/manifests.js';
 
 const NODE = 'logdirnode';
 const NS = 'klogd';
@@ -30,20 +31,7 @@ function klet(args: string[], timeoutMs = 120_000): Promise<CliResult> {
 }
 
 function manifest(name: string): string {
-  return [
-    'apiVersion: v1',
-    'kind: Pod',
-    'metadata:',
-    `  name: ${name}`,
-    `  namespace: ${NS}`,
-    'spec:',
-    '  terminationGracePeriodSeconds: 1',
-    '  containers:',
-    '    - name: c',
-    `      image: ${rt.images.busybox}`,
-    `      command: ["sh", "-c", "echo hello; trap 'exit 0' TERM; sleep 1000000 & wait"]`,
-    '',
-  ].join('\n');
+  return podYaml({ name, namespace: NS, image: rt.images.busybox, script: `echo hello; ${SLEEP_FOREVER}`, terminationGracePeriodSeconds: 1 });
 }
 
 /** The pod's log dir (`<ns>_<name>-<node>_<uid>`), found by its prefix. */

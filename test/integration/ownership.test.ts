@@ -22,9 +22,9 @@ import { networkFor, shimPids, stopManagedRuntime } from '../../src/lib/runtime/
 import { explain, runKlet, type CliResult } from '../helpers/cli.js';
 import { removeAllPods, startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 import { killAllSyncs, sleep, startSync } from '../helpers/sync.js';
+import { podYaml as manifest, SLEEP_FOREVER } from '../helpers/manifests.js';
 
 const NS = 'kown';
-const SLEEP_FOREVER = "trap 'exit 0' TERM; sleep 1000000 & wait";
 
 let rt: TestRuntime;
 let cri: CriClient;
@@ -43,20 +43,7 @@ function klet(who: { node: string; root: () => string }, args: string[], timeout
 }
 
 function podYaml(name: string): string {
-  return [
-    'apiVersion: v1',
-    'kind: Pod',
-    'metadata:',
-    `  name: ${name}`,
-    `  namespace: ${NS}`,
-    'spec:',
-    '  terminationGracePeriodSeconds: 2',
-    '  containers:',
-    '    - name: c',
-    `      image: ${rt.images.busybox}`,
-    `      command: ["sh", "-c", ${JSON.stringify(`echo ${name} up; ${SLEEP_FOREVER}`)}]`,
-    '',
-  ].join('\n');
+  return manifest({ name, namespace: NS, image: rt.images.busybox, script: `echo ${name} up; ${SLEEP_FOREVER}` });
 }
 
 function manifestDir(name: string, pods: string[]): string {
