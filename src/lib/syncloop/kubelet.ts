@@ -488,11 +488,13 @@ export class Kubelet {
       if (this.desired.has(uid) || running.has(uid) || this.workers.state(uid) !== undefined) continue;
       const rec = await readPodRecord(this.opts.rootDir, uid);
       // The log dir first: the record, which names it, is kept until it is gone (retried next pass).
-      try {
-        if (rec) await removePodLogDir(this.opts, rec.pod);
-      } catch (err) {
-        log.warn(`removing log dir of ${key(rec!.pod)}: ${errorMessage(err)}`);
-        continue;
+      if (rec) {
+        try {
+          await removePodLogDir(this.opts, rec.pod);
+        } catch (err) {
+          log.warn(`removing log dir of ${key(rec.pod)}: ${errorMessage(err)}`);
+          continue;
+        }
       }
       await removePodDir(this.opts.rootDir, uid).catch((err) => log.warn(`removing pod dir ${uid}: ${errorMessage(err)}`));
       this.volumes.forget(uid);
