@@ -13,7 +13,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CriClient } from '../../src/lib/cri/index.js';
 import { explain, runKlet, type CliResult } from '../helpers/cli.js';
 import { startTestRuntime, wipeNode, type TestRuntime } from '../helpers/runtime.js';
-import { eventually, killAllSyncs, startSync } from '../helpers/sync.js';
+import { eventually, killAllSyncs, sleep, startSync } from '../helpers/sync.js';
 import { podYaml, SLEEP_FOREVER } from '../helpers/manifests.js';
 
 const NODE = 'logdirnode';
@@ -131,6 +131,9 @@ describe('a log dir that cannot be removed yet', () => {
     const s2 = await startSync({ rootDir: rt.rootDir, endpoint: rt.endpoint, manifestDir: dir, nodeName: NODE, fileCheckFrequency: '1s' });
     await s2.waitForStderr(new RegExp(`cannot remove ${logDir.replace(/[.]/g, '\\.')}`), 30_000);
     expect(podDirExists(uid), s2.tail()).toBe(true);
+    // Retried at every housekeeping pass (2 s), warned of once.
+    await sleep(5000);
+    expect(s2.stderr.split('\n').filter((l) => l.includes(`cannot remove ${logDir}`)), s2.tail()).toHaveLength(1);
     unpin(at);
     await eventually(() => {
       expect(fs.existsSync(logDir), s2.tail()).toBe(false);

@@ -83,6 +83,8 @@ export class Kubelet {
   private readonly due = new Map<string, number>();
   /** When klet removed a pod (its last remains), so a PLEG snapshot taken before that is not read as an orphan. */
   private readonly removedAt = new Map<string, number>();
+  /** The last clean-up failure warned of, per pod UID: housekeeping retries every pass, the warning is not repeated. */
+  private readonly cleanupWarned = new Map<string, string>();
   /** Pods whose start kubelet_pod_start_duration_seconds has counted (or that were running already). */
   private readonly podStartObserved = new Set<string>();
   private readonly workers: PodWorkers;
@@ -310,6 +312,7 @@ export class Kubelet {
     const uid = pod.metadata?.uid ?? '';
     this.prober.removePod(uid);
     await removePod(this.ctx(this.desired.get(uid)?.source ?? 'file', pod), pod);
+    this.cleanupWarned.delete(uid);
     this.removedAt.set(uid, Date.now());
     this.podStartObserved.delete(uid);
     this.opts.bus.emit({ kind: 'PodLifecycle', pod: key(pod), uid, state: 'Removed' });
@@ -453,7 +456,7 @@ export class Kubelet {
         // Killed through a worker: graceful, with the recorded spec's grace period when known.
         this.workers.updatePod({ pod, type: 'kill', reason: 'no pod source wants it' });
       } else {
-        await this.removePod(pod).catch((err) => log.warn(`removing orphaned pod ${key(pod)}: ${errorMessage(err)}`));
+        await this.removePod(pod).catch((err) => this.cleanupFailed(uid, `removing orphaned pod ${key(pod)}: ${errorMessage(err)}`));
       }
       touched.push(key(pod));
     }
@@ -478,7 +481,7 @@ export class Kubelet {
         await this.removePod(pod);
         this.workers.forget(uid);
       } catch (err) {
-        log.warn(`removing pod ${key(pod)}: ${errorMessage(err)}`);
+        this.cleanupFailed(uid, `removing pod ${key(pod)}: ${errorMessage(err)}`);
         continue;
       }
       touched.push(key(pod));
@@ -492,14 +495,29 @@ export class Kubelet {
         try {
           await removePodLogDir(this.opts, rec.pod);
         } catch (err) {
-          log.warn(`removing log dir of ${key(rec.pod)}: ${errorMessage(err)}`);
+          this.cleanupFailed(uid, `removing log dir of ${key(rec.pod)}: ${errorMessage(err)}`);
           continue;
         }
       }
-      await removePodDir(this.opts.rootDir, uid).catch((err) => log.warn(`removing pod dir ${uid}: ${errorMessage(err)}`));
+      try {
+        await removePodDir(this.opts.rootDir, uid);
+        this.cleanupWarned.delete(uid);
+      } catch (err) {
+        this.cleanupFailed(uid, `removing pod dir ${uid}: ${errorMessage(err)}`);
+      }
       this.volumes.forget(uid);
     }
     return touched;
+  }
+
+  /** A clean-up that failed (retried next pass): warned once per pod and message, repeats at debug level. */
+  private cleanupFailed(uid: string, message: string): void {
+    if (this.cleanupWarned.get(uid) === message) {
+      log.debug(message);
+      return;
+    }
+    this.cleanupWarned.set(uid, message);
+    log.warn(message);
   }
 
   /**
