@@ -405,3 +405,65 @@ process.exit(3);`;
     expect(res.stderr).toBe('pod default/web: syncing\npod default/web: FAILED: pod failed (exit code 3)\n');
   });
 });
+
+describe("a sync that creates all of a pod: its status without the lists", () => {
+  async function load(name: string, text: string): Promise<V1Pod> {
+    const file = manifest(path.join(tmp, 'm'), `${name}.yaml`, text);
+    const { loadManifests } = await import('../../src/lib/pod/index.js');
+    const p = (await loadManifests({ files: [file], nodeName: NODE })).pods[0]!.pod;
+    const { admitPod } = await import('../../src/lib/kuberuntime/lifecycle.js');
+    await admitPod(deps(), p, file);
+    return p;
+  }
+  const id = (p: V1Pod) => ({ uid: p.metadata!.uid!, name: p.metadata!.name!, namespace: p.metadata!.namespace! });
+
+  it.each([
+    ['a running container', pod('run', 'sleep 3600')],
+    ['a container that exited at once', pod('quick', 'echo bye; exit 3', 'Never')],
+    [
+      'an init container (the first sync starts only it)',
+      `apiVersion: v1
+kind: Pod
+metadata:
+  name: withinit
+spec:
+  initContainers:
+    - name: init
+      image: localhost/klet/busybox:1.36
+      command: ["sh", "-c", "sleep 3600"]
+  containers:
+    - name: c
+      image: localhost/klet/busybox:1.36
+      command: ["sh", "-c", "sleep 3600"]
+`,
+    ],
+  ])('%s: createdPodStatus is what getRuntimePodStatus reads, with one ContainerStatus per container and nothing else', async (_what, text) => {
+    const { createdPodStatus, getRuntimePodStatus } = await import('../../src/lib/kuberuntime/runtime-status.js');
+    const { instanceSelector } = await import('../../src/lib/kuberuntime/labels.js');
+    const p = await load(text.match(/name: (\S+)/)![1]!, text);
+    const d = deps();
+    const res = await syncPod({ ...d, objects: { configMaps: [], secrets: [] } }, p);
+    expect(res.created).toBeDefined();
+    const before = fake.calls.length;
+    const lean = await createdPodStatus(d.cri, id(p), res.created!);
+    expect(fake.calls.slice(before)).toEqual(res.created!.containerIds.map(() => 'containerStatus'));
+    const full = await getRuntimePodStatus(d.cri, id(p), { owner: instanceSelector(d) });
+    expect(lean).toEqual(full);
+  });
+
+  it('is not offered when the pod had objects before the sync, or a container failed to start', async () => {
+    const p = await load('again', pod('again', 'exit 1'));
+    const d = deps();
+    const first = await syncPod({ ...d, objects: { configMaps: [], secrets: [] } }, p);
+    expect(first.created).toBeDefined();
+    // The container exited: the next sync restarts it in the existing sandbox.
+    const second = await syncPod({ ...d, objects: { configMaps: [], secrets: [] } }, p);
+    expect(second.actions.createSandbox).toBe(false);
+    expect(second.created).toBeUndefined();
+
+    const q = await load('noimage', pod('noimage', 'sleep 3600').replace('localhost/klet/busybox:1.36', 'localhost/klet/absent:1').replace('IfNotPresent', 'Never'));
+    const res = await syncPod({ ...d, objects: { configMaps: [], secrets: [] } }, q);
+    expect(res.failures.length).toBeGreaterThan(0);
+    expect(res.created).toBeUndefined();
+  });
+});

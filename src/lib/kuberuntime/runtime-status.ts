@@ -236,14 +236,7 @@ export async function assembleRuntimePodStatus(
       const n = seen.get(name) ?? 0;
       seen.set(name, n + 1);
       if (n >= 2) return fromListEntry(c);
-      const res = await orNull(cri.containerStatus({ containerId: c.id }, opts));
-      if (!res?.status) return null;
-      const st = toRuntimeContainerStatus(res.status, c.podSandboxId);
-      if (st.state === 'exited') {
-        const msg = await terminationMessage(res.status);
-        if (msg !== '') st.message = st.message !== '' ? `${st.message}: ${msg}` : msg;
-      }
-      return st;
+      return readContainerStatus(cri, c.id, c.podSandboxId, opts);
     }),
   );
   return {
@@ -251,6 +244,49 @@ export async function assembleRuntimePodStatus(
     name: pod.name,
     namespace: pod.namespace,
     sandboxes: sandboxes.filter((s): s is RuntimeSandboxStatus => s !== null).sort(byCreatedDesc),
+    containers: containers.filter((c): c is RuntimeContainerStatus => c !== null).sort(byCreatedDesc),
+  };
+}
+
+/** One container's status (ContainerStatus, and the termination message of one that exited); null when it is gone. */
+async function readContainerStatus(cri: CriClient, containerId: string, sandboxId: string, opts: { signal?: AbortSignal }): Promise<RuntimeContainerStatus | null> {
+  const res = await orNull(cri.containerStatus({ containerId }, opts));
+  if (!res?.status) return null;
+  const st = toRuntimeContainerStatus(res.status, sandboxId);
+  if (st.state === 'exited') {
+    const msg = await terminationMessage(res.status);
+    if (msg !== '') st.message = st.message !== '' ? `${st.message}: ${msg}` : msg;
+  }
+  return st;
+}
+
+/** What a sync that found nothing of a pod in the runtime made of it: its one sandbox and the containers it started. */
+export interface CreatedPodObjects {
+  /** The new sandbox's status, as PodSandboxStatus answered after RunPodSandbox. */
+  sandbox: PodSandboxStatus;
+  /** The containers the sync created and started, all in that sandbox. */
+  containerIds: string[];
+}
+
+/**
+ * The runtime status of a pod right after a sync that created all it has
+ * (`CreatedPodObjects`): the same as getRuntimePodStatus would assemble,
+ * without the two lists and the second PodSandboxStatus, whose answers the
+ * sync already holds. Only the containers are read again, for their state.
+ */
+export async function createdPodStatus(
+  cri: CriClient,
+  pod: { uid: string; name: string; namespace: string },
+  created: CreatedPodObjects,
+  opts: { signal?: AbortSignal } = {},
+): Promise<RuntimePodStatus> {
+  const sandboxId = created.sandbox.id;
+  const containers = await Promise.all(created.containerIds.map((id) => readContainerStatus(cri, id, sandboxId, opts)));
+  return {
+    uid: pod.uid,
+    name: pod.name,
+    namespace: pod.namespace,
+    sandboxes: [toRuntimeSandboxStatus(created.sandbox)],
     containers: containers.filter((c): c is RuntimeContainerStatus => c !== null).sort(byCreatedDesc),
   };
 }

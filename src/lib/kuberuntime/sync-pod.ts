@@ -7,7 +7,7 @@
 import fsp from 'node:fs/promises';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { CriClient } from '../cri/client.js';
-import type { DeepPartial, PodSandboxConfig } from '../cri/gen/api.js';
+import type { DeepPartial, PodSandboxConfig, PodSandboxStatus } from '../cri/gen/api.js';
 import { CriError } from '../cri/errors.js';
 import { errorMessage } from '../errors.js';
 import { log } from '../log.js';
@@ -30,7 +30,7 @@ import {
   type ContainerSyncState,
   type PodSyncState,
 } from './poddir.js';
-import { findContainerStatus, getRuntimePodStatus, type RuntimePodStatus } from './runtime-status.js';
+import { findContainerStatus, getRuntimePodStatus, type CreatedPodObjects, type RuntimePodStatus } from './runtime-status.js';
 import { hostIPs } from '../node/addresses.js';
 import { nodeCapacity } from '../node/machine.js';
 import { formatDuration } from '../util/duration.js';
@@ -112,6 +112,13 @@ export interface SyncPodResult {
   sandboxError?: { reason: string; message: string };
   /** The pod's volumes could not be set up (nothing was started): the kubelet's WaitForAttachAndMount error. */
   mountFailed?: string;
+  /**
+   * Everything the pod has in the runtime now, when this sync found nothing
+   * of it and created its sandbox and containers without a failure: what a
+   * status read right after would list (createdPodStatus reads only the
+   * containers' states).
+   */
+  created?: CreatedPodObjects;
 }
 
 /**
@@ -248,6 +255,8 @@ interface StartContext {
   volumes: MountedVolumes;
   state: PodSyncState;
   etcHosts: string | null;
+  /** The containers this sync started (and whose postStart hook, if any, succeeded). */
+  started: string[];
 }
 
 /**
@@ -416,6 +425,7 @@ async function startContainer(
   }
   delete cstate.reason;
   delete cstate.message;
+  sc.started.push(containerId);
   return null;
 }
 
@@ -519,6 +529,7 @@ export async function syncPod(
 
   let sandboxId = actions.sandboxId;
   let podIPs: string[];
+  let newSandbox: PodSandboxStatus | undefined;
   const logDirectory = podLogDirOf(pod, ctx.logRoot);
   const sandboxConfig = generatePodSandboxConfig(pod, {
     attempt: actions.attempt,
@@ -548,6 +559,7 @@ export async function syncPod(
     }
     if (state.sandboxError) delete state.sandboxError;
     const st = await ctx.cri.podSandboxStatus({ podSandboxId: sandboxId }, { signal: ctx.signal });
+    newSandbox = st.status;
     const ip = st.status?.network?.ip ?? '';
     podIPs = [ip, ...(st.status?.network?.additionalIps ?? []).map((p) => p.ip)].filter((x) => x !== '');
     ctx.onEvent?.(podEvents.sandboxCreated(pod, sandboxId, ip));
@@ -561,7 +573,7 @@ export async function syncPod(
 
   if (!pod.spec?.hostNetwork && podIPs.length > 0) state.podIPs = podIPs;
   const etcHosts = pod.spec?.hostNetwork ? null : await writeEtcHosts(ctx.rootDir, pod, podIPs);
-  const sc: StartContext = { pod, sandboxId, sandboxConfig, podIPs, volumes, state, etcHosts };
+  const sc: StartContext = { pod, sandboxId, sandboxConfig, podIPs, volumes, state, etcHosts, started: [] };
   // After a new sandbox, earlier container statuses belong to the old one: restart counts continue.
   const inits = pod.spec?.initContainers ?? [];
   for (const idx of actions.initContainersToStart) {
@@ -581,5 +593,7 @@ export async function syncPod(
   }
   await writeSyncState(ctx.rootDir, uid, state).catch((err) => log.debug(`sync state of ${podKey(pod)}: ${errorMessage(err)}`));
   const retries = [...failures.map((f) => f.retryInMs), deadlineInMs].filter((x): x is number => x !== undefined && x > 0);
-  return { actions, status, failures, requeueAfterMs: retries.length > 0 ? Math.min(...retries) : undefined };
+  const fresh = status.sandboxes.length === 0 && status.containers.length === 0;
+  const created = fresh && newSandbox !== undefined && failures.length === 0 ? { sandbox: newSandbox, containerIds: sc.started } : undefined;
+  return { actions, status, failures, requeueAfterMs: retries.length > 0 ? Math.min(...retries) : undefined, ...(created ? { created } : {}) };
 }
