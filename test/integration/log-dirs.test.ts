@@ -46,6 +46,16 @@ function uidOf(logDir: string): string {
   return path.basename(logDir).split('_')[2]!;
 }
 
+/** Run pod `name` with `klet runonce`; its log dir and UID. */
+async function runOnce(name: string): Promise<{ logDir: string; uid: string }> {
+  const dir = fs.mkdtempSync(path.join(tmp, 'm-'));
+  fs.writeFileSync(path.join(dir, `${name}.yaml`), manifest(name));
+  const run = await klet(['runonce', '--manifest-dir', dir]);
+  expect(run.code, explain(run)).toBe(0);
+  const logDir = logDirOf(name);
+  return { logDir, uid: uidOf(logDir) };
+}
+
 /** A mount inside the log dir: removing the dir fails (EBUSY) until unpin(). */
 function pin(logDir: string): string {
   const src = fs.mkdtempSync(path.join(tmp, 'pin-'));
@@ -83,12 +93,7 @@ afterAll(async () => {
 
 describe('a log dir that cannot be removed yet', () => {
   it('klet delete fails naming it and keeps the pod; the next delete removes the pod and its log dir', async () => {
-    const dir = fs.mkdtempSync(path.join(tmp, 'm-'));
-    fs.writeFileSync(path.join(dir, 'a.yaml'), manifest('a'));
-    const run = await klet(['runonce', '--manifest-dir', dir]);
-    expect(run.code, explain(run)).toBe(0);
-    const logDir = logDirOf('a');
-    const uid = uidOf(logDir);
+    const { logDir, uid } = await runOnce('a');
     const at = pin(logDir);
 
     const first = await klet(['delete', `${NS}/a-${NODE}`]);
@@ -146,12 +151,7 @@ describe('a log dir that cannot be removed yet', () => {
 
 describe('klet runtime stop', () => {
   it("keeps the pods' records and logs, as the kubelet's are kept when its runtime stops: once a runtime runs again, klet logs reads them and delete --all removes them", async () => {
-    const dir = fs.mkdtempSync(path.join(tmp, 'm-'));
-    fs.writeFileSync(path.join(dir, 'c.yaml'), manifest('c'));
-    const run = await klet(['runonce', '--manifest-dir', dir]);
-    expect(run.code, explain(run)).toBe(0);
-    const logDir = logDirOf('c');
-    const uid = uidOf(logDir);
+    const { logDir, uid } = await runOnce('c');
     await eventually(() => expect(fs.readFileSync(path.join(logDir, 'c', '0.log'), 'utf8')).toContain('hello'), 10_000);
 
     const stop = await klet(['runtime', 'stop']);
