@@ -59,6 +59,8 @@ export class FakeCri {
   readonly execResults = new Map<string, { exitCode: number; stdout?: string }>();
   /** A call of a method named here waits for its promise first (to hold a step of klet's open, in order). */
   readonly gates = new Map<string, Promise<void>>();
+  /** The next StopContainer fails with this message; with `exits`, the container exits (0) meanwhile, as one that ends while containerd kills it. */
+  stopFailure: { message: string; exits: boolean } | undefined;
   /** RunPodSandbox of a pod whose name starts with a key fails with the value. */
   readonly sandboxFailures = new Map<string, string>();
   private seq = 0;
@@ -183,6 +185,12 @@ export class FakeCri {
   }
   stopContainer(req: Req): object {
     const c = this.containers.get(req.containerId);
+    const fail = this.stopFailure;
+    if (fail !== undefined) {
+      this.stopFailure = undefined;
+      if (fail.exits && c && c.state !== ContainerState.CONTAINER_EXITED) this.exit(c, 0);
+      throw new CriError(`StopContainer: ${fail.message}`, { grpcCode: 2, method: 'StopContainer', endpoint: 'fake' });
+    }
     if (c && c.state !== ContainerState.CONTAINER_EXITED) this.exit(c, 137);
     return {};
   }

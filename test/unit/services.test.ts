@@ -467,3 +467,22 @@ spec:
     expect(res.created).toBeUndefined();
   });
 });
+
+describe('a container that exits while containerd kills it', () => {
+  it('delete succeeds when StopContainer fails but the container has exited (containerd 1.6: "ttrpc: closed")', async () => {
+    const file = manifest(path.join(tmp, 'm'), 'racy.yaml', pod('racy', 'sleep 3600'));
+    await runPod({ file, goal: 'running', timeoutMs: 10_000, rm: false }, deps());
+    fake.stopFailure = { message: 'failed to kill container: ttrpc: closed: unknown', exits: true };
+    const res = await deletePods({ refs: [`racy-${NODE}`], all: false }, deps());
+    expect(res.deleted.map((p) => p.name)).toEqual([`racy-${NODE}`]);
+    expect(fake.sandboxes.size + fake.containers.size).toBe(0);
+  });
+
+  it('delete fails with the runtime error when the container is still running after it', async () => {
+    const file = manifest(path.join(tmp, 'm'), 'stuck.yaml', pod('stuck', 'sleep 3600'));
+    await runPod({ file, goal: 'running', timeoutMs: 10_000, rm: false }, deps());
+    fake.stopFailure = { message: 'failed to kill container: permission denied', exits: false };
+    await expect(deletePods({ refs: [`stuck-${NODE}`], all: false }, deps())).rejects.toThrow(/StopContainer: failed to kill container: permission denied/);
+    expect(fake.containers.size).toBe(1);
+  });
+});

@@ -8,7 +8,7 @@ import fsp from 'node:fs/promises';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { CriClient } from '../cri/client.js';
 import type { DeepPartial, PodSandboxConfig, PodSandboxStatus } from '../cri/gen/api.js';
-import { CriError } from '../cri/errors.js';
+import { CriError, CriNotFoundError } from '../cri/errors.js';
 import { errorMessage } from '../errors.js';
 import { log } from '../log.js';
 import { computePodActions, isNoop, isRestartableInit, type PodActions, type ProbeVerdicts } from './actions.js';
@@ -37,7 +37,7 @@ import { formatDuration } from '../util/duration.js';
 import { runHandler } from './hooks.js';
 import { POD_UID_LABEL, instanceSelector, kletInstance } from './labels.js';
 import { admitHostPorts, podHostPorts } from './admission.js';
-import { PodSandboxState } from '../cri/gen/api.js';
+import { ContainerState, PodSandboxState } from '../cri/gen/api.js';
 import { podLogDirOf } from '../logs/paths.js';
 import type { KletEventBody } from '../events/types.js';
 import { podEvents } from '../events/pod-events.js';
@@ -236,8 +236,40 @@ export async function killContainer(
     }
     grace = Math.max(MIN_GRACE_AFTER_HOOK_SECONDS, grace - Math.ceil((Date.now() - t0) / 1000));
   }
-  await ctx.cri.stopContainer({ containerId: c.id, timeout: BigInt(grace) }, { signal: ctx.signal, timeoutMs: (grace + 120) * 1000 });
+  await stopContainer(ctx, c.id, grace);
   ctx.onEvent?.(podEvents.killing(pod, c.name, c.id, message));
+}
+
+/**
+ * CRI StopContainer. A container that exits by itself while containerd kills
+ * it can make the kill fail (containerd 1.6: "ttrpc: closed" as its shim goes
+ * away). The kubelet's pod worker would kill it again at its next sync and
+ * find it stopped; a one-shot delete has no next sync, so the container's
+ * state decides now: one that has exited (or is gone) is stopped, as asked.
+ */
+async function stopContainer(ctx: SyncContext, containerId: string, grace: number): Promise<void> {
+  try {
+    await ctx.cri.stopContainer({ containerId, timeout: BigInt(grace) }, { signal: ctx.signal, timeoutMs: (grace + 120) * 1000 });
+  } catch (err) {
+    if (ctx.signal?.aborted || !(err instanceof CriError)) throw err;
+    // containerd records the exit from its task event, a moment after the shim is gone.
+    for (let i = 0; i < 20; i++) {
+      const state = await ctx.cri
+        .containerStatus({ containerId }, { signal: ctx.signal })
+        .then((r) => r.status?.state)
+        .catch((e: unknown) => {
+          if (e instanceof CriNotFoundError) return ContainerState.CONTAINER_EXITED;
+          if (ctx.signal?.aborted) throw e;
+          return undefined;
+        });
+      if (state === ContainerState.CONTAINER_EXITED) {
+        log.debug(`StopContainer ${containerId.slice(0, 13)}: ${errorMessage(err)}; the container has exited`);
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw err;
+  }
 }
 
 interface StartFailure {
