@@ -50,12 +50,25 @@ const freePort = () => new Promise((r) => {
 // The stub CRI server: every RuntimeService method, ExecSync answering exit 0.
 const STUB = `
 const { Server, ServerCredentials } = require(${JSON.stringify(path.join(root, 'node_modules/@grpc/grpc-js'))});
-import(${JSON.stringify(pathToFileURL(path.join(dist, 'lib/cri/gen/api.js')).href)}).then(({ RuntimeServiceService }) => {
+import(${JSON.stringify(pathToFileURL(path.join(dist, 'lib/cri/gen/api.js')).href)}).then(({ RuntimeServiceDefinition: d }) => {
+  // grpc-js's service definition from ts-proto's generic one.
+  const service = {};
+  for (const [k, m] of Object.entries(d.methods)) {
+    service[k] = {
+      path: '/' + d.fullName + '/' + m.name,
+      requestStream: m.requestStream,
+      responseStream: m.responseStream,
+      requestSerialize: (v) => Buffer.from(m.requestType.encode(v).finish()),
+      requestDeserialize: (b) => m.requestType.decode(b),
+      responseSerialize: (v) => Buffer.from(m.responseType.encode(m.responseType.fromPartial(v)).finish()),
+      responseDeserialize: (b) => m.responseType.decode(b),
+    };
+  }
   const s = new Server();
   const impl = {};
-  for (const k of Object.keys(RuntimeServiceService)) impl[k] = (_c, cb) => cb({ code: 12, details: 'stub' });
+  for (const k of Object.keys(service)) impl[k] = (_c, cb) => cb({ code: 12, details: 'stub' });
   impl.execSync = (_c, cb) => cb(null, { stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), exitCode: 0 });
-  s.addService(RuntimeServiceService, impl);
+  s.addService(service, impl);
   s.bindAsync('unix://' + process.argv[1], ServerCredentials.createInsecure(), () => console.log('ready'));
 });
 `;

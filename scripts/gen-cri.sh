@@ -7,7 +7,9 @@
 # both. Needs protoc >= 3.12 (Debian: apt-get install protobuf-compiler).
 #
 # ts-proto options, and why:
-#   outputServices=grpc-js   service definitions for @grpc/grpc-js
+#   outputServices=generic-definitions  plain service definitions (method name,
+#                            request and response types): transport.ts needs
+#                            no gRPC library
 #   forceLong=bigint         int64 timestamps are nanoseconds (> 2^53): exact
 #   esModuleInterop=true     matches tsconfig
 #   importSuffix=.js         NodeNext ESM needs explicit extensions
@@ -35,7 +37,7 @@ mkdir -p "$out"
 protoc \
   --plugin="protoc-gen-ts_proto=$plugin" \
   --ts_proto_out="$out" \
-  --ts_proto_opt=outputServices=grpc-js,forceLong=bigint,esModuleInterop=true,importSuffix=.js,env=node,useExactTypes=false,useOptionals=none \
+  --ts_proto_opt=outputServices=generic-definitions,forceLong=bigint,esModuleInterop=true,importSuffix=.js,env=node,useExactTypes=false,useOptionals=none \
   -I proto/runtime/v1 \
   proto/runtime/v1/api.proto
 

@@ -2,7 +2,6 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Metadata, status, type ServiceError } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KletError } from '../../src/lib/errors.js';
 import {
@@ -17,11 +16,12 @@ import {
   toCriError,
 } from '../../src/lib/cri/index.js';
 import { formatDuration } from '../../src/lib/util/duration.js';
+import { GrpcStatus as status } from '../../src/lib/cri/grpc-status.js';
+import { GrpcCallError } from '../../src/lib/cri/transport.js';
 
-/** A ServiceError as grpc-js builds it (callErrorFromStatus). */
-function serviceError(code: status, details: string): ServiceError {
-  const err = new Error(`${code} ${status[code]}: ${details}`) as ServiceError;
-  return Object.assign(err, { code, details, metadata: new Metadata() });
+/** A failed call as the transport reports it. */
+function serviceError(code: status, details: string): GrpcCallError {
+  return new GrpcCallError(code, details);
 }
 
 let dir: string;

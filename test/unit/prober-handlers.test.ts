@@ -170,7 +170,7 @@ describe('grpc', () => {
       outcome: 'failure',
       output: 'service unhealthy (responded with "NOT_SERVING")',
     });
-    expect((await grpcProbe('127.0.0.1', server.port, 'nope', 1000)).output).toBe('error: health rpc probe failed: rpc error: code = NOT_FOUND desc = unknown service');
+    expect((await grpcProbe('127.0.0.1', server.port, 'nope', 1000)).output).toBe('error: health rpc probe failed: rpc error: code = NotFound desc = unknown service');
     const closed = await closedPort();
     const t0 = Date.now();
     const r = await grpcProbe('127.0.0.1', closed, '', 1000);

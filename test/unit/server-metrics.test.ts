@@ -1,8 +1,9 @@
-import { Metadata, status, type ServiceError } from '@grpc/grpc-js';
 import { register as globalRegistry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { CriClient, CriDeadlineExceededError, CriNotFoundError, toCriError } from '../../src/lib/cri/index.js';
 import { errorCodeLabel, instrumentCri, KletMetrics, operationType } from '../../src/lib/metrics/index.js';
+import { GrpcStatus as status } from '../../src/lib/cri/grpc-status.js';
+import { GrpcCallError } from '../../src/lib/cri/transport.js';
 
 /** The value of one series of a metric, 0 when the series does not exist. */
 async function value(m: KletMetrics, name: string, labels: Record<string, string> = {}, suffix = ''): Promise<number> {
@@ -112,7 +113,7 @@ describe('KletMetrics', () => {
 
   it('labels start errors with Go gRPC code names', () => {
     const err = (code: status) => {
-      const e = Object.assign(new Error('x') as ServiceError, { code, details: 'x', metadata: new Metadata() });
+      const e = new GrpcCallError(code, 'x');
       return toCriError(e, { method: 'CreateContainer', endpoint: 'unix:///x' });
     };
     expect(errorCodeLabel(err(status.DEADLINE_EXCEEDED))).toBe('DeadlineExceeded');

@@ -13,21 +13,13 @@
  */
 import { CRI_NAMESPACE, SUBSCRIBE_PATH, decodeTaskExit, encodeSubscribeRequest, type TaskExit } from './containerd-events.js';
 import {
-  Client,
-  credentials,
-  Metadata,
-  type ClientReadableStream,
-  type ClientUnaryCall,
-  type ServiceError,
-} from '@grpc/grpc-js';
-import {
   ContainerStatsRequest,
   ContainerStatusRequest,
   CreateContainerRequest,
   ExecSyncRequest,
   GetEventsRequest,
   ImageFsInfoRequest,
-  ImageServiceService,
+  ImageServiceDefinition,
   ImageStatusRequest,
   ListContainerStatsRequest,
   ListContainersRequest,
@@ -39,13 +31,13 @@ import {
   RemoveImageRequest,
   RemovePodSandboxRequest,
   RunPodSandboxRequest,
-  RuntimeServiceService,
+  RuntimeServiceDefinition,
   StartContainerRequest,
   StatusRequest,
   StopContainerRequest,
   StopPodSandboxRequest,
   VersionRequest,
-  type ContainerEventResponse,
+  ContainerEventResponse,
   type ContainerStatsResponse,
   type ContainerStatusResponse,
   type CreateContainerResponse,
@@ -72,6 +64,7 @@ import {
 } from './gen/api.js';
 import { parseEndpoint } from './endpoint.js';
 import { CriNotFoundError, toCriError } from './errors.js';
+import { GrpcChannel } from './transport.js';
 
 /** The kubelet's --runtime-request-timeout default. */
 export const DEFAULT_TIMEOUT_MS = 2 * 60 * 1000;
@@ -101,40 +94,31 @@ export interface CallOptions {
 /** A request as callers write it: any subset of the message's fields. */
 export type Input<T> = DeepPartial<T>;
 
-/** The shape of one entry of a generated grpc-js service definition. */
+/** One method of a generated service definition (ts-proto generic-definitions). */
 interface MethodDef<Req, Res> {
-  path: string;
-  requestSerialize(value: Req): Buffer;
-  responseDeserialize(value: Buffer): Res;
+  readonly name: string;
+  readonly requestType: MessageFns<Req>;
+  readonly responseType: MessageFns<Res>;
 }
 
-/** "/runtime.v1.RuntimeService/RunPodSandbox" → "RunPodSandbox". */
-function methodName(path: string): string {
-  return path.slice(path.lastIndexOf('/') + 1);
-}
-
-const rt = RuntimeServiceService;
-const img = ImageServiceService;
+const rt = RuntimeServiceDefinition.methods;
+const img = ImageServiceDefinition.methods;
+const RUNTIME_SERVICE = `/${RuntimeServiceDefinition.fullName}/`;
+const IMAGE_SERVICE = `/${ImageServiceDefinition.fullName}/`;
 
 export class CriClient {
   /** The endpoint URI, `unix:///…`. */
   readonly endpoint: string;
   readonly timeoutMs: number;
   readonly pullTimeoutMs: number;
-  private readonly client: Client;
+  private readonly channel: GrpcChannel;
 
   private constructor(endpoint: string, opts: CriClientOptions) {
     this.endpoint = parseEndpoint(endpoint).uri;
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.pullTimeoutMs = opts.pullTimeoutMs ?? Math.max(DEFAULT_PULL_TIMEOUT_MS, this.timeoutMs);
-    // One channel serves both services: the method paths carry the service name.
-    this.client = new Client(this.endpoint, credentials.createInsecure(), {
-      'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
-      'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
-      // Nothing reads grpc-js's channelz, and tracking every call in it costs CPU
-      // on each one (exec probes make hundreds of calls a second).
-      'grpc.enable_channelz': 0,
-    });
+    // One connection serves both services: the method paths carry the service name.
+    this.channel = new GrpcChannel(parseEndpoint(endpoint).socketPath, { maxMessageBytes: MAX_MESSAGE_BYTES });
   }
 
   /**
@@ -146,30 +130,30 @@ export class CriClient {
     return new CriClient(endpoint, opts);
   }
 
-  /** Closes the channel; calls in flight are cancelled. */
+  /** Closes the connection; calls in flight are cancelled (CriCancelledError), and so are later ones. */
   close(): void {
-    this.client.close();
+    this.channel.close();
   }
 
   // ------------------------------------------------------------- runtime
 
   version(req: Input<VersionRequest> = {}, opts?: CallOptions): Promise<VersionResponse> {
-    return this.unary(rt.version, VersionRequest, req, opts);
+    return this.unary(RUNTIME_SERVICE, rt.version, req, opts);
   }
 
   /** Runtime conditions (RuntimeReady, NetworkReady); `verbose` adds the runtime's config in `info`. */
   status(req: Input<StatusRequest> = {}, opts?: CallOptions): Promise<StatusResponse> {
-    return this.unary(rt.status, StatusRequest, req, opts);
+    return this.unary(RUNTIME_SERVICE, rt.status, req, opts);
   }
 
   runPodSandbox(req: Input<RunPodSandboxRequest>, opts?: CallOptions): Promise<RunPodSandboxResponse> {
-    return this.unary(rt.runPodSandbox, RunPodSandboxRequest, req, opts);
+    return this.unary(RUNTIME_SERVICE, rt.runPodSandbox, req, opts);
   }
 
   /** Idempotent: a sandbox that does not exist is already stopped. */
   stopPodSandbox(req: Input<StopPodSandboxRequest>, opts?: CallOptions): Promise<StopPodSandboxResponse> {
     return orEmptyIfNotFound(
-      this.unary(rt.stopPodSandbox, StopPodSandboxRequest, req, opts),
+      this.unary(RUNTIME_SERVICE, rt.stopPodSandbox, req, opts),
       () => StopPodSandboxResponse.create(),
     );
   }
@@ -177,25 +161,25 @@ export class CriClient {
   /** Idempotent: a sandbox that does not exist is already removed. */
   removePodSandbox(req: Input<RemovePodSandboxRequest>, opts?: CallOptions): Promise<RemovePodSandboxResponse> {
     return orEmptyIfNotFound(
-      this.unary(rt.removePodSandbox, RemovePodSandboxRequest, req, opts),
+      this.unary(RUNTIME_SERVICE, rt.removePodSandbox, req, opts),
       () => RemovePodSandboxResponse.create(),
     );
   }
 
   podSandboxStatus(req: Input<PodSandboxStatusRequest>, opts?: CallOptions): Promise<PodSandboxStatusResponse> {
-    return this.unary(rt.podSandboxStatus, PodSandboxStatusRequest, req, opts);
+    return this.unary(RUNTIME_SERVICE, rt.podSandboxStatus, req, opts);
   }
 
   listPodSandbox(req: Input<ListPodSandboxRequest> = {}, opts?: CallOptions): Promise<ListPodSandboxResponse> {
-    return this.unary(rt.listPodSandbox, ListPodSandboxRequest, req, opts);
+    return this.unary(RUNTIME_SERVICE, rt.listPodSandbox, req, opts);
   }
 
   createContainer(req: Input<CreateContainerRequest>, opts?: CallOptions): Promise<CreateContainerResponse> {
-    return this.unary(rt.createContainer, CreateContainerRequest, req, opts);
+    return this.unary(RUNTIME_SERVICE, rt.createContainer, req, opts);
   }
 
   startContainer(req: Input<StartContainerRequest>, opts?: CallOptions): Promise<StartContainerResponse> {
-    return this.unary(rt.startContainer, StartContainerRequest, req, opts);
+    return this.unary(RUNTIME_SERVICE, rt.startContainer, req, opts);
   }
 
   /**
@@ -207,7 +191,7 @@ export class CriClient {
     const full = StopContainerRequest.fromPartial(req);
     const timeoutMs = (opts.timeoutMs ?? this.timeoutMs) + secondsToMs(full.timeout);
     return orEmptyIfNotFound(
-      this.unary(rt.stopContainer, StopContainerRequest, full, { ...opts, timeoutMs }),
+      this.unary(RUNTIME_SERVICE, rt.stopContainer, full, { ...opts, timeoutMs }),
       () => StopContainerResponse.create(),
     );
   }
@@ -215,17 +199,17 @@ export class CriClient {
   /** Idempotent: a container that does not exist is already removed. */
   removeContainer(req: Input<RemoveContainerRequest>, opts?: CallOptions): Promise<RemoveContainerResponse> {
     return orEmptyIfNotFound(
-      this.unary(rt.removeContainer, RemoveContainerRequest, req, opts),
+      this.unary(RUNTIME_SERVICE, rt.removeContainer, req, opts),
       () => RemoveContainerResponse.create(),
     );
   }
 
   listContainers(req: Input<ListContainersRequest> = {}, opts?: CallOptions): Promise<ListContainersResponse> {
-    return this.unary(rt.listContainers, ListContainersRequest, req, opts);
+    return this.unary(RUNTIME_SERVICE, rt.listContainers, req, opts);
   }
 
   containerStatus(req: Input<ContainerStatusRequest>, opts?: CallOptions): Promise<ContainerStatusResponse> {
-    return this.unary(rt.containerStatus, ContainerStatusRequest, req, opts);
+    return this.unary(RUNTIME_SERVICE, rt.containerStatus, req, opts);
   }
 
   /**
@@ -237,18 +221,18 @@ export class CriClient {
   execSync(req: Input<ExecSyncRequest>, opts: CallOptions = {}): Promise<ExecSyncResponse> {
     const full = ExecSyncRequest.fromPartial(req);
     const timeoutMs = (opts.timeoutMs ?? this.timeoutMs) + secondsToMs(full.timeout);
-    return this.unary(rt.execSync, ExecSyncRequest, full, { ...opts, timeoutMs });
+    return this.unary(RUNTIME_SERVICE, rt.execSync, full, { ...opts, timeoutMs });
   }
 
   containerStats(req: Input<ContainerStatsRequest>, opts?: CallOptions): Promise<ContainerStatsResponse> {
-    return this.unary(rt.containerStats, ContainerStatsRequest, req, opts);
+    return this.unary(RUNTIME_SERVICE, rt.containerStats, req, opts);
   }
 
   listContainerStats(
     req: Input<ListContainerStatsRequest> = {},
     opts?: CallOptions,
   ): Promise<ListContainerStatsResponse> {
-    return this.unary(rt.listContainerStats, ListContainerStatsRequest, req, opts);
+    return this.unary(RUNTIME_SERVICE, rt.listContainerStats, req, opts);
   }
 
   /**
@@ -260,26 +244,14 @@ export class CriClient {
   async *getContainerEvents(opts: CallOptions = {}): AsyncGenerator<ContainerEventResponse, void, undefined> {
     const def = rt.getContainerEvents;
     const deadlineAt = opts.timeoutMs === undefined ? undefined : Date.now() + opts.timeoutMs;
-    const context = { method: methodName(def.path), endpoint: this.endpoint, timeoutMs: opts.timeoutMs, deadlineAt };
-    const callOptions = deadlineAt === undefined ? {} : { deadline: deadlineAt };
-    const stream: ClientReadableStream<ContainerEventResponse> = this.client.makeServerStreamRequest(
-      def.path,
-      def.requestSerialize,
-      def.responseDeserialize,
-      GetEventsRequest.fromPartial({}),
-      new Metadata(),
-      callOptions,
-    );
-    const cancel = (): void => stream.cancel();
-    if (opts.signal?.aborted) cancel();
-    else opts.signal?.addEventListener('abort', cancel, { once: true });
+    const context = { method: def.name, endpoint: this.endpoint, timeoutMs: opts.timeoutMs, deadlineAt };
+    const request = GetEventsRequest.encode(GetEventsRequest.fromPartial({})).finish();
     try {
-      for await (const event of stream) yield event as ContainerEventResponse;
+      for await (const msg of this.channel.serverStream(RUNTIME_SERVICE + def.name, request, { deadlineAt, signal: opts.signal })) {
+        yield ContainerEventResponse.decode(msg);
+      }
     } catch (err) {
       throw toCriError(err, context);
-    } finally {
-      opts.signal?.removeEventListener('abort', cancel);
-      stream.cancel(); // no-op once the call ended; stops it when the consumer breaks out
     }
   }
 
@@ -291,93 +263,65 @@ export class CriClient {
    */
   async *containerdTaskExits(opts: CallOptions = {}): AsyncGenerator<TaskExit, void, undefined> {
     const context = { method: 'Events/Subscribe', endpoint: this.endpoint };
-    // Wrapped: a null chunk would end the stream (Node streams' end marker).
-    const stream: ClientReadableStream<{ exit: TaskExit | null }> = this.client.makeServerStreamRequest(
-      SUBSCRIBE_PATH,
-      (filters: string[]) => encodeSubscribeRequest(filters),
-      (buf: Buffer) => ({ exit: decodeTaskExit(buf) }),
-      // containerd 1.6 matches no envelope with a namespace filter: that is checked here.
-      ['topic=="/tasks/exit"'],
-      new Metadata(),
-      {},
-    );
-    const cancel = (): void => stream.cancel();
-    if (opts.signal?.aborted) cancel();
-    else opts.signal?.addEventListener('abort', cancel, { once: true });
+    // containerd 1.6 matches no envelope with a namespace filter: that is checked here.
+    const request = encodeSubscribeRequest(['topic=="/tasks/exit"']);
     try {
-      for await (const { exit } of stream as AsyncIterable<{ exit: TaskExit | null }>) if (exit !== null && exit.namespace === CRI_NAMESPACE) yield exit;
+      for await (const msg of this.channel.serverStream(SUBSCRIBE_PATH, request, { signal: opts.signal })) {
+        const exit = decodeTaskExit(msg);
+        if (exit !== null && exit.namespace === CRI_NAMESPACE) yield exit;
+      }
     } catch (err) {
       throw toCriError(err, context);
-    } finally {
-      opts.signal?.removeEventListener('abort', cancel);
-      stream.cancel();
     }
   }
 
   // -------------------------------------------------------------- images
 
   listImages(req: Input<ListImagesRequest> = {}, opts?: CallOptions): Promise<ListImagesResponse> {
-    return this.unary(img.listImages, ListImagesRequest, req, opts);
+    return this.unary(IMAGE_SERVICE, img.listImages, req, opts);
   }
 
   /** Resolves with `image` unset (not an error) when the image is not present. */
   imageStatus(req: Input<ImageStatusRequest>, opts?: CallOptions): Promise<ImageStatusResponse> {
-    return this.unary(img.imageStatus, ImageStatusRequest, req, opts);
+    return this.unary(IMAGE_SERVICE, img.imageStatus, req, opts);
   }
 
   /** Deadline: `pullTimeoutMs` (30 minutes by default) unless the call sets one. */
   pullImage(req: Input<PullImageRequest>, opts: CallOptions = {}): Promise<PullImageResponse> {
     const timeoutMs = opts.timeoutMs ?? this.pullTimeoutMs;
-    return this.unary(img.pullImage, PullImageRequest, req, { ...opts, timeoutMs });
+    return this.unary(IMAGE_SERVICE, img.pullImage, req, { ...opts, timeoutMs });
   }
 
   /** Idempotent: an image that is not present is already removed. */
   removeImage(req: Input<RemoveImageRequest>, opts?: CallOptions): Promise<RemoveImageResponse> {
     return orEmptyIfNotFound(
-      this.unary(img.removeImage, RemoveImageRequest, req, opts),
+      this.unary(IMAGE_SERVICE, img.removeImage, req, opts),
       () => RemoveImageResponse.create(),
     );
   }
 
   imageFsInfo(req: Input<ImageFsInfoRequest> = {}, opts?: CallOptions): Promise<ImageFsInfoResponse> {
-    return this.unary(img.imageFsInfo, ImageFsInfoRequest, req, opts);
+    return this.unary(IMAGE_SERVICE, img.imageFsInfo, req, opts);
   }
 
   // ------------------------------------------------------------ plumbing
 
-  /** One unary call: complete the request, set the deadline, wire the signal, map errors. */
-  private unary<Req, Res>(
-    def: MethodDef<Req, Res>,
-    type: Pick<MessageFns<Req>, 'fromPartial'>,
-    req: Input<Req>,
-    opts: CallOptions = {},
-  ): Promise<Res> {
+  /** One unary call: complete and encode the request, set the deadline, wire the signal, map errors. */
+  private unary<Req, Res>(service: string, def: MethodDef<Req, Res>, req: Input<Req>, opts: CallOptions = {}): Promise<Res> {
     const timeoutMs = opts.timeoutMs ?? this.timeoutMs;
     const deadlineAt = Date.now() + timeoutMs;
-    const context = { method: methodName(def.path), endpoint: this.endpoint, timeoutMs, deadlineAt };
-    const { signal } = opts;
-    return new Promise<Res>((resolve, reject) => {
-      // The callback needs `cancel` and `cancel` needs the call: hold the call in a box.
-      const box: { call?: ClientUnaryCall } = {};
-      // grpc-js answers a cancelled call with status CANCELLED → CriCancelledError.
-      const cancel = (): void => box.call?.cancel();
-      box.call = this.client.makeUnaryRequest(
-        def.path,
-        def.requestSerialize,
-        def.responseDeserialize,
-        type.fromPartial(req),
-        new Metadata(),
-        { deadline: deadlineAt },
-        (err: ServiceError | null, res?: Res) => {
-          signal?.removeEventListener('abort', cancel);
-          if (err) reject(toCriError(err, context));
-          else if (res === undefined) reject(toCriError(new Error('empty response'), context));
-          else resolve(res);
-        },
-      );
-      if (signal?.aborted) cancel();
-      else signal?.addEventListener('abort', cancel, { once: true });
-    });
+    let request: Uint8Array;
+    try {
+      request = def.requestType.encode(def.requestType.fromPartial(req)).finish();
+    } catch (err) {
+      return Promise.reject(toCriError(err, { method: def.name, endpoint: this.endpoint }));
+    }
+    return this.channel.unary(service + def.name, request, { deadlineAt, signal: opts.signal }).then(
+      (buf) => def.responseType.decode(buf),
+      (err: unknown) => {
+        throw toCriError(err, { method: def.name, endpoint: this.endpoint, timeoutMs, deadlineAt });
+      },
+    );
   }
 }
 

@@ -1,16 +1,18 @@
 /**
  * Errors from CRI calls, as something a person can act on.
  *
- * grpc-js reports failures as ServiceError with a numeric status code and the
- * server's text in `details`; its `message` is "14 UNAVAILABLE: No connection
- * established. Last error: connect ENOENT /run/x.sock (…)". toCriError turns
+ * The transport (transport.ts) reports a failed call as GrpcCallError with a
+ * numeric status code and the server's text in `details` (for a socket it
+ * cannot reach: "The pending stream has been canceled (caused by: connect
+ * ENOENT /run/x.sock)"); grpc-js's ServiceError (the gRPC probe) has the same
+ * two fields and a "14 UNAVAILABLE: " prefix on its `message`. toCriError turns
  * that into a typed CriError whose subclass callers can branch on (NotFound
  * during cleanup is success, Unimplemented means "fall back") and whose
  * message says what happened in the user's terms. The raw error stays on
  * `cause` for --log-level debug; messages never include stack traces.
  */
 import { existsSync, statSync } from 'node:fs';
-import { status as GrpcStatus } from '@grpc/grpc-js';
+import { GrpcStatus } from './grpc-status.js';
 import { KletError, type KletErrorOptions } from '../errors.js';
 import { socketPathOf } from './endpoint.js';
 import { formatDuration } from '../util/duration.js';
@@ -93,7 +95,7 @@ export interface CriErrorContext {
 /** Slack for deciding that our own deadline, not the runtime's, expired. */
 const DEADLINE_SLACK_MS = 500;
 
-/** The fields of a grpc-js ServiceError that we read. */
+/** The fields of a GrpcCallError (or a grpc-js ServiceError) that we read. */
 interface StatusLike {
   code: number;
   details?: unknown;
@@ -104,7 +106,7 @@ function isStatusLike(err: unknown): err is StatusLike {
   return typeof err === 'object' && err !== null && typeof (err as { code?: unknown }).code === 'number';
 }
 
-/** The server's text: `details`, or `message` without grpc-js's "14 UNAVAILABLE: " prefix. */
+/** The server's text: `details`, or `message` without its "14 UNAVAILABLE: " prefix. */
 function detailsOf(err: unknown): string {
   if (isStatusLike(err) && typeof err.details === 'string' && err.details !== '') return err.details;
   const message = err instanceof Error ? err.message : isStatusLike(err) ? String(err.message ?? '') : String(err);
@@ -131,7 +133,7 @@ function unreachableReason(endpoint: string, details: string): string {
 const START_HINT = 'start one with: klet runtime start';
 
 /**
- * Maps anything a CRI call threw (normally a grpc-js ServiceError) to a
+ * Maps anything a CRI call threw (normally a GrpcCallError) to a
  * CriError subclass. A CriError passes through unchanged.
  */
 export function toCriError(err: unknown, context: CriErrorContext): CriError {

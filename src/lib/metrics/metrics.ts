@@ -8,7 +8,7 @@
  * default one: a process can then hold several (tests do), and nothing a
  * dependency registers globally leaks into klet's exposition.
  */
-import { status as GrpcStatus } from '@grpc/grpc-js';
+import { goCodeName } from '../cri/grpc-status.js';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { CriError } from '../cri/errors.js';
 import type { SyncLoopTrigger } from '../events/types.js';
@@ -45,23 +45,6 @@ export interface KletMetricsOptions {
 }
 
 const ms = (durationMs: number): number => Math.max(0, durationMs) / 1000;
-
-/**
- * Go's names of gRPC codes (codes.Code.String()), which the kubelet puts in
- * kubelet_started_containers_errors_total's `code`: "DeadlineExceeded", not
- * grpc-js's "DEADLINE_EXCEEDED".
- */
-function goCodeName(code: number): string {
-  if (code === GrpcStatus.CANCELLED) return 'Canceled'; // Go's spelling
-  const name = GrpcStatus[code];
-  if (name === undefined) return `Code(${code})`;
-  return name
-    .toLowerCase()
-    .split('_')
-    .map((w) => w.charAt(0).toUpperCase() + w.slice(1))
-    .join('')
-    .replace(/^Ok$/, 'OK');
-}
 
 /** The `code` label for a gRPC status code, as Go spells it ("DeadlineExceeded"). */
 export function grpcCodeLabel(code: number): string {

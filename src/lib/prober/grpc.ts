@@ -5,7 +5,8 @@
  * of health.proto are small enough to encode here, typed.
  */
 import { BinaryReader, BinaryWriter } from '@bufbuild/protobuf/wire';
-import { Client, credentials, Metadata, status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
+import type { ServiceError } from '@grpc/grpc-js';
+import { GrpcStatus, goCodeName } from '../cri/grpc-status.js';
 import { formatDuration } from '../util/duration.js';
 import { joinHostPort } from './net-errors.js';
 import type { HandlerResult } from './types.js';
@@ -66,6 +67,8 @@ export async function grpcProbe(host: string, port: number, service: string, tim
     output,
     detail: { handler: 'grpc', address, service, status: st },
   });
+  // Loaded here, not at start-up: only a pod with a grpc probe needs grpc-js.
+  const { Client, credentials, Metadata } = await import('@grpc/grpc-js');
   const client = new Client(address, credentials.createInsecure(), { 'grpc.max_receive_message_length': 4096 });
   const deadline = Date.now() + timeoutMs;
   try {
@@ -92,11 +95,11 @@ export async function grpcProbe(host: string, port: number, service: string, tim
       if (onAbort) signal?.removeEventListener('abort', onAbort);
     });
     if ('code' in res) {
-      if (res.code === GrpcStatus.UNIMPLEMENTED) {
+      if (Number(res.code) === GrpcStatus.UNIMPLEMENTED) {
         return result(false, `error: this server does not implement the grpc health protocol (grpc.health.v1.Health): ${res.details}`, null);
       }
-      if (res.code === GrpcStatus.DEADLINE_EXCEEDED) return result(false, `timeout: health rpc did not complete within ${timeout}`, null);
-      return result(false, `error: health rpc probe failed: rpc error: code = ${GrpcStatus[res.code]} desc = ${res.details}`, null);
+      if (Number(res.code) === GrpcStatus.DEADLINE_EXCEEDED) return result(false, `timeout: health rpc did not complete within ${timeout}`, null);
+      return result(false, `error: health rpc probe failed: rpc error: code = ${goCodeName(res.code)} desc = ${res.details}`, null);
     }
     if (res.status !== 'SERVING') return result(false, `service unhealthy (responded with ${JSON.stringify(res.status)})`, res.status);
     return result(true, 'service is serving', res.status);
