@@ -7,6 +7,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -204,6 +205,40 @@ describe('the connection', () => {
     const err = await failure(c.unary('/test.Echo/Echo', Buffer.alloc(0)));
     expect(err.code).toBe(status.UNAVAILABLE);
     expect(err.details).toMatch(/ENOENT/);
+  });
+
+  it('fails with UNAVAILABLE when the server closes the connection without answering', async () => {
+    const path = join(dir, 'closes.sock');
+    const closer = createServer((s) => s.destroy());
+    await new Promise<void>((resolve) => closer.listen(path, resolve));
+    try {
+      const c = new GrpcChannel(path, { maxMessageBytes: 1024 });
+      channels.push(c);
+      const err = await failure(c.unary('/test.Echo/Echo', Buffer.alloc(0)));
+      expect(err.code).toBe(status.UNAVAILABLE);
+      expect(err.details).toBe('the connection to the server closed');
+    } finally {
+      await new Promise((resolve) => closer.close(resolve));
+    }
+  });
+
+  it('enforces the deadline itself when the server never answers (not even the HTTP/2 handshake)', async () => {
+    const path = join(dir, 'silent.sock');
+    const open = new Set<Socket>();
+    const silent = createServer((s) => open.add(s));
+    await new Promise<void>((resolve) => silent.listen(path, resolve));
+    try {
+      const c = new GrpcChannel(path, { maxMessageBytes: 1024 });
+      channels.push(c);
+      const start = Date.now();
+      const err = await failure(c.unary('/test.Echo/Echo', Buffer.alloc(0), { deadlineAt: start + 300 }));
+      expect(err.code).toBe(status.DEADLINE_EXCEEDED);
+      expect(Date.now() - start).toBeGreaterThanOrEqual(290);
+      expect(Date.now() - start).toBeLessThan(2000);
+    } finally {
+      for (const s of open) s.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
   });
 
   it('connects again after the server restarts; calls in flight when it went fail with UNAVAILABLE', async () => {

@@ -336,9 +336,14 @@ export class GrpcChannel {
       }
       // The connection failed or went (never connected: ENOENT, ECONNREFUSED, EACCES; a runtime that
       // stopped or restarted, GOAWAY): UNAVAILABLE, as a gRPC client reports a broken transport.
-      if (streamError !== undefined && (session.destroyed || session.closed || stream.rstCode === undefined)) {
-        const cause = (streamError as { cause?: unknown }).cause;
-        const text = cause instanceof Error ? `${streamError.message} (${cause.message})` : streamError.message;
+      if (session.destroyed || session.closed || (streamError !== undefined && stream.rstCode === undefined)) {
+        const cause = (streamError as { cause?: unknown } | undefined)?.cause;
+        const text =
+          streamError === undefined
+            ? 'the connection to the server closed'
+            : cause instanceof Error
+              ? `${streamError.message} (${cause.message})`
+              : streamError.message;
         return finish(new GrpcCallError(GrpcStatus.UNAVAILABLE, text, { cause: streamError }));
       }
       // The server reset this stream on a live connection (PROTOCOL-HTTP2.md, errors).
