@@ -1,6 +1,7 @@
 /**
  * A typed client for the CRI v1 RuntimeService and ImageService over a unix
- * socket, behaving like the kubelet's remote runtime client:
+ * socket (gRPC on Node's http2: transport.ts), behaving like the kubelet's
+ * remote runtime client:
  *
  * - every unary call has a deadline (default 2m, the kubelet's
  *   --runtime-request-timeout) and can be cancelled with an AbortSignal;
@@ -114,11 +115,12 @@ export class CriClient {
   private readonly channel: GrpcChannel;
 
   private constructor(endpoint: string, opts: CriClientOptions) {
-    this.endpoint = parseEndpoint(endpoint).uri;
+    const { uri, socketPath } = parseEndpoint(endpoint);
+    this.endpoint = uri;
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.pullTimeoutMs = opts.pullTimeoutMs ?? Math.max(DEFAULT_PULL_TIMEOUT_MS, this.timeoutMs);
     // One connection serves both services: the method paths carry the service name.
-    this.channel = new GrpcChannel(parseEndpoint(endpoint).socketPath, { maxMessageBytes: MAX_MESSAGE_BYTES });
+    this.channel = new GrpcChannel(socketPath, { maxMessageBytes: MAX_MESSAGE_BYTES });
   }
 
   /**
