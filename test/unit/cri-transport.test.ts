@@ -7,6 +7,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer as createHttp2Server, type Http2Server, type ServerHttp2Stream, type IncomingHttpHeaders } from 'node:http2';
 import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -331,5 +332,115 @@ describe('server streams', () => {
     );
     expect(got).toEqual([0]);
     expect(err.code).toBe(status.CANCELLED);
+  });
+});
+
+/**
+ * The wire rules (grpc/doc/PROTOCOL-HTTP2.md) against answers a gRPC
+ * library would not send: a plain HTTP/2 server on the socket.
+ */
+describe('wire rules', () => {
+  let h2: Http2Server;
+  let h2Socket: string;
+  let answer: (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => void;
+
+  beforeAll(async () => {
+    h2Socket = join(dir, 'h2.sock');
+    h2 = createHttp2Server();
+    h2.on('stream', (stream, headers) => {
+      stream.on('data', () => undefined);
+      answer(stream, headers);
+    });
+    await new Promise<void>((resolve) => h2.listen(h2Socket, resolve));
+  });
+  afterAll(async () => {
+    await new Promise((resolve) => h2.close(resolve));
+  });
+  const call = (params = {}): Promise<Buffer> => {
+    const c = new GrpcChannel(h2Socket, { maxMessageBytes: 1024 });
+    channels.push(c);
+    return c.unary('/test.Echo/Echo', Buffer.from('x'), params);
+  };
+  const frame = (flag: number, body: Buffer): Buffer => {
+    const b = Buffer.alloc(5 + body.length);
+    b[0] = flag;
+    b.writeUInt32BE(body.length, 1);
+    body.copy(b, 5);
+    return b;
+  };
+
+  it.each([
+    [503, status.UNAVAILABLE],
+    [404, status.UNIMPLEMENTED],
+    [401, status.UNAUTHENTICATED],
+    [500, status.UNKNOWN],
+  ])('an HTTP status %i is the gRPC code %i', async (http, code) => {
+    answer = (stream) => {
+      stream.respond({ ':status': http, 'content-type': 'text/plain' });
+      stream.end('no');
+    };
+    const err = await failure(call());
+    expect(err.code).toBe(code);
+    expect(err.details).toBe(`HTTP status ${http} from the server`);
+  });
+
+  it('a 200 that is not gRPC is UNKNOWN, naming its content-type', async () => {
+    answer = (stream) => {
+      stream.respond({ ':status': 200, 'content-type': 'text/html' });
+      stream.end('<html>');
+    };
+    const err = await failure(call());
+    expect(err.code).toBe(status.UNKNOWN);
+    expect(err.details).toMatch(/text\/html/);
+  });
+
+  it('a trailers-only answer carries the status in its headers', async () => {
+    answer = (stream) => {
+      stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '5', 'grpc-message': 'sandbox%20%22x%22%20not%20found' }, { endStream: true });
+    };
+    const err = await failure(call());
+    expect(err.code).toBe(status.NOT_FOUND);
+    expect(err.details).toBe('sandbox "x" not found');
+  });
+
+  it('a compressed message (never asked for) is INTERNAL; trailers without grpc-status are UNKNOWN; a message cut short is INTERNAL', async () => {
+    answer = (stream) => {
+      stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+      stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+      stream.end(frame(1, Buffer.from('zz')));
+    };
+    expect((await failure(call())).code).toBe(status.INTERNAL);
+
+    answer = (stream) => {
+      stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+      stream.on('wantTrailers', () => stream.sendTrailers({ 'x-other': '1' }));
+      stream.end(frame(0, Buffer.from('ok')));
+    };
+    expect((await failure(call())).code).toBe(status.UNKNOWN);
+
+    answer = (stream) => {
+      stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+      stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+      stream.end(frame(0, Buffer.from('abcdef')).subarray(0, 8));
+    };
+    const cut = await failure(call());
+    expect(cut.code).toBe(status.INTERNAL);
+    expect(cut.details).toBe('the response ended inside a message');
+  });
+
+  it('sends grpc-timeout in milliseconds, and in seconds past 8 digits', async () => {
+    const seen: string[] = [];
+    answer = (stream, headers) => {
+      seen.push(String(headers['grpc-timeout']));
+      stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+      stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+      stream.end(frame(0, Buffer.from('ok')));
+    };
+    expect((await call({ deadlineAt: Date.now() + 120_000 })).toString()).toBe('ok');
+    expect((await call({ deadlineAt: Date.now() + 200_000_000 })).toString()).toBe('ok');
+    expect(Number(seen[0]?.slice(0, -1))).toBeGreaterThan(119_000);
+    expect(seen[0]).toMatch(/^\d{1,8}m$/);
+    expect(seen[1]).toMatch(/^\d{1,8}S$/);
+    expect(Number(seen[1]?.slice(0, -1))).toBeGreaterThan(199_000);
   });
 });

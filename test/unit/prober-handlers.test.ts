@@ -165,7 +165,7 @@ describe('grpc', () => {
   it('succeeds on SERVING, fails on NOT_SERVING and on an unknown service, and on a closed port within the timeout', async () => {
     const server = await startHealthServer('127.0.0.1', { '': 'SERVING', db: 'NOT_SERVING' });
     closers.push(() => server.close());
-    expect(await grpcProbe('127.0.0.1', server.port, '', 1000)).toMatchObject({ outcome: 'success', output: 'service is serving' });
+    expect(await grpcProbe('127.0.0.1', server.port, '', 1000)).toMatchObject({ outcome: 'success', output: 'service healthy' });
     expect(await grpcProbe('127.0.0.1', server.port, 'db', 1000)).toMatchObject({
       outcome: 'failure',
       output: 'service unhealthy (responded with "NOT_SERVING")',

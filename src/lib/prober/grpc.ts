@@ -102,7 +102,8 @@ export async function grpcProbe(host: string, port: number, service: string, tim
       return result(false, `error: health rpc probe failed: rpc error: code = ${goCodeName(res.code)} desc = ${res.details}`, null);
     }
     if (res.status !== 'SERVING') return result(false, `service unhealthy (responded with ${JSON.stringify(res.status)})`, res.status);
-    return result(true, 'service is serving', res.status);
+    // pkg/probe/grpc's words for a pass.
+    return result(true, 'service healthy', res.status);
   } finally {
     client.close();
   }
