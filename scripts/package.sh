@@ -27,6 +27,8 @@ mkdir -p "$app/bin" "$stage/$name/bin"
 
 cp bin/run.js "$app/bin/"
 cp -rp dist man "$app/"  # -p: bin/run.js compares dist/bundle/'s and dist/cli/'s times
+# Not the code cache of this checkout's runs (src/cli/cached-script.ts): each install writes its own.
+find "$app/dist/bundle" -maxdepth 1 -name '.runonce.cjs.*' -delete
 cp package.json package-lock.json oclif.manifest.json README.md "$app/"
 (cd "$app" && npm ci --omit=dev --ignore-scripts --no-audit --no-fund --prefer-offline --loglevel=error >/dev/null)
 rm -f "$app/package-lock.json"

@@ -8,7 +8,8 @@
 #      run with a bare PATH (no Node.js on it): `klet --version`, and one
 #      `klet runonce` of examples/job.yaml against a klet-managed containerd
 #      under a temp root dir, stopped afterwards (with its bridge); that run
-#      must load runonce's code from dist/bundle/.
+#      must load runonce's code from dist/bundle/, and a second run from the
+#      code cache the first one wrote there.
 # Needs a build and a Node.js >= 22 on PATH (source scripts/bootstrap.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -94,6 +95,14 @@ grep -Eq '^\[dist/bundle files: [1-9][0-9]*, other dist files: 0\]$' "$tmp/runon
   echo "smoke-install: the package's runonce did not run from dist/bundle/ ($(tail -n1 "$tmp/runonce.err"))" >&2
   exit 1
 }
+# The first run wrote the bundle's code cache next to it (src/cli/cached-script.ts);
+# a second run takes its code from there: V8 accepts the cache, so it is not
+# written again (a refused one is replaced: a new file).
+cache="$(ls -d "$(dirname "$klet")"/../lib/app/dist/bundle/.runonce.cjs.*.cache 2>/dev/null || true)"
+[ -n "$cache" ] || { echo "smoke-install: runonce wrote no code cache in the package's dist/bundle/" >&2; exit 1; }
+inode="$(stat -c %i "$cache")"
+bare "$klet" runonce --cleanup --manifest-dir "$tmp/manifests" "${flags[@]}" >/dev/null
+[ "$(stat -c %i "$cache" 2>/dev/null)" = "$inode" ] || { echo "smoke-install: the second runonce did not use the code cache the first one wrote ($cache)" >&2; exit 1; }
 logs_after="$(ls /var/log/pods 2>/dev/null | grep -c '_job-smoke_' || true)"
 if [ "$logs_after" != "$logs_before" ]; then
   echo "smoke-install: runonce --cleanup left its pod's log dir in /var/log/pods ($logs_before -> $logs_after)" >&2
