@@ -20,7 +20,8 @@
  * afresh). Code read from a file runs as the reader, so the cache is used
  * only where no one else could have written it: the directory and the file
  * belong to the user running klet and are writable by no one else.
- * Otherwise, with NODE_DISABLE_COMPILE_CACHE=1 (which also turns off
+ * Otherwise (and where the directory cannot be written: a read-only
+ * install), with NODE_DISABLE_COMPILE_CACHE=1 (which also turns off
  * Node's own), and when source maps are on (--log-level debug prints stacks
  * that name klet's sources; Node maps only files it loaded itself), the
  * bundle is loaded with require() as any CommonJS file.
@@ -52,9 +53,16 @@ export function cacheFileFor(file: string, source: Buffer, env: NodeJS.ProcessEn
   if (env.NODE_DISABLE_COMPILE_CACHE !== undefined && env.NODE_DISABLE_COMPILE_CACHE !== '') return null;
   if (process.sourceMapsEnabled) return null;
   if (crc32Of === undefined || typeof process.getuid !== 'function') return null;
-  if (!ownedByUs(fs.statSync(path.dirname(file), { throwIfNoEntry: false }))) return null;
+  const dir = path.dirname(file);
+  if (!ownedByUs(fs.statSync(dir, { throwIfNoEntry: false }))) return null;
+  try {
+    // A read-only install (a read-only mount): no cache can be written, Node's compile cache (require) does better than none.
+    fs.accessSync(dir, fs.constants.W_OK);
+  } catch {
+    return null;
+  }
   const tag = `${crc32Of(source).toString(16).padStart(8, '0')}-${source.length}-${process.version}-${process.arch}`;
-  return path.join(path.dirname(file), `.${path.basename(file)}.${tag}.cache`);
+  return path.join(dir, `.${path.basename(file)}.${tag}.cache`);
 }
 
 /** Owned by the user running this process, and writable by no one else. */

@@ -107,6 +107,18 @@ describe('loadBundle', () => {
     expect(caches()).toEqual([]);
   });
 
+  it('a read-only directory (a read-only mount): no cache, the bundle is required', () => {
+    // Root may write anywhere the mount allows: a read-only bind mount of the directory over itself.
+    expect(spawnSync('mount', ['--bind', dir, dir]).status).toBe(0);
+    try {
+      expect(spawnSync('mount', ['-o', 'remount,bind,ro', dir]).status).toBe(0);
+      expect(load()).toMatchObject({ how: 'require', answer: 42 });
+    } finally {
+      spawnSync('umount', [dir]);
+    }
+    expect(caches()).toEqual([]);
+  });
+
   it('NODE_DISABLE_COMPILE_CACHE=1: no cache, the bundle is required', () => {
     expect(load({ NODE_DISABLE_COMPILE_CACHE: '1' })).toMatchObject({ how: 'require', answer: 42 });
     expect(caches()).toEqual([]);
