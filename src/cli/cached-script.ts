@@ -48,12 +48,14 @@ type Crc32 = (data: Buffer) => number;
 /** zlib.crc32 (Node 22.2 and later; without it, no cache). */
 const crc32Of = (zlib as { crc32?: Crc32 }).crc32;
 
-/** The cache file of `file`'s current contents for this Node, or null when no cache may be used. */
-export function cacheFileFor(file: string, source: Buffer, env: NodeJS.ProcessEnv = process.env): string | null {
+/**
+ * zlib.crc32 when a cache may be used for a bundle in `dir`, else null:
+ * checked before the bundle is read, so the require() fallback reads it once.
+ */
+function cacheAllowed(dir: string, env: NodeJS.ProcessEnv): Crc32 | null {
   if (env.NODE_DISABLE_COMPILE_CACHE !== undefined && env.NODE_DISABLE_COMPILE_CACHE !== '') return null;
   if (process.sourceMapsEnabled) return null;
   if (crc32Of === undefined || typeof process.getuid !== 'function') return null;
-  const dir = path.dirname(file);
   if (!ownedByUs(fs.statSync(dir, { throwIfNoEntry: false }))) return null;
   try {
     // A read-only install (a read-only mount): no cache can be written, Node's compile cache (require) does better than none.
@@ -61,8 +63,13 @@ export function cacheFileFor(file: string, source: Buffer, env: NodeJS.ProcessEn
   } catch {
     return null;
   }
-  const tag = `${crc32Of(source).toString(16).padStart(8, '0')}-${source.length}-${process.version}-${process.arch}`;
-  return path.join(dir, `.${path.basename(file)}.${tag}.cache`);
+  return crc32Of;
+}
+
+/** The cache file of the bundle `file` with these contents, for this Node. */
+function cacheFileName(file: string, source: Buffer, crc32: Crc32): string {
+  const tag = `${crc32(source).toString(16).padStart(8, '0')}-${source.length}-${process.version}-${process.arch}`;
+  return path.join(path.dirname(file), `.${path.basename(file)}.${tag}.cache`);
 }
 
 /** Owned by the user running this process, and writable by no one else. */
@@ -127,10 +134,10 @@ function writeCache(script: vm.Script, cacheFile: string, file: string, crc32: C
 /** Load the CommonJS bundle `file` (an absolute path), through its code cache when one may be used. */
 export function loadBundle(file: string, env: NodeJS.ProcessEnv = process.env): LoadedBundle {
   const require = createRequire(file);
+  const crc32 = cacheAllowed(path.dirname(file), env);
+  if (crc32 === null) return { exports: require(file) as Record<string, unknown>, how: 'require' };
   const source = fs.readFileSync(file);
-  const cacheFile = cacheFileFor(file, source, env);
-  if (cacheFile === null) return { exports: require(file) as Record<string, unknown>, how: 'require' };
-  const crc32 = crc32Of as Crc32; // present: cacheFileFor checked
+  const cacheFile = cacheFileName(file, source, crc32);
   const cachedData = readCache(cacheFile, crc32);
   // No import() in the bundle (scripts/bundle.js checks): packages left out of it are required, from the bundle's own file.
   const script = new vm.Script(HEAD + source.toString('utf8') + TAIL, { filename: file, cachedData });
