@@ -8,6 +8,9 @@ import type { SyncOptions } from '../lib/syncloop/run-sync.js';
 
 type SyncFlags = Interfaces.InferredFlags<(typeof Sync)['flags']>;
 
+/** How long the process may outlive the stopped sync before it exits anyway (something was left open). */
+const EXIT_GRACE_MS = 5_000;
+
 export default class Sync extends PodCommand<typeof Sync> {
   static override summary = 'Run the kubelet sync loop: keep this node converged with its pod sources.';
   static override description = `The long-running kubelet. It watches the manifest directory (fs events, and a re-read every --file-check-frequency so missed events still converge) and/or polls --manifest-url, and keeps the node's pods matching them: one serialized worker per pod, a relisting PLEG (--pleg-relist-period; on containerd it also relists as soon as a container exits, from containerd's event service), restarts by restart policy with the kubelet's crash-loop back-off (10s doubling to 5m, reset after 10m of clean running), graceful termination with preStop hooks when a manifest is removed, activeDeadlineSeconds, postStart hooks.
@@ -82,6 +85,12 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
       AbortSignal.any([deps.signal, controller.signal]),
     );
     await tui;
+    // Everything is stopped: the process ends when nothing holds the event loop. Something left
+    // open (a connection, a timer) must not keep it running: name it, and exit.
+    setTimeout(() => {
+      this.notice(`klet sync: still running ${EXIT_GRACE_MS / 1000} s after the sync stopped (open: ${process.getActiveResourcesInfo().join(', ')}); exiting`);
+      process.exit(process.exitCode ?? 0);
+    }, EXIT_GRACE_MS).unref();
   }
 
   /** The sync loop's options from the flags: every flag checked (and the cluster connected) before anything starts. */

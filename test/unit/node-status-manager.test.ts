@@ -250,3 +250,31 @@ describe('status manager: API pods, as the kubelet status manager writes them', 
     expect(f.calls).toEqual(['status:Pending', 'status:Running']);
   });
 });
+
+describe('status manager: stopping', () => {
+  it('stops at once when the signal aborts during a status write (no wait for the next resync)', async () => {
+    const f = fakeApi();
+    const pod: V1Pod = {
+      metadata: { name: 'p', namespace: 'default', uid: 'u1', annotations: { 'kubernetes.io/config.source': 'api' } },
+      spec: { containers: [{ name: 'c', image: 'busybox' }] },
+      status: { phase: 'Running' },
+    };
+    f.pods.set('p', structuredClone({ ...pod, status: { phase: 'Pending' } }));
+    let writing: () => void = () => undefined;
+    const inWrite = new Promise<void>((r) => (writing = r));
+    // A write that lasts until the signal cuts it short, as a request to the API server does.
+    f.api.patchPodStatus = (_ns, _name, _uid, _status, signal) =>
+      new Promise((_resolve, reject) => {
+        writing();
+        signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+      });
+    const mgr = new PodStatusManager({ api: f.api, nodeName: 'node1', nodeUid: () => 'node-uid', localPods: async () => [structuredClone(pod)] });
+    const ctrl = new AbortController();
+    const done = mgr.run(ctrl.signal, 60_000);
+    await inWrite;
+    const t0 = Date.now();
+    ctrl.abort();
+    await done;
+    expect(Date.now() - t0).toBeLessThan(1000);
+  }, 5000);
+});

@@ -298,3 +298,26 @@ describe('klet sync: a static pod removed and put back', () => {
     }
   });
 });
+
+describe('klet sync: stopping', () => {
+  it('a signal that aborted before the loop started stops it at once (no abort event comes any more)', async () => {
+    const dir = path.join(tmp, 'manifests');
+    fs.mkdirSync(dir);
+    const rootDir = path.join(tmp, 'root');
+    const cri = fake.client();
+    const kubelet = new Kubelet({
+      cri,
+      rootDir,
+      nodeName: NODE,
+      config: createPodConfig({ nodeName: NODE, manifestDir: dir, fileCheckFrequencyMs: 100 }),
+      pleg: new GenericPLEG({ cri, relistPeriodMs: 100, labelSelector: instanceSelector({ rootDir, nodeName: NODE }) }),
+      bus: new EventBus(),
+      logRoot: path.join(tmp, 'logs'),
+      syncTickMs: 100,
+      housekeepingMs: 60_000,
+    });
+    const t0 = Date.now();
+    await kubelet.run(AbortSignal.abort());
+    expect(Date.now() - t0).toBeLessThan(2000);
+  });
+});

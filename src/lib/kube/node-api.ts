@@ -183,7 +183,14 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
         const gone = await new Promise<boolean>((resolve, reject) => {
           let expired = false;
           let ctrl: AbortController | undefined;
-          const onAbort = () => ctrl?.abort();
+          // client-node hands over the watch's controller only once the response headers are in:
+          // an abort before that ends this wait at once, and the watch as soon as its controller comes.
+          const onAbort = () => {
+            ctrl?.abort();
+            resolve(expired);
+          };
+          if (signal.aborted) return resolve(false);
+          signal.addEventListener('abort', onAbort, { once: true });
           watch
             .watch(
               o.path,
@@ -209,11 +216,16 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
                 else resolve(expired);
               },
             )
-            .then((c) => {
-              ctrl = c;
-              if (signal.aborted) c.abort();
-              else signal.addEventListener('abort', onAbort, { once: true });
-            }, reject);
+            .then(
+              (c) => {
+                ctrl = c;
+                if (signal.aborted) c.abort();
+              },
+              (err: unknown) => {
+                signal.removeEventListener('abort', onAbort);
+                reject(err);
+              },
+            );
         });
         if (gone) rv = undefined; // 410 Gone: the resourceVersion is too old; relist
         backoff = WATCH_RETRY_INITIAL_MS;

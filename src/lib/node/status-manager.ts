@@ -419,6 +419,9 @@ export class PodStatusManager {
         continue;
       }
       await new Promise<void>((resolve) => {
+        // The signal may have aborted during the pass (a write it cut short is not a failure): then
+        // no 'abort' event comes any more, and the wait would last until the next resync.
+        if (signal.aborted) return resolve();
         const timer = setTimeout(done, Math.max(0, lastFull + resyncMs - Date.now()));
         const onAbort = () => done();
         function done() {

@@ -565,7 +565,9 @@ export class Kubelet {
   /** Run until the signal aborts. Pods keep running afterwards, as with the kubelet. */
   async run(signal: AbortSignal): Promise<void> {
     const onAbort = () => this.abort.abort(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
+    // An already-aborted signal fires no 'abort' event: the loop would never stop.
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
     const { config, pleg } = this.opts;
     await this.seedIdentities();
     await this.volumes.start(this.abort.signal);

@@ -90,7 +90,39 @@ function clusterStatus(cluster: NonNullable<SyncOptions['cluster']>, t: ClusterT
   };
 }
 
+/** A stop that takes longer than this names what it still waits for (one warning). */
+export const SLOW_STOP_WARNING_MS = 5_000;
+
+/**
+ * The parts of the sync that a stop waits for, by name: when the stop takes
+ * longer than SLOW_STOP_WARNING_MS, one warning names those still running
+ * (a request or a wait that missed the signal shows up in the log).
+ */
+function stopWatch(signal: AbortSignal): { track<T>(name: string, p: Promise<T>): Promise<T>; dispose(): void } {
+  const running = new Set<string>();
+  let timer: NodeJS.Timeout | undefined;
+  const arm = (): void => {
+    timer = setTimeout(() => {
+      if (running.size > 0) log.warn(`sync: still stopping after ${SLOW_STOP_WARNING_MS / 1000} s; waiting for: ${[...running].join(', ')}`);
+    }, SLOW_STOP_WARNING_MS);
+    timer.unref();
+  };
+  if (signal.aborted) arm();
+  else signal.addEventListener('abort', arm, { once: true });
+  return {
+    track: (name, p) => {
+      running.add(name);
+      return p.finally(() => running.delete(name));
+    },
+    dispose: () => {
+      signal.removeEventListener('abort', arm);
+      clearTimeout(timer);
+    },
+  };
+}
+
 export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<void> {
+  const stop = stopWatch(signal);
   const metrics = new KletMetrics();
   const cri = instrumentCri(opts.cri, metrics);
   const bus = new EventBus();
@@ -217,14 +249,15 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
     api = await startLocalApi({ socketPath, listen: opts.listen, handlers });
     opts.onReady?.({ socketPath: api.address.socketPath, tcp: api.address.tcp, handlers });
     podSynced.busy = (uid) => kubelet.podBusy(uid);
-    const registration = opts.cluster ? registerInBackground(opts, opts.cluster, kubelet.cache, apiSource, bus, podSynced, tracker, signal) : Promise.resolve();
-    await Promise.all([kubelet.run(signal), registration]);
+    const registration = opts.cluster ? registerInBackground(opts, opts.cluster, kubelet.cache, apiSource, bus, podSynced, tracker, signal, stop.track) : Promise.resolve();
+    await Promise.all([stop.track('sync loop (pod sources, PLEG)', kubelet.run(signal)), registration]);
   } catch (err) {
     log.debug(`sync stopped: ${errorMessage(err)}`);
     throw err;
   } finally {
     clearInterval(sourceTimer);
-    await api?.close();
+    await stop.track('local API', api?.close() ?? Promise.resolve());
+    stop.dispose();
   }
 }
 
@@ -249,6 +282,7 @@ async function registerInBackground(
   podSynced: PodSyncedHooks,
   tracker: ClusterTracker,
   signal: AbortSignal,
+  track: <T>(name: string, p: Promise<T>) => Promise<T>,
 ): Promise<void> {
   const failed = (message: string) => {
     tracker.lastError = { message, at: new Date().toISOString() };
@@ -271,6 +305,7 @@ async function registerInBackground(
       lastEventError = m;
     },
   });
+  const recorderDone = track('event sender', recorder.done);
   tracker.events = recorder.stats;
   recorder.record(startingEvent(opts.nodeName));
   let nodeUid: string | undefined;
@@ -329,7 +364,7 @@ async function registerInBackground(
     },
   });
   const heartbeatFailures = { lease: 0, status: 0 };
-  const mirrorsDone = mirrors.run(signal);
+  const mirrorsDone = track('pod status manager', mirrors.run(signal));
   // Event-driven status: a pass after each pod sync (reading that pod's status) and each change the watch delivers;
   // the status of a pod's first sync, before it acts, is handed over (Pending while it starts).
   podSynced.fn = (uid) => mirrors.kick(uid);
@@ -352,7 +387,7 @@ async function registerInBackground(
       else i++;
     }
   }, 500);
-  const forwarded = (async () => {
+  const forwarded = track('event forwarding', (async () => {
     try {
       for await (const m of bus.subscribe(signal, { since: fromSeq, queueSize: 1024 })) {
         if (m.kind !== 'Event') continue;
@@ -364,13 +399,13 @@ async function registerInBackground(
     } finally {
       clearInterval(unpark);
     }
-  })();
+  })());
   let conditions: import('@kubernetes/client-node').V1NodeCondition[] | undefined;
   const nodeEvents = (current: import('@kubernetes/client-node').V1NodeCondition[]) => {
     for (const r of nodeConditionEvents(opts.nodeName, conditions, current)) recorder.record(r);
     conditions = current;
   };
-  await keepRegistered(cluster.options, {
+  await track('node registration, lease and node status', keepRegistered(cluster.options, {
     cri: opts.cri,
     rootDir: opts.rootDir,
     nodeName: opts.nodeName,
@@ -403,8 +438,8 @@ async function registerInBackground(
       failed(m);
       if (!repeated('register', m)) log.warn(m);
     },
-  }).catch((err: unknown) => log.error(`node registration stopped: ${errorMessage(err)}`));
-  await Promise.all([mirrorsDone, forwarded, recorder.done]);
+  }).catch((err: unknown) => log.error(`node registration stopped: ${errorMessage(err)}`)));
+  await Promise.all([mirrorsDone, forwarded, recorderDone]);
 }
 
 /**

@@ -1,0 +1,90 @@
+/**
+ * The pod list+watch of lib/kube/node-api.ts against a fake API server
+ * (plain HTTP, insecure-skip-tls-verify): it ends as soon as its signal
+ * aborts, also while the watch request still waits for its response headers
+ * (client-node hands over the watch's controller only once they are in).
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import type net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, expect, it } from 'vitest';
+import { connectNodeApi } from '../../src/lib/kube/node-api.js';
+
+const cleanups: Array<() => void> = [];
+afterEach(() => {
+  for (const fn of cleanups.splice(0)) fn();
+});
+
+/** An API server whose pod list answers and whose watches never do. */
+async function stallingWatchServer(): Promise<{ url: string; watches: () => number }> {
+  let watches = 0;
+  const sockets = new Set<net.Socket>();
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://x');
+    if (url.pathname === '/api/v1/pods' && url.searchParams.get('watch') !== 'true') {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end(JSON.stringify({ apiVersion: 'v1', kind: 'PodList', metadata: { resourceVersion: '7' }, items: [] }));
+      return;
+    }
+    if (url.pathname === '/api/v1/pods') {
+      watches++; // held: no headers until the server closes
+      return;
+    }
+    res.writeHead(404).end();
+  });
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  cleanups.push(() => {
+    for (const s of sockets) s.destroy();
+    server.close();
+  });
+  return { url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`, watches: () => watches };
+}
+
+function kubeconfig(server: string): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'klet-kubeconfig-'));
+  cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'kubeconfig');
+  fs.writeFileSync(
+    file,
+    [
+      'apiVersion: v1',
+      'kind: Config',
+      'clusters:',
+      '- name: c',
+      '  cluster:',
+      `    server: ${server}`,
+      '    insecure-skip-tls-verify: true',
+      'users:',
+      '- name: u',
+      '  user:',
+      '    token: t0ken',
+      'contexts:',
+      '- name: x',
+      '  context: {cluster: c, user: u}',
+      'current-context: x',
+      '',
+    ].join('\n'),
+  );
+  return file;
+}
+
+it('the pod watch ends at once when its signal aborts before the watch has its response headers', async () => {
+  const srv = await stallingWatchServer();
+  const api = await connectNodeApi(kubeconfig(srv.url));
+  const ctrl = new AbortController();
+  const errors: string[] = [];
+  let lists = 0;
+  const done = api.watchNodePods('n1', { pods: () => lists++, error: (m) => errors.push(m) }, ctrl.signal);
+  while (srv.watches() === 0) await new Promise((r) => setTimeout(r, 10));
+  const t0 = Date.now();
+  ctrl.abort();
+  await done;
+  expect(Date.now() - t0).toBeLessThan(1000);
+  expect(errors).toEqual([]);
+}, 10_000);
