@@ -21,7 +21,7 @@ import { shimPids, startManagedRuntime, stopManagedRuntime } from '../dist/lib/r
 import { BUSYBOX_IMAGE } from '../dist/lib/runtime/containerd-config.js';
 import { mountsUnder, unmountAll } from '../dist/lib/util/mounts.js';
 import { williamsRow } from './order.js';
-import { median, medianCI, verdict } from './stats.js';
+import { median, medianCI, roundOut, verdict } from './stats.js';
 
 const repo = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const KLET = path.join(repo, 'bin/run.js');
@@ -752,7 +752,8 @@ function ratios(runs, a, b, key = 'ms') {
     peer: b,
     key,
     median: round(median(rs), 2),
-    ...(ci ? { ci95: ci.map((x) => round(x, 3)) } : {}),
+    // Rounded outwards: withBudgets() judges the interval shown (bench/stats.js roundOut).
+    ...(ci ? { ci95: roundOut(ci, 3) } : {}),
     min: round(Math.min(...rs), 2),
     max: round(Math.max(...rs), 2),
     pairs: rs.map((x) => round(x, 2)),

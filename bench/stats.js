@@ -50,6 +50,20 @@ export function medianCI(xs, { level = 0.95, reps = 4000, seed = 1 } = {}) {
 }
 
 /**
+ * An interval rounded outwards to `digits` decimals (the low end down, the
+ * high end up), so the interval shown contains the one computed, and a
+ * verdict taken from it is never kinder than the exact one (1.1004 is shown
+ * as 1.101, not as 1.1 that would meet "<= 1.10"). null stays null.
+ */
+export function roundOut(ci, digits = 3) {
+  if (!ci) return null;
+  const f = 10 ** digits;
+  // toFixed first: 1.1 * 1000 is 1100.0000000000002, whose ceiling is not 1100.
+  const at = (x, dir) => Number((dir(Number((x * f).toFixed(6))) / f).toFixed(digits));
+  return [at(ci[0], Math.floor), at(ci[1], Math.ceil)];
+}
+
+/**
  * Where a ratio stands against a budget "≤ limit", given its interval:
  * 'met' when the whole interval is at or under the limit, 'missed' when the
  * whole interval is over it, 'undecided' when the interval straddles it

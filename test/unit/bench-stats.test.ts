@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 // @ts-expect-error -- plain JS module of the benchmark harness, no types
-import { median, medianCI, prng, verdict } from '../../bench/stats.js';
+import { median, medianCI, prng, roundOut, verdict } from '../../bench/stats.js';
 
 const med = median as (xs: number[]) => number;
 const ci = medianCI as (xs: number[], o?: { level?: number; reps?: number; seed?: number }) => [number, number] | null;
@@ -49,5 +49,14 @@ describe('bench statistics', () => {
     expect(judge([1.11, 1.2], 1.1)).toBe('missed');
     expect(judge([1.09, 1.2], 1.1)).toBe('undecided');
     expect(judge(null, 1.1)).toBeNull();
+  });
+
+  it('intervals are rounded outwards, so a verdict from the interval shown is never kinder than the exact one', () => {
+    const out = roundOut as (ci: [number, number] | null, digits?: number) => [number, number] | null;
+    expect(out([1.08153, 1.10041])).toEqual([1.081, 1.101]);
+    expect(judge(out([1.08153, 1.10041]), 1.1)).toBe('undecided');
+    expect(out([1.1, 1.2])).toEqual([1.1, 1.2]);
+    expect(out([0.9999, 1.0001], 2)).toEqual([0.99, 1.01]);
+    expect(out(null)).toBeNull();
   });
 });
