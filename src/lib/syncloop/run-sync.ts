@@ -98,7 +98,7 @@ export const SLOW_STOP_WARNING_MS = 5_000;
  * longer than SLOW_STOP_WARNING_MS, one warning names those still running
  * (a request or a wait that missed the signal shows up in the log).
  */
-function stopWatch(signal: AbortSignal): { track<T>(name: string, p: Promise<T>): Promise<T>; dispose(): void } {
+export function stopWatch(signal: AbortSignal): { track<T>(name: string, p: Promise<T>): Promise<T>; dispose(): void } {
   const running = new Set<string>();
   let timer: NodeJS.Timeout | undefined;
   const arm = (): void => {
