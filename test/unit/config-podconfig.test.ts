@@ -287,6 +287,37 @@ describe('PodConfig: several sources', () => {
     expect(config.errors().get('http')).toEqual([]);
   });
 
+  it('does not merge again a snapshot it merged last (the file source hands the same read back when nothing changed)', () => {
+    const config = new PodConfig();
+    const file = config.register('file');
+    let reads = 0;
+    const counted = (lp: LoadedPod): LoadedPod => ({
+      ...lp,
+      pod: new Proxy(lp.pod, {
+        get(target, key, receiver) {
+          reads++;
+          return Reflect.get(target, key, receiver);
+        },
+      }),
+    });
+    const read = snap(load(podYaml('a') + '---\n' + podYaml('b')).map(counted));
+    file.snapshot(read);
+    expect(summary(drain(config))).toEqual([expect.stringMatching(/^ADD file a-node1@.*,b-node1@/)]);
+    const before = config.sourceStatus()[0]!.lastReadAt!;
+    reads = 0;
+    file.snapshot(read);
+    expect(reads).toBe(0);
+    expect(drain(config)).toEqual([]);
+    expect(config.sourceStatus()[0]!.lastReadAt).toBeGreaterThanOrEqual(before);
+    // A failure in between: the same snapshot is merged again, and clears the error.
+    file.failed([new ManifestError({ file: '/etc/kubernetes/manifests', message: 'permission denied' })]);
+    expect(config.errors().get('file')).toHaveLength(1);
+    file.snapshot(read);
+    expect(config.errors().get('file')).toEqual([]);
+    expect(drain(config)).toEqual([]);
+    expect(config.pods().map((p) => p.metadata?.name)).toEqual(['a-node1', 'b-node1']);
+  });
+
   it('serves each source its own objects', () => {
     const config = new PodConfig();
     const file = config.register('file');

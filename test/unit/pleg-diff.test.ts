@@ -8,6 +8,7 @@ import {
   buildPodRecords,
   diffPodRecords,
   generateEvents,
+  keepUnchanged,
   type ContainerSnapshotState,
   type PlegContainerState,
   type PlegEventType,
@@ -222,5 +223,51 @@ describe('diffPodRecords', () => {
     const prev = snap([sandbox('sa', 'a'), sandbox('sb', 'b')], [container('ca', 'a', 'running'), container('cb', 'b', 'running')]);
     const next = snap([sandbox('sa', 'a'), sandbox('sb', 'b')], [container('ca', 'a', 'running'), container('cb', 'b', 'exited')]);
     expect(diffPodRecords(prev, next, AT)).toEqual([{ type: 'ContainerDied', podUid: 'b', containerId: 'cb', at: AT }]);
+  });
+});
+
+describe('keepUnchanged', () => {
+  const snap = (sbs: PodSandbox[], cs: Container[]) => buildPodRecords(sbs, cs);
+
+  it('keeps the earlier record of every pod that did not change, and the new one of every pod that did', () => {
+    const prev = snap([sandbox('sa', 'a'), sandbox('sb', 'b')], [container('ca', 'a', 'running'), container('cb', 'b', 'running')]);
+    const next = snap(
+      [sandbox('sa', 'a'), sandbox('sb', 'b'), sandbox('sc', 'c')],
+      [container('ca', 'a', 'running'), container('cb', 'b', 'exited'), container('cc', 'c', 'running')],
+    );
+    const built = new Map(next);
+    keepUnchanged(prev, next);
+    expect(next.get('a')).toBe(prev.get('a'));
+    expect(next.get('b')).toBe(built.get('b'));
+    expect(next.get('c')).toBe(built.get('c'));
+    expect([...next.keys()]).toEqual(['a', 'b', 'c']);
+    // The events are those of the records as built.
+    expect(diffPodRecords(prev, next, AT)).toEqual(diffPodRecords(prev, built, AT));
+  });
+
+  it('counts every field the sync loop reads as a change', () => {
+    const base = () => snap([sandbox('s', 'p')], [container('c', 'p', 'running', { annotations: { 'io.kubernetes.container.hash': 'h1' } })]);
+    const variants: [string, Map<string, PodRecordSnapshot>][] = [
+      ['sandbox state', snap([sandbox('s', 'p', false)], [container('c', 'p', 'running', { annotations: { 'io.kubernetes.container.hash': 'h1' } })])],
+      ['sandbox attempt', snap([sandbox('s', 'p', true, 1n, 1)], [container('c', 'p', 'running', { annotations: { 'io.kubernetes.container.hash': 'h1' } })])],
+      ['container hash', snap([sandbox('s', 'p')], [container('c', 'p', 'running', { annotations: { 'io.kubernetes.container.hash': 'h2' } })])],
+      [
+        'restart count',
+        snap([sandbox('s', 'p')], [container('c', 'p', 'running', { annotations: { 'io.kubernetes.container.hash': 'h1', 'io.kubernetes.container.restartCount': '1' } })]),
+      ],
+      ['container created', snap([sandbox('s', 'p')], [container('c', 'p', 'running', { createdAt: 6n, annotations: { 'io.kubernetes.container.hash': 'h1' } })])],
+      ['container name', snap([sandbox('s', 'p')], [container('c', 'p', 'running', { name: 'other', annotations: { 'io.kubernetes.container.hash': 'h1' } })])],
+      ['one more container', snap([sandbox('s', 'p')], [container('c', 'p', 'running', { annotations: { 'io.kubernetes.container.hash': 'h1' } }), container('d', 'p', 'created')])],
+    ];
+    const first = base();
+    const same = base();
+    keepUnchanged(first, same);
+    expect(same.get('p')).toBe(first.get('p'));
+    for (const [what, next] of variants) {
+      const prev = base();
+      const built = next.get('p');
+      keepUnchanged(prev, next);
+      expect(next.get('p'), what).toBe(built);
+    }
   });
 });

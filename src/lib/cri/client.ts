@@ -65,6 +65,7 @@ import {
 } from './gen/api.js';
 import { parseEndpoint } from './endpoint.js';
 import { CriNotFoundError, toCriError } from './errors.js';
+import { InterningReader, StringTable } from './strings.js';
 import { GrpcChannel } from './transport.js';
 
 /** The kubelet's --runtime-request-timeout default. */
@@ -113,6 +114,8 @@ export class CriClient {
   readonly timeoutMs: number;
   readonly pullTimeoutMs: number;
   private readonly channel: GrpcChannel;
+  /** Strings of earlier responses, reused by later ones (strings.ts: the relist's IDs and labels repeat every second). */
+  private readonly strings = new StringTable();
 
   private constructor(endpoint: string, opts: CriClientOptions) {
     const { uri, socketPath } = parseEndpoint(endpoint);
@@ -250,7 +253,7 @@ export class CriClient {
     const request = GetEventsRequest.encode(GetEventsRequest.fromPartial({})).finish();
     try {
       for await (const msg of this.channel.serverStream(RUNTIME_SERVICE + def.name, request, { deadlineAt, signal: opts.signal })) {
-        yield ContainerEventResponse.decode(msg);
+        yield ContainerEventResponse.decode(new InterningReader(msg, this.strings));
       }
     } catch (err) {
       throw toCriError(err, context);
@@ -319,7 +322,7 @@ export class CriClient {
       return Promise.reject(toCriError(err, { method: def.name, endpoint: this.endpoint }));
     }
     return this.channel.unary(service + def.name, request, { deadlineAt, signal: opts.signal }).then(
-      (buf) => def.responseType.decode(buf),
+      (buf) => def.responseType.decode(new InterningReader(buf, this.strings)),
       (err: unknown) => {
         throw toCriError(err, { method: def.name, endpoint: this.endpoint, timeoutMs, deadlineAt });
       },

@@ -158,6 +158,7 @@ function diffPod(
   at: number,
   out: PlegEvent[],
 ): void {
+  if (oldPod === newPod) return; // kept by keepUnchanged: nothing happened to it
   const next = statesOf(newPod);
   for (const [id, oldState] of statesOf(oldPod)) {
     const newState = next.get(id) ?? 'non-existent';
@@ -166,6 +167,55 @@ function diffPod(
   }
   // What is left did not exist before.
   for (const [id, newState] of next) out.push(...generateEvents(uid, id, 'non-existent', newState, at));
+}
+
+function sameSandbox(a: SandboxSnapshot, b: SandboxSnapshot): boolean {
+  return a.id === b.id && a.state === b.state && a.createdAt === b.createdAt && a.attempt === b.attempt;
+}
+
+function sameContainer(a: ContainerSnapshot, b: ContainerSnapshot): boolean {
+  return (
+    a.id === b.id &&
+    a.name === b.name &&
+    a.state === b.state &&
+    a.createdAt === b.createdAt &&
+    a.sandboxId === b.sandboxId &&
+    a.attempt === b.attempt &&
+    a.restartCount === b.restartCount &&
+    a.hash === b.hash &&
+    a.imageRef === b.imageRef
+  );
+}
+
+function sameList<T>(a: readonly T[], b: readonly T[], same: (x: T, y: T) => boolean): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (!same(a[i] as T, b[i] as T)) return false;
+  return true;
+}
+
+/** Every field of the two records is the same. */
+export function sameRecord(a: PodRecordSnapshot, b: PodRecordSnapshot): boolean {
+  return (
+    a.uid === b.uid &&
+    a.name === b.name &&
+    a.namespace === b.namespace &&
+    sameList(a.sandboxes, b.sandboxes, sameSandbox) &&
+    sameList(a.containers, b.containers, sameContainer)
+  );
+}
+
+/**
+ * Puts into `next` the record of `prev` for every pod whose record did not
+ * change, in place of the equal new one. In a steady node that is every
+ * pod: the records a relist built are garbage at once instead of living
+ * until the next relist (the garbage collector then copies and promotes
+ * them), and diffPodRecords skips the pods at a glance.
+ */
+export function keepUnchanged(prev: ReadonlyMap<string, PodRecordSnapshot>, next: Map<string, PodRecordSnapshot>): void {
+  next.forEach((rec, uid) => {
+    const old = prev.get(uid);
+    if (old !== undefined && old !== rec && sameRecord(old, rec)) next.set(uid, old);
+  });
 }
 
 /**
@@ -179,7 +229,10 @@ export function diffPodRecords(
   at: number,
 ): PlegEvent[] {
   const out: PlegEvent[] = [];
-  for (const [uid, oldPod] of prev) diffPod(uid, oldPod, next.get(uid), at, out);
-  for (const [uid, newPod] of next) if (!prev.has(uid)) diffPod(uid, undefined, newPod, at, out);
+  // forEach, not for-of: no [key, value] array per pod and relist.
+  prev.forEach((oldPod, uid) => diffPod(uid, oldPod, next.get(uid), at, out));
+  next.forEach((newPod, uid) => {
+    if (!prev.has(uid)) diffPod(uid, undefined, newPod, at, out);
+  });
   return out;
 }

@@ -47,7 +47,7 @@ import { errorMessage } from '../errors.js';
 import { log } from '../log.js';
 import { Channel } from '../util/channel.js';
 import { formatDuration } from '../util/duration.js';
-import { buildPodRecords, diffPodRecords } from './diff.js';
+import { buildPodRecords, diffPodRecords, keepUnchanged } from './diff.js';
 import type { LastRelist, PlegEvent, PlegHealth, PodRecordSnapshot } from './types.js';
 
 /** What the PLEG needs of a CRI client: the two lists. A CriClient is one. */
@@ -280,6 +280,7 @@ export class GenericPLEG {
       stopSignal.removeEventListener('abort', onStop);
     }
 
+    keepUnchanged(this.records, next);
     const events = diffPodRecords(this.records, next, at);
     if (this.last.error !== null) log.info('PLEG: relisting works again');
     this.records = next;

@@ -11,7 +11,7 @@ export {
   type PlegRuntime,
 } from './generic.js';
 export { DEFAULT_EVENTED_PROBE_MS, detectEventedSupport } from './evented.js';
-export { buildPodRecords, containerPlegState, diffPodRecords, generateEvents, sandboxPlegState } from './diff.js';
+export { buildPodRecords, containerPlegState, diffPodRecords, generateEvents, keepUnchanged, sameRecord, sandboxPlegState } from './diff.js';
 export type {
   ContainerSnapshot,
   ContainerSnapshotState,

@@ -35,6 +35,10 @@ import { localObjectSource } from '../volume/plugins.js';
 import { VolumeManager } from '../volume/manager.js';
 import { PodWorkers, type SyncOutcome, type UpdateType, type WorkerState } from './pod-workers.js';
 
+
+/** The reason the loop's idle wait ends with (an abort's reason; never thrown). */
+const LOOP_WOKE = Object.freeze(new Error('sync loop woke'));
+
 export interface KubeletOptions {
   cri: CriClient;
   rootDir: string;
@@ -637,7 +641,9 @@ export class Kubelet {
             wait.signal.addEventListener('abort', () => clearTimeout(t), { once: true });
           }),
         ]).catch(() => undefined);
-        wait.abort();
+        // With a reason: abort() without one builds a DOMException, stack
+        // trace and all, on every turn of the loop.
+        wait.abort(LOOP_WOKE);
         this.abort.signal.removeEventListener('abort', stop);
       }
     } finally {
