@@ -110,10 +110,16 @@ function moveLeadingGlobalFlags(args) {
 // of resident memory an agent does not need, and V8 sizes its young
 // generation for throughput (16 MB semi-spaces), not for a small resident
 // set. Re-exec once, in place (same pid: process.execve, no extra
-// process), with two arenas, 2 MB semi-spaces and V8's --optimize-for-size
-// (its heap grows less eagerly and gives pages back: holding 110 pods, the
-// V8 heap's committed size went from 61 MB to 29 MB for 24 MB used, at no
-// measurable CPU cost; npm run bench -- steady-110).
+// process), with two arenas and V8's --optimize-for-size: its heap grows
+// less eagerly and gives pages back (holding 110 pods, the V8 heap's
+// committed size went from 61 MB to 29 MB for 24 MB used), and it implies
+// 1 MB semi-spaces (node --optimize-for-size --print-flag-values; an
+// explicit --max-semi-space-size does not change that). It costs CPU: on
+// 2026-11-27, holding 110 pods, 2.1-2.9 % of a core against 1.3-1.6 %
+// without it (2-8 MB semi-spaces), but 105-123 MB RSS against 91-98 MB,
+// over the kubelet's ~107 MB (bench/README.md, steady-110, seventeenth
+// session). What klet sync allocates is kept small instead (CRI strings
+// reused, unchanged PLEG records and manifest snapshots kept).
 //
 // `klet dashboard` on a terminal runs as long, and its RSS must stay flat:
 // the screen's garbage (ink rebuilds every frame) made V8 grow the young
@@ -128,7 +134,9 @@ if (longRunning && process.env.MALLOC_ARENA_MAX === undefined && typeof process.
   const semiSpace = process.execArgv.some((a) => a.startsWith('--max-semi-space-size') || a.startsWith('--min-semi-space-size'));
   const v8Flags =
     command === 'sync'
-      ? [...(semiSpace ? [] : ['--max-semi-space-size=2']), ...(process.execArgv.includes('--optimize-for-size') ? [] : ['--optimize-for-size'])]
+      ? process.execArgv.includes('--optimize-for-size')
+        ? []
+        : ['--optimize-for-size']
       : semiSpace
         ? []
         : ['--min-semi-space-size=8', '--max-semi-space-size=8'];

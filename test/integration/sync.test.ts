@@ -263,6 +263,20 @@ afterAll(async () => {
 
 // ------------------------------------------------------------ tests
 
+describe('klet sync: the process', () => {
+  it('re-executes itself in place with two malloc arenas and V8 --optimize-for-size (bin/run.js: the RSS budget)', async () => {
+    const s = await sync({ manifestDir: tempDir('m') });
+    // Same pid as the one spawned: process.execve, no second process.
+    const argv = fs.readFileSync(`/proc/${s.pid}/cmdline`, 'utf8').split('\0');
+    const env = fs.readFileSync(`/proc/${s.pid}/environ`, 'utf8').split('\0');
+    expect(argv).toContain('--optimize-for-size');
+    // It implies 1 MB semi-spaces; a --max-semi-space-size beside it would only mislead.
+    expect(argv.some((a) => a.startsWith('--max-semi-space-size'))).toBe(false);
+    expect(env).toContain('MALLOC_ARENA_MAX=2');
+    await stopOk(s);
+  });
+});
+
 describe('klet sync: manifest directory', () => {
   it('starts a pod within 2 s of its manifest being dropped into the watched dir', async () => {
     const dir = tempDir('m');
