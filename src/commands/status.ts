@@ -5,7 +5,7 @@ import { durationFlag } from '../flags.js';
 
 export default class Status extends PodCommand<typeof Status> {
   static override summary = 'Show the node and its pods, like kubectl get pods for this node.';
-  static override description = `Without POD: a node summary (node name, runtime name, version and conditions, pod counts by phase, root dir) and a pod table with the columns kubectl prints (NAMESPACE, NAME, READY, STATUS, RESTARTS, AGE, IP). With POD (ns/name, name in namespace default, or a UID prefix): the pod's full status. While klet sync --kubeconfig runs on the root dir, the summary also shows the cluster it joined (API server, registration, lease age, pod watch, events sent, last API error) from its local API. -o json|yaml prints real v1 Pod objects (a v1 PodList without POD, with a top-level "cluster" object in cluster mode) with .status computed from the runtime as the kubelet computes it. --watch prints again on every change.`;
+  static override description = `Without POD: a node summary (node name, runtime name, version and conditions, pod counts by phase, root dir) and a pod table with the columns kubectl prints (NAMESPACE, NAME, READY, STATUS, RESTARTS, AGE, IP). With POD (ns/name, name in namespace default, or a UID prefix): the pod's full status. While klet sync --kubeconfig runs on the root dir, the summary also shows the cluster it joined (API server, registration, lease age, pod watch, events sent, last API error) from its local API. -o json|yaml prints real v1 Pod objects (a v1 PodList without POD, with a top-level "cluster" object in cluster mode) with .status computed from the runtime as the kubelet computes it. --watch prints again on every change. Pods klet ran from the same root dir for another --node-name are not this node's and are not listed: a line on stderr says how many, and for which node.`;
   static override examples = [
     '<%= config.bin %> <%= command.id %>',
     '<%= config.bin %> <%= command.id %> kube-system/etcd-node1',
@@ -23,7 +23,7 @@ export default class Status extends PodCommand<typeof Status> {
   async run(): Promise<void> {
     const { args, flags } = await this.parse(Status);
     const deps = await this.deps();
-    const { podStatus, watchPods, nodeSummary, runningClusterStatus } = await import('../lib/services/pod-status.js');
+    const { podStatus, watchPods, nodeSummary, runningClusterStatus, otherNodePods } = await import('../lib/services/pod-status.js');
     const { formatPodTable, describePod, formatNodeSummary } = await import('../lib/status/format.js');
 
     const render = async (pods: V1Pod[], header: boolean) => {
@@ -41,6 +41,12 @@ export default class Status extends PodCommand<typeof Status> {
       });
     };
 
+    // Pods another --node-name ran from this root dir are not this node's: say where they are.
+    for (const [node, n] of await otherNodePods(deps)) {
+      process.stderr.write(
+        `klet status: ${n} pod${n === 1 ? '' : 's'} under --root-dir ${this.flags['root-dir']} ${n === 1 ? 'was' : 'were'} run for node ${JSON.stringify(node)}, not ${JSON.stringify(deps.nodeName)}: pass --node-name ${node} to see ${n === 1 ? 'it' : 'them'}\n`,
+      );
+    }
     if (flags.watch) {
       // The whole set first, then every pod whose status changed, until Ctrl-C.
       for await (const ev of watchPods({ pod: args.pod, intervalMs: flags.interval }, deps)) {

@@ -208,6 +208,53 @@ describe('two klet root dirs and the kubelet on one runtime', () => {
     expect(delA.code, explain(delA)).toBe(0);
     expect(logDirsOf('same-nodea')).toEqual([]);
   }, 180_000);
+
+  it('one root dir, two node names: each lists, deletes and cleans up only the pods it ran, and status says where the others are', async () => {
+    const rootD = path.join(tmp, 'root-d');
+    const C = { node: 'nodec', root: () => rootD };
+    const D = { node: 'noded', root: () => rootD };
+    const rc = await klet(C, ['runonce', '--manifest-dir', manifestDir('d', ['pc'])]);
+    expect(rc.code, explain(rc)).toBe(0);
+    const before = await runtimeView();
+    const [uid] = fs.readdirSync(path.join(rootD, 'pods'));
+    const record = path.join(rootD, 'pods', uid!, 'pod.json');
+    expect(fs.existsSync(record)).toBe(true);
+    expect(logDirsOf('pc-nodec')).toHaveLength(1);
+
+    // status as D: no pending row for C's pod, and a line on stderr naming C's node.
+    const st = await klet(D, ['status', '-o', 'json']);
+    expect(st.code, explain(st)).toBe(0);
+    expect((JSON.parse(st.stdout) as V1PodList).items).toEqual([]);
+    expect(st.stderr).toBe(`klet status: 1 pod under --root-dir ${rootD} was run for node "nodec", not "noded": pass --node-name nodec to see it\n`);
+
+    // delete --all as D: nothing of C's (record, log dir, sandbox, container).
+    const del = await klet(D, ['delete', '--all']);
+    expect(del.code, explain(del)).toBe(0);
+    expect(del.stdout).toBe('No pods to delete.\n');
+    expect(fs.existsSync(record)).toBe(true);
+    expect(logDirsOf('pc-nodec')).toHaveLength(1);
+    await expectOthersUntouched(before, ['pc-nodec']);
+
+    // sync as D with no manifests: its housekeeping leaves C's pod dir and log dir alone.
+    const empty = manifestDir('d-empty', []);
+    const syncD = await startSync({ rootDir: rootD, endpoint: rt.endpoint, nodeName: D.node, manifestDir: empty });
+    await sleep(7000);
+    expect((await syncD.stop()).code, syncD.tail()).toBe(0);
+    expect(fs.existsSync(record)).toBe(true);
+    expect(logDirsOf('pc-nodec')).toHaveLength(1);
+    await expectOthersUntouched(before, ['pc-nodec']);
+
+    // As C, the pod is there and running, and C's delete removes it all.
+    const sc = await klet(C, ['status', '-o', 'json']);
+    expect(sc.code, explain(sc)).toBe(0);
+    expect(sc.stderr).toBe('');
+    expect((JSON.parse(sc.stdout) as V1PodList).items.map((p) => [p.metadata?.name, p.status?.phase])).toEqual([['pc-nodec', 'Running']]);
+    const delC = await klet(C, ['delete', '--all']);
+    expect(delC.code, explain(delC)).toBe(0);
+    expect(delC.stdout).toBe(`pod "${NS}/pc-nodec" deleted\n`);
+    expect(fs.existsSync(record)).toBe(false);
+    expect(logDirsOf('pc-nodec')).toEqual([]);
+  }, 180_000);
 });
 
 describe('runtime start and stop on a shared endpoint', () => {

@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { admitPod } from '../../src/lib/kuberuntime/lifecycle.js';
-import { podDir, readPodRecord, writeEtcHosts, writePodRecord, writeSyncState } from '../../src/lib/kuberuntime/poddir.js';
+import { listPodRecords, otherNodeRecords, podDir, readPodRecord, recordOfOtherNode, writeEtcHosts, writePodRecord, writeSyncState } from '../../src/lib/kuberuntime/poddir.js';
 import { readProbeResults, writeProbeResults } from '../../src/lib/prober/results.js';
 
 const UID = '0123456789abcdef0123456789abcdef';
@@ -23,6 +23,28 @@ describe('pod dirs', () => {
     root = fs.mkdtempSync(path.join(os.tmpdir(), 'klet-poddir-'));
   });
   afterEach(() => fs.rmSync(root, { recursive: true, force: true }));
+
+  it("lists only the records of this node name's pods; the others are counted by node", async () => {
+    const rec = (uid: string, nodeName?: string) => ({
+      pod: { metadata: { name: `p-${uid}`, namespace: 'default', uid }, spec: { containers: [], ...(nodeName === undefined ? {} : { nodeName }) } },
+      source: 'x.yaml',
+      firstSeen: '2026-01-01T00:00:00.000Z',
+    });
+    await writePodRecord(root, rec('a1', 'node1'));
+    await writePodRecord(root, rec('a2', 'Node1')); // node names compare without case
+    await writePodRecord(root, rec('a3')); // no spec.nodeName (a record of an older klet): this node's
+    await writePodRecord(root, rec('b1', 'node2'));
+    await writePodRecord(root, rec('b2', 'node2'));
+    await writePodRecord(root, rec('c1', 'node3'));
+    expect((await listPodRecords(root, 'node1')).map((r) => r.pod.metadata?.uid).sort()).toEqual(['a1', 'a2', 'a3']);
+    expect((await listPodRecords(root, 'node2')).map((r) => r.pod.metadata?.uid).sort()).toEqual(['a3', 'b1', 'b2']);
+    expect([...(await otherNodeRecords(root, 'node1')).entries()].sort()).toEqual([
+      ['node2', 2],
+      ['node3', 1],
+    ]);
+    expect(recordOfOtherNode(rec('x', 'node2'), 'NODE2')).toBe(false);
+    expect(recordOfOtherNode(rec('x', ''), 'node2')).toBe(false);
+  });
 
   it("writing the pod's record removes every temp file a killed writer left in its dir, and only those", async () => {
     await writePodRecord(root, { pod, source: 'web.yaml', firstSeen: '2026-01-01T00:00:00.000Z' });

@@ -167,7 +167,7 @@ describe('runOnce', () => {
       ]);
       expect(report.pods[0]?.message).toContain('no-runtime.sock');
       // Admitted before the runtime was asked, as a pod whose own sync fails: `klet status` shows them.
-      expect((await listPodRecords(path.join(tmp, 'root'))).map((r) => r.pod.metadata?.name).sort()).toEqual([`db-${NODE}`, `web-${NODE}`]);
+      expect((await listPodRecords(path.join(tmp, 'root'), NODE)).map((r) => r.pod.metadata?.name).sort()).toEqual([`db-${NODE}`, `web-${NODE}`]);
     } finally {
       cri.close();
     }
@@ -202,7 +202,7 @@ describe('runOnce', () => {
     expect(newUid).not.toBe(oldUid);
     expect(fake.podObjects(oldUid)).toEqual({ sandboxes: [], containers: [] });
     expect(fake.podObjects(newUid).containers).toHaveLength(1);
-    const recs = await listPodRecords(path.join(tmp, 'root'));
+    const recs = await listPodRecords(path.join(tmp, 'root'), NODE);
     expect(recs.map((r) => r.pod.metadata?.uid)).toEqual([newUid]);
     const pods = await podStatus({}, deps());
     expect(pods.map((p) => p.metadata?.name)).toEqual([`etcd-${NODE}`]);
@@ -235,8 +235,8 @@ describe('runOnce', () => {
         if (typeof v !== 'function') return v;
         if (method !== 'listPodSandbox' || recordedWhileListing !== undefined) return (v as (...a: unknown[]) => unknown).bind(target);
         return async (...args: unknown[]) => {
-          for (let t = 0; t < 40 && (await listPodRecords(root)).length < 3; t++) await new Promise((r) => setTimeout(r, 50));
-          recordedWhileListing = (await listPodRecords(root)).map((r) => r.pod.metadata?.name ?? '').sort();
+          for (let t = 0; t < 40 && (await listPodRecords(root, NODE)).length < 3; t++) await new Promise((r) => setTimeout(r, 50));
+          recordedWhileListing = (await listPodRecords(root, NODE)).map((r) => r.pod.metadata?.name ?? '').sort();
           return (v as (...a: unknown[]) => unknown).apply(target, args);
         };
       },
@@ -289,7 +289,7 @@ describe('runPod', () => {
     expect(fake.calls.filter((c) => c === 'startContainer').length, 'the job ran again').toBe(2);
     expect(again).toMatchObject({ ok: true, exitCode: 0, output: 'step 1\ndone\n' });
     expect(fake.sandboxes.size).toBe(0);
-    expect(await listPodRecords(path.join(tmp, 'root'))).toEqual([]);
+    expect(await listPodRecords(path.join(tmp, 'root'), NODE)).toEqual([]);
 
     const failing = manifest(path.join(tmp, 'm'), 'fail.yaml', pod('fail', 'echo failing; exit 3', 'Never'));
     const f = await runPod({ file: failing, goal: 'completed', timeoutMs: 10_000, rm: true }, deps());
@@ -324,7 +324,7 @@ describe('deletePods', () => {
     expect(calls.filter((c) => !['stopContainer', 'stopPodSandbox', 'removePodSandbox', 'listPodSandbox', 'listContainers'].includes(c))).toEqual([]);
     expect([...fake.sandboxes.values()].map((sb) => sb.metadata.name)).toEqual([`other-${NODE}`]);
     expect(fake.containers.size).toBe(1);
-    expect(await listPodRecords(path.join(tmp, 'root'))).toEqual([]);
+    expect(await listPodRecords(path.join(tmp, 'root'), NODE)).toEqual([]);
     expect(events.filter((e) => e.kind === 'Event' && e.reason === 'Killing')).toHaveLength(5);
   });
 

@@ -206,7 +206,7 @@ export async function markTerminating(ctx: Pick<SyncContext, 'rootDir'>, pod: V1
  */
 export async function replaceOtherInstances(ctx: LifecycleContext, pod: V1Pod, records?: PodRecord[]): Promise<V1Pod[]> {
   const id = identity(pod);
-  const others = (records ?? (await listPodRecords(ctx.rootDir)))
+  const others = (records ?? (await listPodRecords(ctx.rootDir, ctx.nodeName)))
     .map((r) => r.pod)
     .filter((p) => podKey(p) === podKey(pod) && (p.metadata?.uid ?? '') !== id.uid);
   for (const old of others) await deletePod(ctx, old);

@@ -120,8 +120,19 @@ export async function listPodRecordUids(rootDir: string): Promise<Set<string>> {
   }
 }
 
-/** Every pod klet has a record of under the root dir. */
-export async function listPodRecords(rootDir: string): Promise<PodRecord[]> {
+/**
+ * The record is of a pod klet ran under this root dir for another node name
+ * (its spec.nodeName is set and is not `nodeName`, compared without case, as
+ * node names are): another klet instance's pod, whose runtime objects carry
+ * that instance's owner label. This klet neither lists, deletes nor cleans
+ * it up; with the other node name, klet sees it again.
+ */
+export function recordOfOtherNode(rec: PodRecord, nodeName: string): boolean {
+  const of = rec.pod.spec?.nodeName;
+  return of !== undefined && of !== '' && of.toLowerCase() !== nodeName.toLowerCase();
+}
+
+async function readAllPodRecords(rootDir: string): Promise<PodRecord[]> {
   let uids: string[];
   try {
     uids = await fsp.readdir(podsDir(rootDir));
@@ -130,6 +141,20 @@ export async function listPodRecords(rootDir: string): Promise<PodRecord[]> {
   }
   const recs = await Promise.all(uids.map((u) => readPodRecord(rootDir, u)));
   return recs.filter((r): r is PodRecord => r !== null);
+}
+
+/** Every pod klet has a record of under the root dir for node `nodeName` (see recordOfOtherNode). */
+export async function listPodRecords(rootDir: string, nodeName: string): Promise<PodRecord[]> {
+  return (await readAllPodRecords(rootDir)).filter((r) => !recordOfOtherNode(r, nodeName));
+}
+
+/** How many records under the root dir are of other node names, by node name (recordOfOtherNode). */
+export async function otherNodeRecords(rootDir: string, nodeName: string): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for (const r of await readAllPodRecords(rootDir)) {
+    if (recordOfOtherNode(r, nodeName)) out.set(r.pod.spec?.nodeName ?? '', (out.get(r.pod.spec?.nodeName ?? '') ?? 0) + 1);
+  }
+  return out;
 }
 
 export async function readSyncState(rootDir: string, uid: string): Promise<PodSyncState> {

@@ -128,7 +128,7 @@ export interface SyncPodResult {
  * finished pods hold nothing.
  */
 async function activePods(ctx: SyncContext, self: string): Promise<V1Pod[]> {
-  const records = await listPodRecords(ctx.rootDir);
+  const records = await listPodRecords(ctx.rootDir, ctx.nodeName);
   const mine = records.find((r) => r.pod.metadata?.uid === self);
   const { items } = await ctx.cri.listPodSandbox({ filter: { labelSelector: instanceSelector(ctx) } }, { signal: ctx.signal });
   const withSandbox = new Set(items.map((s) => s.labels[POD_UID_LABEL] ?? ''));

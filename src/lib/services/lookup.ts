@@ -20,7 +20,7 @@ export interface KnownPod {
 }
 
 export async function knownPods(ctx: LookupContext): Promise<KnownPod[]> {
-  const recs = await listPodRecords(ctx.rootDir);
+  const recs = await listPodRecords(ctx.rootDir, ctx.nodeName);
   const out = new Map<string, KnownPod>();
   for (const r of recs) {
     const md = r.pod.metadata ?? {};

@@ -91,7 +91,7 @@ async function resolveTarget(opts: MountVolumesOptions, deps: MountVolumesDeps):
     if (set.pods.length !== 1) throw new InputError(`${opts.target}: expected exactly one Pod, found ${set.pods.length}`);
     return { pod: set.pods[0]!.pod, configMaps: [...set.configMaps, ...extra.configMaps], secrets: [...set.secrets, ...extra.secrets] };
   }
-  const recs = await listPodRecords(deps.rootDir);
+  const recs = await listPodRecords(deps.rootDir, deps.nodeName);
   const known = recs.map((r) => ({ namespace: r.pod.metadata?.namespace ?? 'default', name: r.pod.metadata?.name ?? '', uid: r.pod.metadata?.uid ?? '', rec: r }));
   const hit = resolvePodRef(opts.target, known);
   const fromSource = (await isFile(hit.rec.source)) ? await loadObjects(hit.rec.source, deps.nodeName).catch(() => ({ configMaps: [], secrets: [] })) : { configMaps: [], secrets: [] };

@@ -3,6 +3,7 @@
  * report, once (podStatus, nodeSummary) or as a stream of changes (watchPods).
  */
 import type { V1Pod } from '@kubernetes/client-node';
+import { otherNodeRecords } from '../kuberuntime/poddir.js';
 import { resolvePodRef } from '../pod/ref.js';
 import { listPodsWithStatus, runtimeName } from '../status/pods.js';
 import { localApiRequest, localApiSocketPath } from '../server/client.js';
@@ -34,6 +35,14 @@ export interface NodeSummary {
   phases: [string, number][];
   /** When a `klet sync --kubeconfig` runs on this root dir: the cluster it joined (its /node). */
   cluster?: ClusterStatus;
+}
+
+/**
+ * Pods under the root dir that klet ran for other node names, by node name
+ * (not listed: their runtime objects carry another instance's owner label).
+ */
+export async function otherNodePods(deps: Pick<ServiceDeps, 'rootDir' | 'nodeName'>): Promise<[string, number][]> {
+  return [...(await otherNodeRecords(deps.rootDir, deps.nodeName)).entries()];
 }
 
 /**

@@ -173,7 +173,7 @@ export async function runOnce(opts: RunOnceOptions, deps: ServiceDeps): Promise<
         });
   // Only an abort rejects it, and every pod awaits it below; until then it must not count as unhandled.
   initialRead.catch(() => undefined);
-  const records = await listPodRecords(ctx.rootDir);
+  const records = await listPodRecords(ctx.rootDir, ctx.nodeName);
   const recordOf = new Map(records.map((r) => [r.pod.metadata?.uid ?? '', r]));
   const started = await Promise.all(
     runnable.map(async (p) => {

@@ -61,7 +61,7 @@ export async function podWithStatus(ctx: StatusContext, rec: PodRecord, runtime?
 export async function listPodsWithStatus(ctx: StatusContext, only?: ReadonlySet<string>): Promise<V1Pod[]> {
   const recs =
     only === undefined
-      ? await listPodRecords(ctx.rootDir)
+      ? await listPodRecords(ctx.rootDir, ctx.nodeName)
       : (await Promise.all([...only].map((uid) => readPodRecord(ctx.rootDir, uid)))).filter((r): r is PodRecord => r !== null);
   if (only !== undefined && recs.length === 0) return [];
   const runtime = await getRuntimePodStatuses(

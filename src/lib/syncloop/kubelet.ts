@@ -18,7 +18,7 @@ import { restartPolicy } from '../kuberuntime/actions.js';
 import type { LocalObjects } from '../kuberuntime/env.js';
 import { admitPod, markTerminating, removePod, removePodLogDir } from '../kuberuntime/lifecycle.js';
 import { instanceSelector } from '../kuberuntime/labels.js';
-import { listPodRecordUids, listPodRecords, readPodRecord, readSyncState, removePodDir, writeSyncState, type PodRecord } from '../kuberuntime/poddir.js';
+import { listPodRecordUids, listPodRecords, readPodRecord, recordOfOtherNode, readSyncState, removePodDir, writeSyncState, type PodRecord } from '../kuberuntime/poddir.js';
 import { getRuntimePodStatus, type RuntimePodStatus } from '../kuberuntime/runtime-status.js';
 import { killPod, NodeCache, syncPod, type SyncContext } from '../kuberuntime/sync-pod.js';
 import { podKey as key } from '../pod/key.js';
@@ -89,6 +89,8 @@ export class Kubelet {
   private readonly removedAt = new Map<string, number>();
   /** The last clean-up failure warned of, per pod UID: housekeeping retries every pass, the warning is not repeated. */
   private readonly cleanupWarned = new Map<string, string>();
+  /** Pod dirs under the root dir that are another node name's (recordOfOtherNode): left alone, and not read again. */
+  private readonly otherNodePods = new Set<string>();
   /** Pods whose start kubelet_pod_start_duration_seconds has counted (or that were running already). */
   private readonly podStartObserved = new Set<string>();
   private readonly workers: PodWorkers;
@@ -447,6 +449,7 @@ export class Kubelet {
 
     // Only the pod dir names are read every pass; a record itself only for a pod being removed.
     const recordUids = await listPodRecordUids(this.opts.rootDir);
+    for (const uid of this.otherNodePods) if (!recordUids.has(uid)) this.otherNodePods.delete(uid);
     const relistAt = this.opts.pleg.lastRelist.at;
     for (const [uid, at] of this.removedAt) if (at < relistAt - 60_000) this.removedAt.delete(uid);
     for (const [uid, rec] of running) {
@@ -492,8 +495,14 @@ export class Kubelet {
     }
     // Records of pods nobody wants and the runtime does not have.
     for (const uid of recordUids) {
-      if (this.desired.has(uid) || running.has(uid) || this.workers.state(uid) !== undefined) continue;
+      if (this.desired.has(uid) || running.has(uid) || this.workers.state(uid) !== undefined || this.otherNodePods.has(uid)) continue;
       const rec = await readPodRecord(this.opts.rootDir, uid);
+      // Another node name's pod under the same root dir: its runtime objects
+      // are invisible here (owner label), not gone. Not ours to clean up.
+      if (rec && recordOfOtherNode(rec, this.opts.nodeName)) {
+        this.otherNodePods.add(uid);
+        continue;
+      }
       // The log dir first: the record, which names it, is kept until it is gone (retried next pass).
       if (rec) {
         try {
@@ -550,7 +559,7 @@ export class Kubelet {
   /** Seed pod identities from the records, so an edited manifest keeps the UID of the pod already running. */
   private async seedIdentities(): Promise<void> {
     const ids = new Map<string, string>();
-    for (const rec of await listPodRecords(this.opts.rootDir)) {
+    for (const rec of await listPodRecords(this.opts.rootDir, this.opts.nodeName)) {
       const md = rec.pod.metadata ?? {};
       const source = md.annotations?.['kubernetes.io/config.source'] ?? 'file';
       // An API pod's UID is the server's: a pod recreated under the same name is another pod.
