@@ -116,7 +116,7 @@ function moveLeadingGlobalFlags(args) {
 // 1 MB semi-spaces (node --optimize-for-size --print-flag-values; an
 // explicit --max-semi-space-size does not change that). It costs CPU: on
 // 2026-11-27, holding 110 pods, 2.1-2.9 % of a core against 1.3-1.6 %
-// without it (2-8 MB semi-spaces), but 105-123 MB RSS against 91-98 MB,
+// without it (2-8 MB semi-spaces), but 110-123 MB RSS against 94-98 MB,
 // over the kubelet's ~107 MB (bench/README.md, steady-110, seventeenth
 // session). What klet sync allocates is kept small instead (CRI strings
 // reused, unchanged PLEG records and manifest snapshots kept).
