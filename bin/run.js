@@ -13,7 +13,7 @@ if (major < 22) {
 
 const argv = process.argv.slice(2);
 
-// KLET_ENTRY=oclif sends `klet runonce` through oclif (below); any other value is a mistake.
+// KLET_ENTRY=oclif sends `klet runonce` and `klet sync` through oclif (below); any other value is a mistake.
 if (process.env.KLET_ENTRY !== undefined && process.env.KLET_ENTRY !== 'oclif') {
   process.stderr.write(`error: KLET_ENTRY "${process.env.KLET_ENTRY}": not a known entry (set it to oclif, or unset it)\n`);
   process.exit(2);
@@ -120,6 +120,14 @@ function moveLeadingGlobalFlags(args) {
 // over the kubelet's ~107 MB (bench/README.md, steady-110, seventeenth
 // session). What klet sync allocates is kept small instead (CRI strings
 // reused, unchanged PLEG records and manifest snapshots kept).
+// --single-threaded-gc: with 1 MB semi-spaces a scavenge copies a few
+// hundred KB, and the old generation is small (~13 MB used holding 110
+// pods): GC work too small to be worth handing to V8's helper threads. On 2
+// vCPUs, bench-shaped runs (110 pods started, 60 s window; eighteenth
+// session): 1.12-1.33 % of a core against 1.40-1.52 % without it, RSS the
+// same.
+// Compilation stays on V8's background threads (--single-threaded would move
+// it to the main thread, and slowed start-up: bench/README.md).
 //
 // `klet dashboard` on a terminal runs as long, and its RSS must stay flat:
 // the screen's garbage (ink rebuilds every frame) made V8 grow the young
@@ -134,9 +142,7 @@ if (longRunning && process.env.MALLOC_ARENA_MAX === undefined && typeof process.
   const semiSpace = process.execArgv.some((a) => a.startsWith('--max-semi-space-size') || a.startsWith('--min-semi-space-size'));
   const v8Flags =
     command === 'sync'
-      ? process.execArgv.includes('--optimize-for-size')
-        ? []
-        : ['--optimize-for-size']
+      ? ['--optimize-for-size', '--single-threaded-gc'].filter((f) => !process.execArgv.includes(f))
       : semiSpace
         ? []
         : ['--min-semi-space-size=8', '--max-semi-space-size=8'];
@@ -166,6 +172,13 @@ if (args[0] === 'runonce' && process.env.KLET_ENTRY !== 'oclif') {
   if (entry.includes('/dist/bundle/') && lastLogLevel(args) === 'debug') process.setSourceMapsEnabled(true);
   const { runOnceEntry } = await import(entry);
   done = await runOnceEntry(args.slice(1), process.env);
+}
+// `klet sync` with well-formed flags runs without oclif too (src/cli/sync-entry.ts):
+// it runs for days, and oclif's Config and modules would stay resident all along
+// (5-6 MB of the RSS of a sync holding 110 pods, eighteenth session: bench/README.md).
+if (args[0] === 'sync' && process.env.KLET_ENTRY !== 'oclif') {
+  const { syncEntry } = await import('../dist/cli/sync-entry.js');
+  done = await syncEntry(args.slice(1), process.env);
 }
 if (!done) {
   const { execute } = await import('@oclif/core/execute');

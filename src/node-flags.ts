@@ -1,7 +1,7 @@
 /**
  * The flags of joining a cluster, shared by `klet register-node` and
  * `klet sync --kubeconfig` (the kubelet's names and defaults), and their
- * parsing into RegisterNodeOptions with errors naming the flag.
+ * parsing (src/cli/registration.ts) into RegisterNodeOptions with errors naming the flag.
  */
 import { Flags } from '@oclif/core';
 
@@ -14,33 +14,4 @@ export const nodeRegistrationFlags = {
   'node-ip': Flags.string({ summary: "The node's InternalIP address. Default: the address of the default route's interface." }),
 };
 
-export interface NodeRegistrationFlagValues {
-  'node-labels'?: string;
-  'register-with-taints'?: string;
-  'kube-reserved'?: string;
-  'system-reserved'?: string;
-  'max-pods': number;
-  'node-ip'?: string;
-}
-
-/** The registration options of these flags (errors name the flag through the base command). */
-export async function registrationOptions(
-  flags: NodeRegistrationFlagValues & { kubeconfig: string },
-  nodeName: string,
-  heartbeat: boolean,
-): Promise<import('./lib/services/register-node.js').RegisterNodeOptions> {
-  const { parseRegisterNodeInput } = await import('./lib/services/register-node.js');
-  return parseRegisterNodeInput(
-    {
-      kubeconfig: flags.kubeconfig,
-      nodeLabels: flags['node-labels'],
-      registerWithTaints: flags['register-with-taints'],
-      kubeReserved: flags['kube-reserved'],
-      systemReserved: flags['system-reserved'],
-      maxPods: flags['max-pods'],
-      nodeIp: flags['node-ip'],
-    },
-    nodeName,
-    heartbeat,
-  );
-}
+export { type NodeRegistrationFlagValues, registrationOptions } from './cli/registration.js';

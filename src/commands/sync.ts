@@ -1,15 +1,7 @@
-import { Flags, type Interfaces } from '@oclif/core';
+import { Flags } from '@oclif/core';
 import { PodCommand } from '../base-command.js';
-import { InputError } from '../lib/errors.js';
 import { durationFlag } from '../flags.js';
-import type { LocalApiHandlers } from '../lib/server/local-api.js';
-import { nodeRegistrationFlags, registrationOptions } from '../node-flags.js';
-import type { SyncOptions } from '../lib/syncloop/run-sync.js';
-
-type SyncFlags = Interfaces.InferredFlags<(typeof Sync)['flags']>;
-
-/** How long the process may outlive the stopped sync before it exits anyway (something was left open). */
-const EXIT_GRACE_MS = 5_000;
+import { nodeRegistrationFlags } from '../node-flags.js';
 
 export default class Sync extends PodCommand<typeof Sync> {
   static override summary = 'Run the kubelet sync loop: keep this node converged with its pod sources.';
@@ -62,113 +54,14 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
 
   async run(): Promise<void> {
     const { flags } = await this.parse(Sync);
-    const options = await this.syncOptions(flags);
-    const deps = await this.deps();
-    // Quitting the dashboard of --tui stops the sync, as a signal does.
-    const controller = new AbortController();
-    let tui: Promise<void> | undefined;
-    deps.signal.addEventListener('abort', () => this.notice(`klet sync: ${this.interruptedBy}: stopping the sync loop; pods keep running`), { once: true });
-    const { runSync } = await import('../lib/syncloop/run-sync.js');
-    const sources = [options.manifestDir, options.manifestUrl].filter(Boolean).join(', ');
-    const server = options.cluster ? `, API server ${options.cluster.api.server}` : '';
-    await runSync(
-      {
-        ...options,
-        cri: await this.cri(),
-        rootDir: deps.rootDir,
-        nodeName: deps.nodeName,
-        onReady: (a) => {
-          if (flags.tui) tui = this.tui(a.handlers, controller, deps.signal);
-          else this.notice(`klet sync: node ${deps.nodeName}, sources ${sources}${server}; local API on ${a.socketPath}${a.tcp ? ` and ${a.tcp}` : ''}`);
-        },
-      },
-      AbortSignal.any([deps.signal, controller.signal]),
-    );
-    await tui;
-    // Everything is stopped: the process ends when nothing holds the event loop. Something left
-    // open (a connection, a timer) must not keep it running: name it, and exit.
-    setTimeout(() => {
-      this.notice(`klet sync: still running ${EXIT_GRACE_MS / 1000} s after the sync stopped (open: ${process.getActiveResourcesInfo().join(', ')}); exiting`);
-      process.exit(process.exitCode ?? 0);
-    }, EXIT_GRACE_MS).unref();
-  }
-
-  /** The sync loop's options from the flags: every flag checked (and the cluster connected) before anything starts. */
-  private async syncOptions(flags: SyncFlags): Promise<Omit<SyncOptions, 'cri' | 'rootDir' | 'nodeName' | 'onReady'>> {
-    if (flags.tui && !(process.stdout.isTTY && process.stdin.isTTY)) {
-      throw new InputError('--tui needs a terminal on stdin and stdout; without one, watch with klet dashboard (it prints a snapshot when not on a terminal)');
-    }
-    const { parseHeaders } = await import('../lib/config/manifest-url.js');
-    const manifestUrlHeaders = parseHeaders(flags['manifest-url-header']);
-    const listen = await this.listenFlags(flags.listen, flags['auth-token-file']);
-    let cluster: SyncOptions['cluster'];
-    if (flags.kubeconfig !== undefined) {
-      const options = await registrationOptions({ ...flags, kubeconfig: flags.kubeconfig }, this.nodeName(), true);
-      const { connectNodeApi } = await import('../lib/kube/node-api.js');
-      cluster = { options, api: await connectNodeApi(flags.kubeconfig), kletVersion: (await import('../lib/node/version.js')).kubeletVersion(this.config.version) };
-    }
-    return {
-      manifestDir: flags['manifest-dir'] ?? (flags['manifest-url'] ? undefined : '/etc/kubernetes/manifests'),
-      manifestUrl: flags['manifest-url'],
-      manifestUrlHeaders,
-      fileCheckFrequencyMs: flags['file-check-frequency'],
-      httpCheckFrequencyMs: flags['http-check-frequency'],
-      plegRelistPeriodMs: flags['pleg-relist-period'],
-      resyncIntervalMs: flags['sync-frequency'],
-      backoff: { initialMs: flags['crash-loop-backoff-initial'], maxMs: flags['crash-loop-backoff-max'], resetAfterMs: flags['crash-loop-backoff-reset'] },
-      concurrency: flags['max-parallel-syncs'],
-      listen,
-      cluster,
-    };
-  }
-
-  /**
-   * The dashboard in this process, fed by the handlers the local API serves.
-   * While it is up, log lines go to its events panel instead of stderr (the
-   * screen owns the terminal). Quitting it stops the sync.
-   */
-  private async tui(handlers: LocalApiHandlers, controller: AbortController, interrupted: AbortSignal): Promise<void> {
-    const { DashboardStore } = await import('../lib/dashboard/store.js');
-    const { inProcessSource } = await import('../lib/dashboard/feed.js');
-    const { colorWanted } = await import('../lib/dashboard/screen.js');
-    const { runDashboard } = await import('../lib/services/dashboard.js');
-    const { setLogSink } = await import('../lib/log.js');
-    const store = new DashboardStore();
-    setLogSink((line) => store.noteLog(line));
-    try {
-      await runDashboard(
-        { source: inProcessSource(handlers), interactive: true, columns: process.stdout.columns || 100, store },
-        {
-          signal: AbortSignal.any([controller.signal, interrupted]),
-          write: (text) => process.stdout.write(text),
-          screen: async (args) => {
-            const { runScreen } = await import('../ui/dashboard/screen.js');
-            await runScreen(args, { color: colorWanted() });
-          },
-        },
-      );
-    } catch (err) {
-      setLogSink((line) => process.stderr.write(line + '\n'));
-      this.notice(`klet sync: the dashboard failed: ${err instanceof Error ? err.message : String(err)}`);
-    } finally {
-      setLogSink((line) => process.stderr.write(line + '\n'));
-    }
-    if (!controller.signal.aborted && !interrupted.aborted) {
-      this.notice('klet sync: dashboard closed: stopping the sync loop; pods keep running');
-      controller.abort();
-    }
-  }
-
-
-  /** --listen with its token from --auth-token-file (never one without the other). */
-  private async listenFlags(value: string | undefined, tokenFile: string | undefined): Promise<{ host: string; port: number; token: string } | undefined> {
-    if (value === undefined) {
-      if (tokenFile !== undefined) throw new InputError(`--auth-token-file "${tokenFile}" needs --listen: the token only guards the TCP listener`);
-      return undefined;
-    }
-    const { parseListen, readAuthTokenFile } = await import('../lib/server/auth.js');
-    const addr = parseListen(value);
-    if (tokenFile === undefined) throw new InputError('--listen needs --auth-token-file: the TCP listener never serves without a token');
-    return { host: addr.host, port: addr.port, token: await readAuthTokenFile(tokenFile) };
+    const { syncCommand } = await import('../cli/sync.js');
+    await syncCommand(flags, {
+      nodeName: this.nodeName(),
+      kletVersion: this.config.version,
+      cri: () => this.cri(),
+      deps: () => this.deps(),
+      interruptedBy: () => this.interruptedBy,
+      notice: (line) => this.notice(line),
+    });
   }
 }

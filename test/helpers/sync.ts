@@ -24,6 +24,8 @@ export interface SyncOptions {
   args?: string[];
   /** How long to wait for the "local API on" line. Default 30 s. */
   readyTimeoutMs?: number;
+  /** More environment variables. */
+  env?: Record<string, string>;
 }
 
 export interface SyncExit {
@@ -178,7 +180,7 @@ export function syncArgs(opts: SyncOptions): string[] {
 export async function startSync(opts: SyncOptions): Promise<SyncProcess> {
   assertBuilt();
   const args = syncArgs(opts);
-  const child = spawn(process.execPath, [KLET_BIN, ...args], { cwd: PROJECT_ROOT, env: cleanEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [KLET_BIN, ...args], { cwd: PROJECT_ROOT, env: { ...cleanEnv(), ...opts.env }, stdio: ['pipe', 'pipe', 'pipe'] });
   child.stdin.end();
   const p = new SyncProcess(child, opts.rootDir, args);
   live.add(p);

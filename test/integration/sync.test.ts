@@ -264,16 +264,87 @@ afterAll(async () => {
 // ------------------------------------------------------------ tests
 
 describe('klet sync: the process', () => {
-  it('re-executes itself in place with two malloc arenas and V8 --optimize-for-size (bin/run.js: the RSS budget)', async () => {
+  it('re-executes itself in place with two malloc arenas, V8 --optimize-for-size and --single-threaded-gc (bin/run.js: the RSS and CPU budgets)', async () => {
     const s = await sync({ manifestDir: tempDir('m') });
     // Same pid as the one spawned: process.execve, no second process.
     const argv = fs.readFileSync(`/proc/${s.pid}/cmdline`, 'utf8').split('\0');
     const env = fs.readFileSync(`/proc/${s.pid}/environ`, 'utf8').split('\0');
     expect(argv).toContain('--optimize-for-size');
+    expect(argv).toContain('--single-threaded-gc');
     // It implies 1 MB semi-spaces; a --max-semi-space-size beside it would only mislead.
     expect(argv.some((a) => a.startsWith('--max-semi-space-size'))).toBe(false);
     expect(env).toContain('MALLOC_ARENA_MAX=2');
     await stopOk(s);
+  });
+});
+
+/**
+ * bin/run.js runs `klet sync` without oclif when src/cli/sync-entry.ts takes
+ * its arguments (KLET_ENTRY=oclif forces the oclif command): oclif would stay
+ * resident for the life of the sync. Both must behave the same.
+ */
+describe('klet sync without oclif', () => {
+  /** NODE_OPTIONS for a preload that reports on stderr, at exit, how many @oclif/core modules the process loaded. */
+  function oclifProbe(): Record<string, string> {
+    const file = path.join(tempDir('probe'), 'oclif-probe.cjs');
+    fs.writeFileSync(
+      file,
+      "process.on('exit', () => { const n = Object.keys(require.cache).filter((k) => k.includes('@oclif')).length; require('fs').writeSync(2, `[oclif modules: ${n}]\\n`); });\n",
+    );
+    return { NODE_OPTIONS: `--require ${file}` };
+  }
+  /** What differs between two identical runs: times, pids, temp dir names. */
+  const masked = (s: string) => s.replace(/klet-sync-[a-z]+-\w+/g, 'DIR').replace(/[0-9]+/g, '0');
+
+  it('a well-formed sync loads no oclif; KLET_ENTRY=oclif does; both run and stop alike', async () => {
+    const probe = oclifProbe();
+    const stderr: string[] = [];
+    const dir = tempDir('m');
+    writeAtomic(dir, 'web.yaml', podManifest('web'));
+    // The second sync (oclif's) adopts the pod the first one left running.
+    for (const env of [probe, { ...probe, KLET_ENTRY: 'oclif' }]) {
+      const s = await sync({ manifestDir: dir, env });
+      const pod = await eventually(() => runningPod('web'), 20_000);
+      await stopOk(s);
+      expect(s.stderr).toMatch(/SIGTERM: stopping the sync loop; pods keep running/);
+      // The pod outlives the sync, whichever entry ran it.
+      expect((await runningPod('web')).containers.c!.id).toBe(pod.containers.c!.id);
+      stderr.push(s.stderr);
+    }
+    expect(stderr[0]).toContain('[oclif modules: 0]');
+    expect(stderr[1]).toMatch(/\[oclif modules: [1-9]/);
+    const lines = (t: string) => masked(t).split('\n').filter((l) => l.startsWith('klet sync: '));
+    expect(lines(stderr[0]!)).toEqual(lines(stderr[1]!));
+  });
+
+  it('bad input ends the same through both entries: exit code and the one-line error naming the flag', async () => {
+    const probe = oclifProbe();
+    const token = path.join(tempDir('token'), 'token');
+    fs.writeFileSync(token, 'secret-token-value\n', { mode: 0o600 });
+    // Flag values the entry's parser refuses (oclif's usage errors) go to oclif; the rest klet reports itself.
+    const invocations: { args: string[]; parsedBy: 'entry' | 'oclif' }[] = [
+      { args: ['--listen', '127.0.0.1:0'], parsedBy: 'entry' },
+      { args: ['--auth-token-file', token], parsedBy: 'entry' },
+      { args: ['--listen', 'example.com:80', '--auth-token-file', token], parsedBy: 'entry' },
+      { args: ['--kubeconfig', path.join(tempDir('kc'), 'missing.conf')], parsedBy: 'entry' },
+      { args: ['--manifest-url', 'http://127.0.0.1:9/pods.yaml', '--manifest-url-header', 'no colon'], parsedBy: 'entry' },
+      { args: ['--max-parallel-syncs', '0'], parsedBy: 'oclif' },
+      { args: ['--pleg-relist-period', 'soon'], parsedBy: 'oclif' },
+    ];
+    for (const { args, parsedBy } of invocations) {
+      const base = ['sync', '--manifest-dir', tempDir('m'), ...args, '--root-dir', rt.rootDir, '--container-runtime-endpoint', rt.endpoint, '--node-name', NODE];
+      const fast = await runKlet(base, { extraEnv: probe, timeoutMs: 30_000 });
+      const forced = await runKlet(base, { extraEnv: { ...probe, KLET_ENTRY: 'oclif' }, timeoutMs: 30_000 });
+      const label = `klet ${args.join(' ')}\n${explain(fast)}\n${explain(forced)}`;
+      expect(fast.code, label).toBeGreaterThan(0);
+      expect(fast.code, label).toBe(forced.code);
+      const errorLine = (t: string) => masked(t).split('\n').filter((l) => l.startsWith('error: '));
+      expect(errorLine(fast.stderr), label).toHaveLength(1);
+      expect(errorLine(fast.stderr), label).toEqual(errorLine(forced.stderr));
+      expect(fast.stderr + forced.stderr, label).not.toContain('secret-token-value');
+      if (parsedBy === 'entry') expect(fast.stderr, label).toContain('[oclif modules: 0]');
+      else expect(fast.stderr, label).toMatch(/\[oclif modules: [1-9]/);
+    }
   });
 });
 

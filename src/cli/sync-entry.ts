@@ -1,0 +1,123 @@
+/**
+ * `klet sync` without oclif. bin/run.js hands sync's arguments here first.
+ * klet sync runs for days, and oclif stays loaded for as long: its Config
+ * (every plugin and command of the manifest), its modules and the ICU
+ * collation data its command sort pulls in held ~5 MB of the resident set of
+ * a sync holding 110 pods (bench/README.md, steady-110).
+ *
+ * The parser (src/cli/argv.ts) takes only argument lists it reads exactly
+ * as oclif does; anything else (--help, an unknown flag, a bad value) goes to
+ * oclif, whose messages are the ones users see for bad input. The flags below
+ * are the oclif command's (src/commands/sync.ts, src/node-flags.ts and the
+ * base command's global flags): test/unit/cli-sync-entry.test.ts holds the
+ * two to the same names, types, defaults, environment variables and parses.
+ * After parsing, both paths run the same code (syncCommand, RuntimeSession,
+ * reportFailure).
+ */
+import fs from 'node:fs';
+import { DEFAULT_RUNTIME_ENDPOINT } from '../lib/cri/endpoint.js';
+import { LOG_LEVELS, type LogLevel, setLogLevel } from '../lib/log.js';
+import { type ArgvFlagSpec, parseArgv } from './argv.js';
+import { DEFAULT_ROOT_DIR, nodeNameOf } from './defaults.js';
+import type { SyncFlags } from './sync.js';
+
+/** Every flag `klet sync` takes, global ones included. */
+export const SYNC_FLAGS: Readonly<Record<string, ArgvFlagSpec>> = {
+  'root-dir': { type: 'string', env: 'KLET_ROOT_DIR', default: DEFAULT_ROOT_DIR },
+  'container-runtime-endpoint': { type: 'string', env: 'CONTAINER_RUNTIME_ENDPOINT', default: DEFAULT_RUNTIME_ENDPOINT },
+  'runtime-request-timeout': { type: 'duration', default: '2m' },
+  'node-name': { type: 'string' },
+  'log-level': { type: 'option', options: LOG_LEVELS, default: 'info' },
+  'manifest-dir': { type: 'string' },
+  'manifest-url': { type: 'string' },
+  'manifest-url-header': { type: 'string', multiple: true },
+  'file-check-frequency': { type: 'duration', default: '20s' },
+  'http-check-frequency': { type: 'duration', default: '20s' },
+  'pleg-relist-period': { type: 'duration', default: '1s' },
+  'sync-frequency': { type: 'duration', default: '1m' },
+  'max-parallel-syncs': { type: 'integer', default: '8', min: 1 },
+  kubeconfig: { type: 'string' },
+  'node-labels': { type: 'string' },
+  'register-with-taints': { type: 'string' },
+  'kube-reserved': { type: 'string' },
+  'system-reserved': { type: 'string' },
+  'max-pods': { type: 'integer', default: '110', min: 1 },
+  'node-ip': { type: 'string' },
+  listen: { type: 'string' },
+  'auth-token-file': { type: 'string' },
+  tui: { type: 'boolean', default: false },
+  'crash-loop-backoff-initial': { type: 'duration', default: '10s' },
+  'crash-loop-backoff-max': { type: 'duration', default: '5m' },
+  'crash-loop-backoff-reset': { type: 'duration', default: '10m' },
+};
+
+export interface SyncArgv extends SyncFlags {
+  'root-dir': string;
+  'container-runtime-endpoint': string;
+  'runtime-request-timeout': number;
+  'node-name'?: string;
+  'log-level': LogLevel;
+}
+
+/**
+ * The flags of `klet sync ARGV` (the words after `sync`) as oclif would
+ * parse them, or undefined when this parser does not take the list (then
+ * oclif must: it may be an error, or --help).
+ */
+export function parseSyncArgv(argv: readonly string[], env: NodeJS.ProcessEnv): SyncArgv | undefined {
+  return parseArgv(SYNC_FLAGS, argv, env) as unknown as SyncArgv | undefined;
+}
+
+/**
+ * Run `klet sync ARGV` if parseSyncArgv takes it: true once the sync has
+ * stopped (on a failure the process exits with its code, as oclif's exit
+ * does); false, having done nothing, when oclif must run it.
+ */
+export async function syncEntry(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<boolean> {
+  const flags = parseSyncArgv(argv, env);
+  if (flags === undefined) return false;
+  setLogLevel(flags['log-level']);
+  const { Interrupt } = await import('./interrupt.js');
+  const { RuntimeSession } = await import('./runtime-session.js');
+  const { syncCommand } = await import('./sync.js');
+  const interrupt = new Interrupt();
+  const notice = (line: string) => process.stderr.write(line + '\n');
+  const nodeName = nodeNameOf(flags['node-name']);
+  const session = new RuntimeSession({
+    endpoint: flags['container-runtime-endpoint'],
+    endpointIsDefault: flags['container-runtime-endpoint'] === DEFAULT_RUNTIME_ENDPOINT,
+    rootDir: flags['root-dir'],
+    runtimeTimeoutMs: flags['runtime-request-timeout'],
+    nodeName,
+    signal: () => interrupt.signal,
+    notice,
+  });
+  let exitCode = 0;
+  try {
+    await syncCommand(flags, {
+      nodeName,
+      kletVersion: kletVersion(),
+      cri: () => session.cri(),
+      deps: () => session.deps(),
+      interruptedBy: () => interrupt.by,
+      notice,
+    });
+  } catch (err) {
+    const { reportFailure } = await import('./failure.js');
+    exitCode = reportFailure(err instanceof Error ? err : new Error(String(err)), {
+      output: 'table',
+      interruptedBy: interrupt.by,
+      hasFlag: (name) => Object.hasOwn(SYNC_FLAGS, name),
+    });
+  } finally {
+    session.close();
+    interrupt.dispose();
+  }
+  if (exitCode !== 0) process.exit(exitCode);
+  return true;
+}
+
+/** klet's version, package.json's (what oclif's config.version reads). */
+function kletVersion(): string {
+  return (JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+}

@@ -1,0 +1,159 @@
+/**
+ * What `klet sync` does once its flags are parsed, shared by the oclif
+ * command (src/commands/sync.ts) and the oclif-free entry
+ * (src/cli/sync-entry.ts), so the two cannot drift: check every flag (and
+ * connect to the cluster) before anything starts, run the sync loop until the
+ * signal, the dashboard of --tui draws in this terminal.
+ */
+import type { CriClient } from '../lib/cri/client.js';
+import { InputError } from '../lib/errors.js';
+import type { LocalApiHandlers } from '../lib/server/local-api.js';
+import type { ServiceDeps } from '../lib/services/deps.js';
+import type { SyncOptions } from '../lib/syncloop/run-sync.js';
+import type { NodeRegistrationFlagValues } from './registration.js';
+
+/** The parsed flags of `klet sync` (without the global ones); durations in milliseconds. */
+export interface SyncFlags extends NodeRegistrationFlagValues {
+  'manifest-dir'?: string;
+  'manifest-url'?: string;
+  'manifest-url-header'?: string[];
+  'file-check-frequency': number;
+  'http-check-frequency': number;
+  'pleg-relist-period': number;
+  'sync-frequency': number;
+  'max-parallel-syncs': number;
+  kubeconfig?: string;
+  listen?: string;
+  'auth-token-file'?: string;
+  tui: boolean;
+  'crash-loop-backoff-initial': number;
+  'crash-loop-backoff-max': number;
+  'crash-loop-backoff-reset': number;
+}
+
+export interface SyncHost {
+  nodeName: string;
+  /** klet's version (package.json's), for the node status' kubeletVersion. */
+  kletVersion: string;
+  cri(): Promise<CriClient>;
+  deps(): Promise<ServiceDeps>;
+  /** The signal that interrupted the run (SIGINT, SIGTERM), once one did. */
+  interruptedBy(): NodeJS.Signals | undefined;
+  /** One line for the user on stderr. */
+  notice(line: string): void;
+}
+
+/** How long the process may outlive the stopped sync before it exits anyway (something was left open). */
+const EXIT_GRACE_MS = 5_000;
+
+/** Run `klet sync` until its signal (or the dashboard of --tui quits); errors are thrown. */
+export async function syncCommand(flags: SyncFlags, host: SyncHost): Promise<void> {
+  const options = await syncOptions(flags, host);
+  const deps = await host.deps();
+  // Quitting the dashboard of --tui stops the sync, as a signal does.
+  const controller = new AbortController();
+  let tui: Promise<void> | undefined;
+  deps.signal.addEventListener('abort', () => host.notice(`klet sync: ${host.interruptedBy()}: stopping the sync loop; pods keep running`), { once: true });
+  const { runSync } = await import('../lib/syncloop/run-sync.js');
+  const sources = [options.manifestDir, options.manifestUrl].filter(Boolean).join(', ');
+  const server = options.cluster ? `, API server ${options.cluster.api.server}` : '';
+  await runSync(
+    {
+      ...options,
+      cri: await host.cri(),
+      rootDir: deps.rootDir,
+      nodeName: deps.nodeName,
+      onReady: (a) => {
+        if (flags.tui) tui = runTui(a.handlers, controller, deps.signal, host);
+        else host.notice(`klet sync: node ${deps.nodeName}, sources ${sources}${server}; local API on ${a.socketPath}${a.tcp ? ` and ${a.tcp}` : ''}`);
+      },
+    },
+    AbortSignal.any([deps.signal, controller.signal]),
+  );
+  await tui;
+  // Everything is stopped: the process ends when nothing holds the event loop. Something left
+  // open (a connection, a timer) must not keep it running: name it, and exit.
+  setTimeout(() => {
+    host.notice(`klet sync: still running ${EXIT_GRACE_MS / 1000} s after the sync stopped (open: ${process.getActiveResourcesInfo().join(', ')}); exiting`);
+    process.exit(process.exitCode ?? 0);
+  }, EXIT_GRACE_MS).unref();
+}
+
+/** The sync loop's options from the flags: every flag checked (and the cluster connected) before anything starts. */
+async function syncOptions(flags: SyncFlags, host: SyncHost): Promise<Omit<SyncOptions, 'cri' | 'rootDir' | 'nodeName' | 'onReady'>> {
+  if (flags.tui && !(process.stdout.isTTY && process.stdin.isTTY)) {
+    throw new InputError('--tui needs a terminal on stdin and stdout; without one, watch with klet dashboard (it prints a snapshot when not on a terminal)');
+  }
+  const { parseHeaders } = await import('../lib/config/manifest-url.js');
+  const manifestUrlHeaders = parseHeaders(flags['manifest-url-header']);
+  const listen = await listenFlags(flags.listen, flags['auth-token-file']);
+  let cluster: SyncOptions['cluster'];
+  if (flags.kubeconfig !== undefined) {
+    const { registrationOptions } = await import('./registration.js');
+    const options = await registrationOptions({ ...flags, kubeconfig: flags.kubeconfig }, host.nodeName, true);
+    const { connectNodeApi } = await import('../lib/kube/node-api.js');
+    cluster = { options, api: await connectNodeApi(flags.kubeconfig), kletVersion: (await import('../lib/node/version.js')).kubeletVersion(host.kletVersion) };
+  }
+  return {
+    manifestDir: flags['manifest-dir'] ?? (flags['manifest-url'] ? undefined : '/etc/kubernetes/manifests'),
+    manifestUrl: flags['manifest-url'],
+    manifestUrlHeaders,
+    fileCheckFrequencyMs: flags['file-check-frequency'],
+    httpCheckFrequencyMs: flags['http-check-frequency'],
+    plegRelistPeriodMs: flags['pleg-relist-period'],
+    resyncIntervalMs: flags['sync-frequency'],
+    backoff: { initialMs: flags['crash-loop-backoff-initial'], maxMs: flags['crash-loop-backoff-max'], resetAfterMs: flags['crash-loop-backoff-reset'] },
+    concurrency: flags['max-parallel-syncs'],
+    listen,
+    cluster,
+  };
+}
+
+/**
+ * The dashboard in this process, fed by the handlers the local API serves.
+ * While it is up, log lines go to its events panel instead of stderr (the
+ * screen owns the terminal). Quitting it stops the sync.
+ */
+async function runTui(handlers: LocalApiHandlers, controller: AbortController, interrupted: AbortSignal, host: SyncHost): Promise<void> {
+  const { DashboardStore } = await import('../lib/dashboard/store.js');
+  const { inProcessSource } = await import('../lib/dashboard/feed.js');
+  const { colorWanted } = await import('../lib/dashboard/screen.js');
+  const { runDashboard } = await import('../lib/services/dashboard.js');
+  const { setLogSink } = await import('../lib/log.js');
+  const store = new DashboardStore();
+  setLogSink((line) => store.noteLog(line));
+  try {
+    await runDashboard(
+      { source: inProcessSource(handlers), interactive: true, columns: process.stdout.columns || 100, store },
+      {
+        signal: AbortSignal.any([controller.signal, interrupted]),
+        write: (text) => process.stdout.write(text),
+        screen: async (args) => {
+          const { runScreen } = await import('../ui/dashboard/screen.js');
+          await runScreen(args, { color: colorWanted() });
+        },
+      },
+    );
+  } catch (err) {
+    setLogSink((line) => process.stderr.write(line + '\n'));
+    host.notice(`klet sync: the dashboard failed: ${err instanceof Error ? err.message : String(err)}`);
+  } finally {
+    setLogSink((line) => process.stderr.write(line + '\n'));
+  }
+  if (!controller.signal.aborted && !interrupted.aborted) {
+    host.notice('klet sync: dashboard closed: stopping the sync loop; pods keep running');
+    controller.abort();
+  }
+}
+
+/** --listen with its token from --auth-token-file (never one without the other). */
+async function listenFlags(value: string | undefined, tokenFile: string | undefined): Promise<{ host: string; port: number; token: string } | undefined> {
+  if (value === undefined) {
+    if (tokenFile !== undefined) throw new InputError(`--auth-token-file "${tokenFile}" needs --listen: the token only guards the TCP listener`);
+    return undefined;
+  }
+  const { parseListen, readAuthTokenFile } = await import('../lib/server/auth.js');
+  const addr = parseListen(value);
+  if (tokenFile === undefined) throw new InputError('--listen needs --auth-token-file: the TCP listener never serves without a token');
+  return { host: addr.host, port: addr.port, token: await readAuthTokenFile(tokenFile) };
+}

@@ -1,0 +1,166 @@
+/**
+ * `klet sync` has two parsers: oclif's (the command class, which also renders
+ * --help and every usage error) and the oclif-free entry's
+ * (src/cli/sync-entry.ts, which bin/run.js tries first). These tests hold them
+ * to the same flags and the same answers: whatever the entry takes, oclif
+ * parses to the same values; whatever oclif refuses, the entry leaves to oclif.
+ */
+import { Parser } from '@oclif/core';
+import { afterEach, describe, expect, it } from 'vitest';
+import Sync from '../../src/commands/sync.js';
+import { SYNC_FLAGS, parseSyncArgv } from '../../src/cli/sync-entry.js';
+
+const oclifFlags = { ...Sync.baseFlags, ...Sync.flags } as Record<string, Record<string, unknown>>;
+
+/** The flags oclif's parser gives for ARGV, or the error it throws. */
+async function oclifParse(argv: string[]): Promise<{ flags?: Record<string, unknown>; error?: string }> {
+  try {
+    const out = await Parser.parse(argv, { flags: oclifFlags as never, args: Sync.args ?? {}, strict: true });
+    return { flags: out.flags as Record<string, unknown> };
+  } catch (err) {
+    return { error: (err as Error).message };
+  }
+}
+
+const savedEnv = { ...process.env };
+afterEach(() => {
+  for (const k of ['KLET_ROOT_DIR', 'CONTAINER_RUNTIME_ENDPOINT']) {
+    if (savedEnv[k] === undefined) delete process.env[k];
+    else process.env[k] = savedEnv[k];
+  }
+});
+
+/** Both parsers on ARGV with ENV (oclif reads process.env itself). */
+async function both(argv: string[], env: Record<string, string> = {}) {
+  delete process.env.KLET_ROOT_DIR;
+  delete process.env.CONTAINER_RUNTIME_ENDPOINT;
+  Object.assign(process.env, env);
+  return { entry: parseSyncArgv(argv, process.env), oclif: await oclifParse(argv) };
+}
+
+describe('the sync entry declares the oclif command’s flags', () => {
+  it('the same names, global, registration and hidden flags included', () => {
+    expect(Object.keys(SYNC_FLAGS).sort()).toEqual(Object.keys(oclifFlags).sort());
+  });
+
+  it.each(Object.keys(SYNC_FLAGS))('--%s: same type, char, env, options, multiple and minimum', (name) => {
+    const spec = SYNC_FLAGS[name]!;
+    const flag = oclifFlags[name]!;
+    // Duration flags are oclif custom option flags with a parse function (src/flags.ts durationFlag);
+    // integer flags are Flags.integer (a custom flag whose parse checks min).
+    const type =
+      flag.type === 'boolean'
+        ? 'boolean'
+        : flag.options !== undefined
+          ? 'option'
+          : typeof flag.parse === 'function' && 'defaultHelp' in flag
+            ? 'duration'
+            : typeof flag.default === 'number'
+              ? 'integer'
+              : 'string';
+    expect(spec.type).toBe(type);
+    expect(spec.char).toBe(flag.char);
+    expect(spec.env).toBe(flag.env);
+    expect(spec.options).toEqual(flag.options);
+    expect(spec.multiple === true).toBe(flag.multiple === true);
+    expect(spec.min).toBe(flag.min);
+    expect(flag.allowNo === true).toBe(false); // the entry takes no --no-FLAG
+  });
+
+  it('the same defaults (no flags given, no environment)', async () => {
+    const { entry, oclif } = await both([]);
+    expect(oclif.error).toBeUndefined();
+    expect(entry).toEqual(oclif.flags);
+    expect(entry).toMatchObject({
+      'root-dir': '/var/lib/klet',
+      'runtime-request-timeout': 120_000,
+      'file-check-frequency': 20_000,
+      'pleg-relist-period': 1000,
+      'sync-frequency': 60_000,
+      'max-parallel-syncs': 8,
+      'max-pods': 110,
+      tui: false,
+      'crash-loop-backoff-max': 300_000,
+    });
+  });
+});
+
+/** Argument lists users, kubeadm-style units and scripts pass: the entry must take every one, as oclif does. */
+const TAKEN: string[][] = [
+  ['--manifest-dir', '/etc/kubernetes/manifests'],
+  ['--manifest-dir=/etc/kubernetes/manifests', '--kubeconfig', '/etc/kubernetes/kubelet.conf'],
+  ['--manifest-dir', 'm', '--root-dir', '/tmp/k', '--container-runtime-endpoint', 'unix:///tmp/k/containerd.sock', '--node-name', 'Node-A'],
+  ['--manifest-url', 'https://config.example/node1.yaml', '--manifest-url-header', 'Authorization: Bearer x', '--manifest-url-header', 'X-A: b'],
+  ['--listen', '127.0.0.1:10250', '--auth-token-file', '/etc/klet/token'],
+  ['--manifest-dir', 'm', '--pleg-relist-period', '500ms', '--file-check-frequency=5s', '--sync-frequency', '30s', '--http-check-frequency', '1m'],
+  ['--manifest-dir', 'm', '--max-parallel-syncs', '2', '--max-pods=250'],
+  ['--manifest-dir', 'm', '--max-parallel-syncs', '08'],
+  ['--kubeconfig', 'k', '--node-labels', 'a=b,c=d', '--register-with-taints', 'k=v:NoSchedule', '--kube-reserved', 'cpu=100m', '--system-reserved=memory=1Gi', '--node-ip', '10.0.0.5'],
+  ['--manifest-dir', 'm', '--tui', '--log-level', 'debug'],
+  ['--manifest-dir', 'm', '--crash-loop-backoff-initial', '100ms', '--crash-loop-backoff-max', '1s', '--crash-loop-backoff-reset', '5s'],
+  ['--log-level', 'warn', '--manifest-dir', 'm', '--root-dir', '/tmp/k'],
+];
+
+/** Argument lists oclif parses, but the entry leaves to oclif (it cannot be sure to read them the same). */
+const LEFT: string[][] = [
+  ['--manifest-dir=', '--tui'],
+  ['--manifest-dir', '-weird'],
+  ['--manifest-url-header', 'A: b', 'C: d'], // oclif's greedy multiple flag
+];
+
+/** Argument lists oclif refuses (usage errors, --help): the entry must leave them all to oclif. */
+const REFUSED: string[][] = [
+  ['--help'],
+  ['-h'],
+  ['--manifest-dir', 'm', '--bogus'],
+  ['--manifest-dir'],
+  ['--manifest-dir', 'a', '--manifest-dir', 'b'],
+  ['--manifest-dir', '--tui'],
+  ['stray'],
+  ['--', '--manifest-dir', 'm'],
+  ['--pleg-relist-period', '0s'],
+  ['--sync-frequency', '5'],
+  ['--max-parallel-syncs', '0'],
+  ['--max-parallel-syncs', 'many'],
+  ['--max-parallel-syncs', '1.5'],
+  ['--max-pods=-3'],
+  ['--log-level', 'trace'],
+  ['--tui=true'],
+  ['--no-tui'],
+  ['--constructor', 'x'],
+  ['-o', 'json'],
+  ['-'],
+];
+
+describe('the two sync parsers agree', () => {
+  it.each(TAKEN.map((a) => [a.join(' '), a]))('taken by both, same values: %s', async (_label, argv) => {
+    const { entry, oclif } = await both(argv as string[]);
+    expect(oclif.error).toBeUndefined();
+    expect(entry).toBeDefined();
+    expect(entry).toEqual(oclif.flags);
+  });
+
+  it.each(LEFT.map((a) => [a.join(' '), a]))('left to oclif: %s', async (_label, argv) => {
+    const { entry } = await both(argv as string[]);
+    expect(entry).toBeUndefined();
+  });
+
+  it.each(REFUSED.map((a) => [a.join(' '), a]))('refused by oclif, left to it by the entry: %s', async (_label, argv) => {
+    const { entry, oclif } = await both(argv as string[]);
+    // --help is not a flag of the parser: oclif's Config handles it before parsing.
+    if (!['--help', '-h'].includes((argv as string[])[0]!)) expect(oclif.error).toBeDefined();
+    expect(entry).toBeUndefined();
+  });
+
+  it('environment variables: set ones are taken when the flag is not given, as oclif takes them', async () => {
+    for (const [argv, env] of [
+      [['--manifest-dir', 'm'], { KLET_ROOT_DIR: '/srv/klet', CONTAINER_RUNTIME_ENDPOINT: 'unix:///run/x.sock' }],
+      [['--manifest-dir', 'm', '--root-dir', '/flag/wins'], { KLET_ROOT_DIR: '/srv/klet' }],
+      [['--manifest-dir', 'm'], { KLET_ROOT_DIR: '' }],
+    ] as const) {
+      const { entry, oclif } = await both([...argv], env);
+      expect(oclif.error).toBeUndefined();
+      expect(entry).toEqual(oclif.flags);
+    }
+  });
+});
