@@ -12,6 +12,9 @@
  * holds its table to the oclif command's flags (names, types, defaults,
  * environment variables) and both parsers to the same answers.
  */
+import { DEFAULT_RUNTIME_ENDPOINT } from '../lib/cri/endpoint.js';
+import { LOG_LEVELS, type LogLevel } from '../lib/log.js';
+import { DEFAULT_ROOT_DIR } from './defaults.js';
 import { positiveDurationMs } from './duration.js';
 
 export interface ArgvFlagSpec {
@@ -27,6 +30,24 @@ export interface ArgvFlagSpec {
 }
 
 export type ArgvValue = string | boolean | number | string[];
+
+/** The base command's global flags (src/base-command.ts), which every entry takes. */
+export const GLOBAL_FLAGS: Readonly<Record<string, ArgvFlagSpec>> = {
+  'root-dir': { type: 'string', env: 'KLET_ROOT_DIR', default: DEFAULT_ROOT_DIR },
+  'container-runtime-endpoint': { type: 'string', env: 'CONTAINER_RUNTIME_ENDPOINT', default: DEFAULT_RUNTIME_ENDPOINT },
+  'runtime-request-timeout': { type: 'duration', default: '2m' },
+  'node-name': { type: 'string' },
+  'log-level': { type: 'option', options: LOG_LEVELS, default: 'info' },
+};
+
+/** The parsed global flags (durations in milliseconds). */
+export interface GlobalArgv {
+  'root-dir': string;
+  'container-runtime-endpoint': string;
+  'runtime-request-timeout': number;
+  'node-name'?: string;
+  'log-level': LogLevel;
+}
 
 /**
  * The flags of ARGV (the words after the command) as oclif would parse them

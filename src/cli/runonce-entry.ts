@@ -15,20 +15,14 @@
  * oclif adds a 'warning' listener that prints a Node process warning's stack
  * besides Node's own line; here only Node's line is printed.
  */
-import { DEFAULT_RUNTIME_ENDPOINT } from '../lib/cri/endpoint.js';
-import { LOG_LEVELS, type LogLevel, setLogLevel } from '../lib/log.js';
-import { DEFAULT_ROOT_DIR, nodeNameOf } from './defaults.js';
-import { type ArgvFlagSpec, parseArgv } from './argv.js';
+import { setLogLevel } from '../lib/log.js';
+import { type ArgvFlagSpec, GLOBAL_FLAGS, type GlobalArgv, parseArgv } from './argv.js';
 import type { OutputFormat } from './output.js';
 import type { RunOnceFlags } from './runonce.js';
 
 /** Every flag `klet runonce` takes, global ones included. */
 export const RUNONCE_FLAGS: Readonly<Record<string, ArgvFlagSpec>> = {
-  'root-dir': { type: 'string', env: 'KLET_ROOT_DIR', default: DEFAULT_ROOT_DIR },
-  'container-runtime-endpoint': { type: 'string', env: 'CONTAINER_RUNTIME_ENDPOINT', default: DEFAULT_RUNTIME_ENDPOINT },
-  'runtime-request-timeout': { type: 'duration', default: '2m' },
-  'node-name': { type: 'string' },
-  'log-level': { type: 'option', options: LOG_LEVELS, default: 'info' },
+  ...GLOBAL_FLAGS,
   output: { type: 'option', char: 'o', options: ['table', 'json', 'yaml'], default: 'table' },
   json: { type: 'boolean', default: false },
   'manifest-dir': { type: 'string' },
@@ -41,12 +35,7 @@ export const RUNONCE_FLAGS: Readonly<Record<string, ArgvFlagSpec>> = {
   cleanup: { type: 'boolean', default: false },
 };
 
-export interface RunOnceArgv extends RunOnceFlags {
-  'root-dir': string;
-  'container-runtime-endpoint': string;
-  'runtime-request-timeout': number;
-  'node-name'?: string;
-  'log-level': LogLevel;
+export interface RunOnceArgv extends RunOnceFlags, GlobalArgv {
   output: OutputFormat;
   json: boolean;
 }
@@ -71,18 +60,10 @@ export async function runOnceEntry(argv: readonly string[], env: NodeJS.ProcessE
   setLogLevel(flags['log-level']);
   const output: OutputFormat = flags.json ? 'json' : flags.output;
   const { Interrupt } = await import('./interrupt.js');
-  const { RuntimeSession } = await import('./runtime-session.js');
+  const { entrySession } = await import('./runtime-session.js');
   const { runOnceCommand } = await import('./runonce.js');
   const interrupt = new Interrupt();
-  const session = new RuntimeSession({
-    endpoint: flags['container-runtime-endpoint'],
-    endpointIsDefault: flags['container-runtime-endpoint'] === DEFAULT_RUNTIME_ENDPOINT,
-    rootDir: flags['root-dir'],
-    runtimeTimeoutMs: flags['runtime-request-timeout'],
-    nodeName: nodeNameOf(flags['node-name']),
-    signal: () => interrupt.signal,
-    notice: (line) => process.stderr.write(line + '\n'),
-  });
+  const session = entrySession(flags, () => interrupt.signal);
   let exitCode: number;
   try {
     exitCode = await runOnceCommand(flags, { output, deps: (onEvent) => session.deps(onEvent) });

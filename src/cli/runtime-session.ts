@@ -4,9 +4,12 @@
  * the kubelet's default endpoint with no socket present, the klet-managed
  * containerd is started first (announced in one line on stderr).
  */
+import { DEFAULT_RUNTIME_ENDPOINT } from '../lib/cri/endpoint.js';
 import type { CriClient } from '../lib/cri/client.js';
 import type { KletEventBody } from '../lib/events/types.js';
 import type { ServiceDeps } from '../lib/services/deps.js';
+import type { GlobalArgv } from './argv.js';
+import { nodeNameOf } from './defaults.js';
 
 export interface RuntimeSessionOptions {
   endpoint: string;
@@ -79,4 +82,17 @@ export class RuntimeSession {
   close(): void {
     this.client?.close();
   }
+}
+
+/** The session of an oclif-free entry (src/cli/*-entry.ts), from its global flags; notices go to stderr. */
+export function entrySession(flags: GlobalArgv, signal: () => AbortSignal): RuntimeSession {
+  return new RuntimeSession({
+    endpoint: flags['container-runtime-endpoint'],
+    endpointIsDefault: flags['container-runtime-endpoint'] === DEFAULT_RUNTIME_ENDPOINT,
+    rootDir: flags['root-dir'],
+    runtimeTimeoutMs: flags['runtime-request-timeout'],
+    nodeName: nodeNameOf(flags['node-name']),
+    signal,
+    notice: (line) => process.stderr.write(line + '\n'),
+  });
 }

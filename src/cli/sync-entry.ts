@@ -15,19 +15,14 @@
  * reportFailure).
  */
 import fs from 'node:fs';
-import { DEFAULT_RUNTIME_ENDPOINT } from '../lib/cri/endpoint.js';
-import { LOG_LEVELS, type LogLevel, setLogLevel } from '../lib/log.js';
-import { type ArgvFlagSpec, parseArgv } from './argv.js';
-import { DEFAULT_ROOT_DIR, nodeNameOf } from './defaults.js';
+import { setLogLevel } from '../lib/log.js';
+import { type ArgvFlagSpec, GLOBAL_FLAGS, type GlobalArgv, parseArgv } from './argv.js';
+import { nodeNameOf } from './defaults.js';
 import type { SyncFlags } from './sync.js';
 
 /** Every flag `klet sync` takes, global ones included. */
 export const SYNC_FLAGS: Readonly<Record<string, ArgvFlagSpec>> = {
-  'root-dir': { type: 'string', env: 'KLET_ROOT_DIR', default: DEFAULT_ROOT_DIR },
-  'container-runtime-endpoint': { type: 'string', env: 'CONTAINER_RUNTIME_ENDPOINT', default: DEFAULT_RUNTIME_ENDPOINT },
-  'runtime-request-timeout': { type: 'duration', default: '2m' },
-  'node-name': { type: 'string' },
-  'log-level': { type: 'option', options: LOG_LEVELS, default: 'info' },
+  ...GLOBAL_FLAGS,
   'manifest-dir': { type: 'string' },
   'manifest-url': { type: 'string' },
   'manifest-url-header': { type: 'string', multiple: true },
@@ -51,13 +46,7 @@ export const SYNC_FLAGS: Readonly<Record<string, ArgvFlagSpec>> = {
   'crash-loop-backoff-reset': { type: 'duration', default: '10m' },
 };
 
-export interface SyncArgv extends SyncFlags {
-  'root-dir': string;
-  'container-runtime-endpoint': string;
-  'runtime-request-timeout': number;
-  'node-name'?: string;
-  'log-level': LogLevel;
-}
+export interface SyncArgv extends SyncFlags, GlobalArgv {}
 
 /**
  * The flags of `klet sync ARGV` (the words after `sync`) as oclif would
@@ -78,20 +67,12 @@ export async function syncEntry(argv: readonly string[], env: NodeJS.ProcessEnv)
   if (flags === undefined) return false;
   setLogLevel(flags['log-level']);
   const { Interrupt } = await import('./interrupt.js');
-  const { RuntimeSession } = await import('./runtime-session.js');
+  const { entrySession } = await import('./runtime-session.js');
   const { syncCommand } = await import('./sync.js');
   const interrupt = new Interrupt();
   const notice = (line: string) => process.stderr.write(line + '\n');
   const nodeName = nodeNameOf(flags['node-name']);
-  const session = new RuntimeSession({
-    endpoint: flags['container-runtime-endpoint'],
-    endpointIsDefault: flags['container-runtime-endpoint'] === DEFAULT_RUNTIME_ENDPOINT,
-    rootDir: flags['root-dir'],
-    runtimeTimeoutMs: flags['runtime-request-timeout'],
-    nodeName,
-    signal: () => interrupt.signal,
-    notice,
-  });
+  const session = entrySession(flags, () => interrupt.signal);
   let exitCode = 0;
   try {
     await syncCommand(flags, {

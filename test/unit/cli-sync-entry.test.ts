@@ -5,38 +5,12 @@
  * to the same flags and the same answers: whatever the entry takes, oclif
  * parses to the same values; whatever oclif refuses, the entry leaves to oclif.
  */
-import { Parser } from '@oclif/core';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import Sync from '../../src/commands/sync.js';
 import { SYNC_FLAGS, parseSyncArgv } from '../../src/cli/sync-entry.js';
+import { entryParity, parsersAgree } from '../helpers/entry-parity.js';
 
-const oclifFlags = { ...Sync.baseFlags, ...Sync.flags } as Record<string, Record<string, unknown>>;
-
-/** The flags oclif's parser gives for ARGV, or the error it throws. */
-async function oclifParse(argv: string[]): Promise<{ flags?: Record<string, unknown>; error?: string }> {
-  try {
-    const out = await Parser.parse(argv, { flags: oclifFlags as never, args: Sync.args ?? {}, strict: true });
-    return { flags: out.flags as Record<string, unknown> };
-  } catch (err) {
-    return { error: (err as Error).message };
-  }
-}
-
-const savedEnv = { ...process.env };
-afterEach(() => {
-  for (const k of ['KLET_ROOT_DIR', 'CONTAINER_RUNTIME_ENDPOINT']) {
-    if (savedEnv[k] === undefined) delete process.env[k];
-    else process.env[k] = savedEnv[k];
-  }
-});
-
-/** Both parsers on ARGV with ENV (oclif reads process.env itself). */
-async function both(argv: string[], env: Record<string, string> = {}) {
-  delete process.env.KLET_ROOT_DIR;
-  delete process.env.CONTAINER_RUNTIME_ENDPOINT;
-  Object.assign(process.env, env);
-  return { entry: parseSyncArgv(argv, process.env), oclif: await oclifParse(argv) };
-}
+const { oclifFlags, both } = entryParity(Sync, parseSyncArgv);
 
 describe('the sync entry declares the oclif command’s flags', () => {
   it('the same names, global, registration and hidden flags included', () => {
@@ -133,34 +107,5 @@ const REFUSED: string[][] = [
 ];
 
 describe('the two sync parsers agree', () => {
-  it.each(TAKEN.map((a) => [a.join(' '), a]))('taken by both, same values: %s', async (_label, argv) => {
-    const { entry, oclif } = await both(argv as string[]);
-    expect(oclif.error).toBeUndefined();
-    expect(entry).toBeDefined();
-    expect(entry).toEqual(oclif.flags);
-  });
-
-  it.each(LEFT.map((a) => [a.join(' '), a]))('left to oclif: %s', async (_label, argv) => {
-    const { entry } = await both(argv as string[]);
-    expect(entry).toBeUndefined();
-  });
-
-  it.each(REFUSED.map((a) => [a.join(' '), a]))('refused by oclif, left to it by the entry: %s', async (_label, argv) => {
-    const { entry, oclif } = await both(argv as string[]);
-    // --help is not a flag of the parser: oclif's Config handles it before parsing.
-    if (!['--help', '-h'].includes((argv as string[])[0]!)) expect(oclif.error).toBeDefined();
-    expect(entry).toBeUndefined();
-  });
-
-  it('environment variables: set ones are taken when the flag is not given, as oclif takes them', async () => {
-    for (const [argv, env] of [
-      [['--manifest-dir', 'm'], { KLET_ROOT_DIR: '/srv/klet', CONTAINER_RUNTIME_ENDPOINT: 'unix:///run/x.sock' }],
-      [['--manifest-dir', 'm', '--root-dir', '/flag/wins'], { KLET_ROOT_DIR: '/srv/klet' }],
-      [['--manifest-dir', 'm'], { KLET_ROOT_DIR: '' }],
-    ] as const) {
-      const { entry, oclif } = await both([...argv], env);
-      expect(oclif.error).toBeUndefined();
-      expect(entry).toEqual(oclif.flags);
-    }
-  });
+  parsersAgree(both, { taken: TAKEN, left: LEFT, refused: REFUSED });
 });
