@@ -10,6 +10,9 @@
  * Also: two `klet runtime start` with different root dirs racing on one
  * endpoint start exactly one containerd; the loser says whose it is and how
  * to get a private one; `runtime stop` removes the CNI bridge its runtime made.
+ * A root dir's runtime given another runtime's endpoint is stopped on its own
+ * socket (never the other's pods, shims or socket), and neither reused nor
+ * reported as managed there.
  */
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -269,6 +272,47 @@ describe('runtime start and stop on a shared endpoint', () => {
     } finally {
       // Whatever happened, leave no containerd of this test running.
       for (const root of [r1, r2]) await stopManagedRuntime({ endpoint, rootDir: root }).catch(() => undefined);
+    }
+  }, 300_000);
+});
+
+describe("a root dir's runtime is stopped where it runs, whatever endpoint is given", () => {
+  it('runtime stop/start/status with another runtime\'s endpoint: the root dir\'s own containerd is stopped on its own socket; the other runtime\'s pods, shims and socket are untouched', async () => {
+    const root = path.join(tmp, 'rs3');
+    const socket = path.join(tmp, 'own3.sock');
+    const own = `unix://${socket}`;
+    const rtSocket = rt.endpoint.replace(/^unix:\/\//, '');
+    try {
+      const started = await runKlet(['runtime', 'start', '--root-dir', root, '--container-runtime-endpoint', own], { timeoutMs: 120_000 });
+      expect(started.code, explain(started)).toBe(0);
+      const before = await runtimeView();
+      const shimsBefore = (await shimPids(rtSocket)).sort();
+      expect(shimsBefore.length).toBeGreaterThan(0);
+      // The endpoint given is the other runtime's (as the flag's default may be the kubelet's containerd).
+      const other = ['--root-dir', root, '--container-runtime-endpoint', rt.endpoint];
+
+      const restart = await runKlet(['runtime', 'start', ...other], { timeoutMs: 60_000 });
+      expect(restart.code, explain(restart)).not.toBe(0);
+      expect(restart.stderr.trim().split('\n'), explain(restart)).toHaveLength(1);
+      expect(restart.stderr).toContain(`already runs on ${own}, not on ${rt.endpoint}`);
+      expect(restart.stderr).toContain('--container-runtime-endpoint');
+
+      const status = await runKlet(['runtime', 'status', ...other, '-o', 'json']);
+      expect((JSON.parse(status.stdout) as { managed: boolean; endpoint: string }).managed, explain(status)).toBe(false);
+
+      const stop = await runKlet(['runtime', 'stop', ...other], { timeoutMs: 90_000 });
+      expect(stop.code, explain(stop)).toBe(0);
+      expect(stop.stdout).toContain(`stopped containerd on ${own}`);
+      // Its own runtime is gone...
+      expect(fs.existsSync(path.join(root, 'containerd', 'containerd.pid'))).toBe(false);
+      expect(fs.existsSync(socket)).toBe(false);
+      expect(fs.existsSync(`/sys/class/net/${networkFor(root).bridge}`)).toBe(false);
+      // ...and the runtime the endpoint named keeps its pods, shims and socket.
+      await expectOthersUntouched(before, [kubeletPod.name]);
+      expect((await shimPids(rtSocket)).sort()).toEqual(shimsBefore);
+      expect(fs.existsSync(rtSocket)).toBe(true);
+    } finally {
+      await stopManagedRuntime({ endpoint: own, rootDir: root }).catch(() => undefined);
     }
   }, 300_000);
 });

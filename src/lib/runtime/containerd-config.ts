@@ -124,6 +124,9 @@ ${cri}
 `;
 }
 
+/** The conflist's file name in the layout's cniConfDir. */
+export const CNI_CONFLIST = '10-klet.conflist';
+
 /** CNI conflist: bridge + host-local IPAM (leases kept in our own dir) + portmap for hostPort. */
 export function cniConflist(layout: ManagedRuntimeLayout): string {
   const { network } = layout;

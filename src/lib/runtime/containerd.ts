@@ -17,6 +17,7 @@ import { log } from '../log.js';
 import { unmountAll } from '../util/mounts.js';
 import { findExecutable } from '../util/which.js';
 import {
+  CNI_CONFLIST,
   DEFAULT_NETWORK,
   type CniNetwork,
   type ManagedRuntimeLayout,
@@ -87,6 +88,37 @@ export function parsePodCidr(value: string): string {
 
 export class RuntimeStartError extends KletError {
   override readonly code: string = 'RUNTIME_START_FAILED';
+}
+
+/**
+ * Where the managed runtime of this layout was last started, as its own files
+ * record it: the socket in the [grpc] section of its containerd.toml and the
+ * bridge in its CNI conflist (both rewritten by every start). The endpoint and
+ * pod CIDR given to a later command may differ (the endpoint flag has a
+ * default, which may be the kubelet's containerd): what a stop removes, and
+ * which runtime it asks to stop its pods, must be this runtime's own.
+ */
+export async function recordedLayout(layout: ManagedRuntimeLayout): Promise<ManagedRuntimeLayout> {
+  const [toml, conflist] = await Promise.all([
+    fsp.readFile(layout.configFile, 'utf8').catch(() => ''),
+    fsp.readFile(path.join(layout.cniConfDir, CNI_CONFLIST), 'utf8').catch(() => ''),
+  ]);
+  const socket = /^\[grpc\]\r?\n\s*address = ("(?:[^"\\]|\\.)*")\s*$/m.exec(toml)?.[1];
+  let socketPath = layout.socketPath;
+  try {
+    if (socket !== undefined) socketPath = path.resolve(JSON.parse(socket) as string);
+  } catch {
+    // Not ours to parse (edited by hand): keep the one asked for.
+  }
+  let bridge: unknown;
+  try {
+    bridge = (JSON.parse(conflist) as { plugins?: { type?: string; bridge?: unknown }[] }).plugins?.find((p) => p.type === 'bridge')?.bridge;
+  } catch {
+    bridge = undefined;
+  }
+  // Only a bridge of klet's naming (klet0, klet<hex>): a name edited in by hand is not deleted.
+  const network = typeof bridge === 'string' && /^klet[0-9a-f]{0,11}$/.test(bridge) ? { ...layout.network, bridge } : layout.network;
+  return { ...layout, socketPath, network };
 }
 
 /** The pid of the managed containerd for this layout, if it is running. */
@@ -182,6 +214,15 @@ async function startLocked(
   const endpoint = `unix://${layout.socketPath}`;
   const running = await managedPid(layout);
   if (running !== null) {
+    const served = (await recordedLayout(layout)).socketPath;
+    if (served !== layout.socketPath) {
+      // One runtime per root dir: it cannot also serve another socket, and
+      // "reusing" it would hand back an endpoint nothing serves.
+      throw new RuntimeStartError(
+        `the klet-managed containerd of root dir ${path.resolve(target.rootDir)} already runs on unix://${served}, not on ${endpoint}: use that endpoint, or stop it first`,
+        { input: 'containerRuntimeEndpoint' },
+      );
+    }
     await waitReady(layout, running, opts.timeoutMs ?? 30_000);
     const images = await builtinImages(layout);
     return { endpoint, pid: running, started: false, images, layout };
@@ -232,7 +273,7 @@ async function startLocked(
   }
   await fsp.mkdir(path.dirname(layout.socketPath), { recursive: true });
   await fsp.writeFile(layout.configFile, containerdConfig(layout));
-  await fsp.writeFile(path.join(layout.cniConfDir, '10-klet.conflist'), cniConflist(layout));
+  await fsp.writeFile(path.join(layout.cniConfDir, CNI_CONFLIST), cniConflist(layout));
 
   const logFd = fs.openSync(layout.logFile, 'a');
   let child;
@@ -489,12 +530,18 @@ export interface StopResult {
  * endpoint may be another root dir's or the kubelet's.
  */
 export async function stopManagedRuntime(target: RuntimeTarget, opts: { timeoutMs?: number } = {}): Promise<StopResult> {
-  const layout = layoutFor(target);
-  const endpoint = `unix://${layout.socketPath}`;
-  const pid = await managedPid(layout);
+  const asked = layoutFor(target);
+  const pid = await managedPid(asked);
   let podsStopped = 0;
-  const hadPidFile = fs.existsSync(layout.pidFile);
-  if (pid === null && !hadPidFile) return { endpoint, wasRunning: false, podsStopped };
+  const hadPidFile = fs.existsSync(asked.pidFile);
+  if (pid === null && !hadPidFile) return { endpoint: `unix://${asked.socketPath}`, wasRunning: false, podsStopped };
+  // This root dir's runtime, on the socket it serves: never the endpoint asked
+  // for when that is another one (its pods, shims and socket are not ours).
+  const layout = await recordedLayout(asked);
+  const endpoint = `unix://${layout.socketPath}`;
+  if (layout.socketPath !== asked.socketPath) {
+    log.info(`the klet-managed containerd of root dir ${path.resolve(target.rootDir)} serves ${endpoint}, not unix://${asked.socketPath}: stopping it there`);
+  }
   if (pid === null && (await socketServes(endpoint))) {
     // Our containerd died and something else serves the socket now: only our stale pidfile is ours.
     await fsp.rm(layout.pidFile, { force: true });
@@ -577,7 +624,9 @@ export interface RuntimeStatusReport {
 export async function runtimeStatus(target: RuntimeTarget, opts: { timeoutMs?: number } = {}): Promise<RuntimeStatusReport> {
   const layout = layoutFor(target);
   const endpoint = `unix://${layout.socketPath}`;
-  const pid = await managedPid(layout);
+  // The root dir's runtime manages this endpoint only if it serves it.
+  const running = await managedPid(layout);
+  const pid = running !== null && (await recordedLayout(layout)).socketPath === layout.socketPath ? running : null;
   const report: RuntimeStatusReport = {
     endpoint,
     managed: pid !== null,
