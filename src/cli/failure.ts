@@ -6,6 +6,7 @@
  */
 import { KletError, errorMessage, InterruptedError } from '../lib/errors.js';
 import { logLevel } from '../lib/log.js';
+import { PodNotFoundError } from '../lib/pod/ref.js';
 import type { OutputFormat } from './output.js';
 
 export interface Failure {
@@ -45,6 +46,11 @@ export function describeFailure(err: Error, ctx: FailureContext): Failure {
     let suggestions = err.suggestions;
     // The runtime could not be reached: the flag that points klet elsewhere (the library names no flags).
     if (err.code === 'CRI_UNAVAILABLE') suggestions = [...suggestions, 'or point klet at a running one with --container-runtime-endpoint'];
+    // A pod of this root dir run for another node name: the flag that reaches it.
+    const notFound = err instanceof PodNotFoundError ? err : err.cause instanceof PodNotFoundError ? err.cause : undefined;
+    if (notFound?.otherNode !== undefined && ctx.hasFlag('node-name')) {
+      suggestions = [...suggestions, `pass --node-name ${notFound.otherNode} to act on it`];
+    }
     return { code: err.exitCode, kind: err.code, message: withFlagName(err, ctx.hasFlag), suggestions };
   }
   return ctx.classify?.(err) ?? { code: 1, kind: 'INTERNAL', message: errorMessage(err), suggestions: [] };

@@ -41,8 +41,9 @@ export default class Status extends PodCommand<typeof Status> {
       });
     };
 
-    // Pods another --node-name ran from this root dir are not this node's: say where they are.
-    for (const [node, n] of await otherNodePods(deps)) {
+    // Pods another --node-name ran from this root dir are not this node's: say where they are
+    // (for one POD, its not-found error says it when it is one of them).
+    for (const [node, n] of args.pod === undefined ? await otherNodePods(deps) : []) {
       process.stderr.write(
         `klet status: ${n} pod${n === 1 ? '' : 's'} under --root-dir ${this.flags['root-dir']} ${n === 1 ? 'was' : 'were'} run for node ${JSON.stringify(node)}, not ${JSON.stringify(deps.nodeName)}: pass --node-name ${node} to see ${n === 1 ? 'it' : 'them'}\n`,
       );

@@ -230,6 +230,18 @@ describe('two klet root dirs and the kubelet on one runtime', () => {
     expect((JSON.parse(st.stdout) as V1PodList).items).toEqual([]);
     expect(st.stderr).toBe(`klet status: 1 pod under --root-dir ${rootD} was run for node "nodec", not "noded": pass --node-name nodec to see it\n`);
 
+    // delete, logs, probe and status of C's pod by name as D: not D's pod, and the error says whose it is.
+    const ref = `${NS}/pc-nodec`;
+    for (const args of [['delete', ref], ['logs', ref], ['probe', ref], ['status', ref], ['status', '--watch', ref]]) {
+      const r = await klet(D, args);
+      // probe's "could not run" is exit 2 (its documented code), the others' not found 1.
+      expect(r.code, `${args.join(' ')}: ${explain(r)}`).toBe(args[0] === 'probe' ? 2 : 1);
+      expect(r.stderr, args.join(' ')).toBe(
+        `error: pod "${ref}" not found for node "noded" (it was run for node "nodec" under this root dir, not "noded"; pass --node-name nodec to act on it)\n`,
+      );
+    }
+    expect(fs.existsSync(record)).toBe(true);
+
     // delete --all as D: nothing of C's (record, log dir, sandbox, container).
     const del = await klet(D, ['delete', '--all']);
     expect(del.code, explain(del)).toBe(0);

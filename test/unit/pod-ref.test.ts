@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { InputError, NotFoundError } from '../../src/lib/errors.js';
 import { PodNotFoundError, isUidPrefix, resolvePodRef, similarPods } from '../../src/lib/pod/ref.js';
+import { describeFailure } from '../../src/cli/failure.js';
 
 const pods = [
   { namespace: 'default', name: 'web', uid: 'ab12cd34-0000-4000-8000-000000000001' },
@@ -110,5 +111,25 @@ describe('similarPods', () => {
       'kube-system/etcd-node1',
       'kube-system/kube-apiserver-node1',
     ]);
+  });
+});
+
+describe('PodNotFoundError for a pod of another node name', () => {
+  const err = new PodNotFoundError('pc-nodec', [], 0, { node: 'nodec', thisNode: 'noded' });
+  const ctx = (hasNodeName: boolean) => ({ output: 'table' as const, interruptedBy: undefined, hasFlag: (n: string) => hasNodeName && n === 'node-name' });
+
+  it('says whose pod it is instead of "no pods on this node"', () => {
+    expect(err.message).toBe('pod "pc-nodec" not found for node "noded"');
+    expect(err.suggestions).toEqual(['it was run for node "nodec" under this root dir, not "noded"']);
+    expect(err.otherNode).toBe('nodec');
+  });
+
+  it('the command layer names the flag that reaches it, when the command has it', () => {
+    expect(describeFailure(err, ctx(true)).suggestions).toEqual([
+      'it was run for node "nodec" under this root dir, not "noded"',
+      'pass --node-name nodec to act on it',
+    ]);
+    expect(describeFailure(err, ctx(false)).suggestions).toEqual(['it was run for node "nodec" under this root dir, not "noded"']);
+    expect(describeFailure(new PodNotFoundError('x', [], 0), ctx(true)).suggestions).toEqual(['there are no pods on this node']);
   });
 });

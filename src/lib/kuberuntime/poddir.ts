@@ -148,12 +148,15 @@ export async function listPodRecords(rootDir: string, nodeName: string): Promise
   return (await readAllPodRecords(rootDir)).filter((r) => !recordOfOtherNode(r, nodeName));
 }
 
+/** The records under the root dir of pods klet ran for other node names (recordOfOtherNode). */
+export async function listOtherNodeRecords(rootDir: string, nodeName: string): Promise<PodRecord[]> {
+  return (await readAllPodRecords(rootDir)).filter((r) => recordOfOtherNode(r, nodeName));
+}
+
 /** How many records under the root dir are of other node names, by node name (recordOfOtherNode). */
 export async function otherNodeRecords(rootDir: string, nodeName: string): Promise<Map<string, number>> {
   const out = new Map<string, number>();
-  for (const r of await readAllPodRecords(rootDir)) {
-    if (recordOfOtherNode(r, nodeName)) out.set(r.pod.spec?.nodeName ?? '', (out.get(r.pod.spec?.nodeName ?? '') ?? 0) + 1);
-  }
+  for (const r of await listOtherNodeRecords(rootDir, nodeName)) out.set(r.pod.spec?.nodeName ?? '', (out.get(r.pod.spec?.nodeName ?? '') ?? 0) + 1);
   return out;
 }
 

@@ -34,16 +34,23 @@ const MAX_SUGGESTIONS = 10;
 export class PodNotFoundError extends NotFoundError {
   /** `namespace/name` of similar pods, most similar first (at most 10). */
   readonly candidates: string[];
+  /**
+   * The node name the pod was run for, when it is one of this root dir's pods
+   * under another node name (the caller may name the way to act on it).
+   */
+  readonly otherNode: string | undefined;
 
-  constructor(ref: string, candidates: string[], known: number) {
-    const suggestions =
-      candidates.length > 0
+  constructor(ref: string, candidates: string[], known: number, other?: { node: string; thisNode: string }) {
+    const suggestions = other
+      ? [`it was run for node "${other.node}" under this root dir, not "${other.thisNode}"`]
+      : candidates.length > 0
         ? [`did you mean ${candidates.join(', ')}?`]
         : known === 0
           ? ['there are no pods on this node']
           : [];
-    super(`pod "${ref}" not found`, { suggestions });
+    super(other ? `pod "${ref}" not found for node "${other.thisNode}"` : `pod "${ref}" not found`, { suggestions });
     this.candidates = candidates;
+    this.otherNode = other?.node;
   }
 }
 

@@ -3,9 +3,9 @@
  * the root dir, plus this klet's pods only the runtime knows (from CRI labels).
  */
 import type { V1Pod } from '@kubernetes/client-node';
-import { resolvePodRef } from '../pod/ref.js';
+import { PodNotFoundError, resolvePodRef, type PodRefTarget } from '../pod/ref.js';
 import { instanceSelector } from '../kuberuntime/labels.js';
-import { listPodRecords } from '../kuberuntime/poddir.js';
+import { listOtherNodeRecords, listPodRecords } from '../kuberuntime/poddir.js';
 import { listRuntimePods } from '../kuberuntime/runtime-status.js';
 import type { SyncContext } from '../kuberuntime/sync-pod.js';
 
@@ -32,8 +32,41 @@ export async function knownPods(ctx: LookupContext): Promise<KnownPod[]> {
   return [...out.values()];
 }
 
-/** Resolve POD arguments (ns/name, name, UID prefix) to known pods; unknown or ambiguous ones throw. */
+/**
+ * Resolve POD arguments (ns/name, name, UID prefix) to known pods; unknown or
+ * ambiguous ones throw. A pod this root dir ran for another node name is not
+ * this node's (klet status, delete --all and sync leave it alone too), but the
+ * error says whose it is rather than only "not found".
+ */
 export async function findPods(ctx: LookupContext, refs: string[]): Promise<KnownPod[]> {
   const all = await knownPods(ctx);
-  return refs.map((r) => resolvePodRef(r, all));
+  const out: KnownPod[] = [];
+  for (const ref of refs) out.push(await resolveOwnPod(ctx, ref, all));
+  return out;
+}
+
+/** resolvePodRef among this node's pods; not found, the error says so when `ref` is another node name's pod of this root dir. */
+export async function resolveOwnPod<T extends PodRefTarget>(ctx: Pick<LookupContext, 'rootDir' | 'nodeName'>, ref: string, pods: readonly T[]): Promise<T> {
+  try {
+    return resolvePodRef(ref, pods);
+  } catch (err) {
+    if (!(err instanceof PodNotFoundError)) throw err;
+    const node = await otherNodeOf(ctx, ref);
+    throw node === undefined ? err : new PodNotFoundError(ref, err.candidates, pods.length, { node, thisNode: ctx.nodeName });
+  }
+}
+
+/** The node name of the record `ref` names among this root dir's pods of other node names, if one does. */
+async function otherNodeOf(ctx: Pick<LookupContext, 'rootDir' | 'nodeName'>, ref: string): Promise<string | undefined> {
+  const others = (await listOtherNodeRecords(ctx.rootDir, ctx.nodeName)).map((r) => ({
+    namespace: r.pod.metadata?.namespace ?? 'default',
+    name: r.pod.metadata?.name ?? '',
+    uid: r.pod.metadata?.uid ?? '',
+    node: r.pod.spec?.nodeName ?? '',
+  }));
+  try {
+    return resolvePodRef(ref, others).node;
+  } catch {
+    return undefined;
+  }
 }

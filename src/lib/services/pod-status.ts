@@ -4,7 +4,7 @@
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import { otherNodeRecords } from '../kuberuntime/poddir.js';
-import { resolvePodRef } from '../pod/ref.js';
+import { resolveOwnPod } from './lookup.js';
 import { listPodsWithStatus, runtimeName } from '../status/pods.js';
 import { localApiRequest, localApiSocketPath } from '../server/client.js';
 import { isNodeStatus, type ClusterStatus } from '../server/node-status.js';
@@ -21,7 +21,7 @@ export async function podStatus(opts: PodStatusOptions, deps: ServiceDeps): Prom
   const pods = await listPodsWithStatus(syncContext(deps));
   if (opts.pod === undefined) return pods;
   const refs = pods.map((p) => ({ namespace: p.metadata?.namespace ?? 'default', name: p.metadata?.name ?? '', uid: p.metadata?.uid ?? '', pod: p }));
-  return [resolvePodRef(opts.pod, refs).pod];
+  return [(await resolveOwnPod(deps, opts.pod, refs)).pod];
 }
 
 export interface NodeSummary {

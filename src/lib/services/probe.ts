@@ -18,8 +18,8 @@ import { ProbeError, PROBE_TYPES, type HandlerDetail, type ProbeType } from '../
 /** The probe could not be run at all (no such pod or container, not running, no such probe): exit 2. */
 export class ProbeNotRunError extends KletError {
   override readonly code: string = 'PROBE_NOT_RUN';
-  constructor(message: string) {
-    super(message, { exitCode: 2 });
+  constructor(message: string, options: { cause?: unknown; suggestions?: string[] } = {}) {
+    super(message, { ...options, exitCode: 2 });
   }
 }
 
@@ -160,7 +160,8 @@ export async function probe(opts: ProbeOptions, deps: ProbeDeps): Promise<ProbeS
   try {
     [found] = await findPods(ctx, [opts.pod]);
   } catch (err) {
-    if (err instanceof NotFoundError || err instanceof InputError) throw new ProbeNotRunError(errorMessage(err));
+    // Not run (exit 2), with what the lookup suggests (a similar pod, the node name it was run for).
+    if (err instanceof NotFoundError || err instanceof InputError) throw new ProbeNotRunError(errorMessage(err), { cause: err, suggestions: err.suggestions });
     throw err;
   }
   if (!found) throw new ProbeNotRunError(`pod "${opts.pod}" not found`);

@@ -90,7 +90,7 @@ export class Kubelet {
   /** The last clean-up failure warned of, per pod UID: housekeeping retries every pass, the warning is not repeated. */
   private readonly cleanupWarned = new Map<string, string>();
   /** Pod dirs under the root dir that are another node name's (recordOfOtherNode): left alone, and not read again. */
-  private readonly otherNodePods = new Set<string>();
+  private readonly otherNodeUids = new Set<string>();
   /** Pods whose start kubelet_pod_start_duration_seconds has counted (or that were running already). */
   private readonly podStartObserved = new Set<string>();
   private readonly workers: PodWorkers;
@@ -449,7 +449,7 @@ export class Kubelet {
 
     // Only the pod dir names are read every pass; a record itself only for a pod being removed.
     const recordUids = await listPodRecordUids(this.opts.rootDir);
-    for (const uid of this.otherNodePods) if (!recordUids.has(uid)) this.otherNodePods.delete(uid);
+    for (const uid of this.otherNodeUids) if (!recordUids.has(uid)) this.otherNodeUids.delete(uid);
     const relistAt = this.opts.pleg.lastRelist.at;
     for (const [uid, at] of this.removedAt) if (at < relistAt - 60_000) this.removedAt.delete(uid);
     for (const [uid, rec] of running) {
@@ -495,12 +495,12 @@ export class Kubelet {
     }
     // Records of pods nobody wants and the runtime does not have.
     for (const uid of recordUids) {
-      if (this.desired.has(uid) || running.has(uid) || this.workers.state(uid) !== undefined || this.otherNodePods.has(uid)) continue;
+      if (this.desired.has(uid) || running.has(uid) || this.workers.state(uid) !== undefined || this.otherNodeUids.has(uid)) continue;
       const rec = await readPodRecord(this.opts.rootDir, uid);
       // Another node name's pod under the same root dir: its runtime objects
       // are invisible here (owner label), not gone. Not ours to clean up.
       if (rec && recordOfOtherNode(rec, this.opts.nodeName)) {
-        this.otherNodePods.add(uid);
+        this.otherNodeUids.add(uid);
         continue;
       }
       // The log dir first: the record, which names it, is kept until it is gone (retried next pass).
