@@ -310,7 +310,9 @@ describe("a root dir's runtime is stopped where it runs, whatever endpoint is gi
       expect(restart.stderr).toContain('--container-runtime-endpoint');
 
       const status = await runKlet(['runtime', 'status', ...other, '-o', 'json']);
-      expect((JSON.parse(status.stdout) as { managed: boolean; endpoint: string }).managed, explain(status)).toBe(false);
+      expect(JSON.parse(status.stdout), explain(status)).toMatchObject({ endpoint: rt.endpoint, managed: false, pid: null, rootDirRuntimeEndpoint: own });
+      const table = await runKlet(['runtime', 'status', ...other]);
+      expect(table.stdout.split('\n')).toContain(`MANAGED       no (this root dir's runtime runs on ${own})`);
 
       const stop = await runKlet(['runtime', 'stop', ...other], { timeoutMs: 90_000 });
       expect(stop.code, explain(stop)).toBe(0);

@@ -618,6 +618,8 @@ export interface RuntimeStatusReport {
   runtimeApiVersion: string | null;
   conditions: { type: string; status: boolean; reason: string; message: string }[];
   managedDir: string | null;
+  /** When this root dir's managed runtime runs, but on another endpoint than the one asked about: that endpoint. */
+  rootDirRuntimeEndpoint: string | null;
   error: string | null;
 }
 
@@ -626,7 +628,8 @@ export async function runtimeStatus(target: RuntimeTarget, opts: { timeoutMs?: n
   const endpoint = `unix://${layout.socketPath}`;
   // The root dir's runtime manages this endpoint only if it serves it.
   const running = await managedPid(layout);
-  const pid = running !== null && (await recordedLayout(layout)).socketPath === layout.socketPath ? running : null;
+  const served = running !== null ? (await recordedLayout(layout)).socketPath : null;
+  const pid = served === layout.socketPath ? running : null;
   const report: RuntimeStatusReport = {
     endpoint,
     managed: pid !== null,
@@ -637,6 +640,7 @@ export async function runtimeStatus(target: RuntimeTarget, opts: { timeoutMs?: n
     runtimeApiVersion: null,
     conditions: [],
     managedDir: pid !== null ? layout.dir : null,
+    rootDirRuntimeEndpoint: served !== null && served !== layout.socketPath ? `unix://${served}` : null,
     error: null,
   };
   const client = CriClient.connect(endpoint, { timeoutMs: opts.timeoutMs ?? 5000 });
