@@ -88,3 +88,35 @@ export function parsersAgree(both: Both, lists: { taken: string[][]; left: strin
     expect((entry as Record<string, unknown> | undefined)?.['root-dir']).toBe('/srv/klet');
   });
 }
+
+/**
+ * The argument shapes every oclif-free entry must leave to oclif, whatever
+ * its command: LEFT ones oclif parses (an empty `=` value before a boolean,
+ * a value that looks like a flag, oclif's greedy multiple flag), REFUSED ones
+ * it refuses (help, unknown flags, a missing or repeated value, strays, `--`,
+ * `-`, `--BOOL=true`, `--no-BOOL`, a bad log level). BOOL is one of the
+ * command's boolean flags.
+ */
+export function commonShapes(bool: string): { left: string[][]; refused: string[][] } {
+  return {
+    left: [
+      ['--manifest-dir=', `--${bool}`],
+      ['--manifest-dir', '-weird'],
+      ['--manifest-url-header', 'A: b', 'C: d'],
+    ],
+    refused: [
+      ['--help'],
+      ['-h'],
+      ['--manifest-dir', 'm', '--bogus'],
+      ['--manifest-dir'],
+      ['--manifest-dir', 'a', '--manifest-dir', 'b'],
+      ['--manifest-dir', `--${bool}`],
+      ['stray'],
+      ['--', '--manifest-dir', 'm'],
+      ['--log-level', 'trace'],
+      [`--${bool}=true`],
+      [`--no-${bool}`],
+      ['-'],
+    ],
+  };
+}

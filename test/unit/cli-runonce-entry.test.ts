@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import RunOnce from '../../src/commands/runonce.js';
 import { RUNONCE_FLAGS, parseRunOnceArgv } from '../../src/cli/runonce-entry.js';
-import { entryParity, parsersAgree } from '../helpers/entry-parity.js';
+import { commonShapes, entryParity, parsersAgree } from '../helpers/entry-parity.js';
 
 const { oclifFlags, both } = entryParity(RunOnce, parseRunOnceArgv);
 
@@ -56,24 +56,12 @@ const TAKEN: string[][] = [
   ['--log-level', 'warn', '--manifest-dir', 'm', '--root-dir', '/tmp/k'],
 ];
 
-/** Argument lists oclif parses, but the entry leaves to oclif (it cannot be sure to read them the same). */
-const LEFT: string[][] = [
-  ['--manifest-dir=', '--cleanup'],
-  ['--manifest-dir', '-weird'],
-  ['--manifest-url-header', 'A: b', 'C: d'], // oclif's greedy multiple flag
-];
+const COMMON = commonShapes('cleanup');
 
-/** Argument lists oclif refuses (usage errors, --help): the entry must leave them all to oclif. */
+/** Argument lists oclif refuses (usage errors, --help): the entry must leave them all to oclif; the common ones and this command's own. */
 const REFUSED: string[][] = [
-  ['--help'],
-  ['-h'],
-  ['--manifest-dir', 'm', '--bogus'],
-  ['--manifest-dir'],
-  ['--manifest-dir', 'a', '--manifest-dir', 'b'],
-  ['--manifest-dir', '--cleanup'],
-  ['stray'],
+  ...COMMON.refused,
   ['--manifest-dir', 'm', 'stray'],
-  ['--', '--manifest-dir', 'm'],
   ['--wait', 'sometimes'],
   ['-o', 'xml'],
   ['-ox'],
@@ -81,13 +69,9 @@ const REFUSED: string[][] = [
   ['--timeout', '5'],
   ['--timeout=-1s'],
   ['--runtime-request-timeout', 'soon'],
-  ['--log-level', 'trace'],
-  ['--cleanup=true'],
-  ['--no-cleanup'],
   ['-x'],
-  ['-'],
 ];
 
 describe('the two parsers agree', () => {
-  parsersAgree(both, { taken: TAKEN, left: LEFT, refused: REFUSED });
+  parsersAgree(both, { taken: TAKEN, left: COMMON.left, refused: REFUSED });
 });

@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import Sync from '../../src/commands/sync.js';
 import { SYNC_FLAGS, parseSyncArgv } from '../../src/cli/sync-entry.js';
-import { entryParity, parsersAgree } from '../helpers/entry-parity.js';
+import { commonShapes, entryParity, parsersAgree } from '../helpers/entry-parity.js';
 
 const { oclifFlags, both } = entryParity(Sync, parseSyncArgv);
 
@@ -75,37 +75,21 @@ const TAKEN: string[][] = [
   ['--log-level', 'warn', '--manifest-dir', 'm', '--root-dir', '/tmp/k'],
 ];
 
-/** Argument lists oclif parses, but the entry leaves to oclif (it cannot be sure to read them the same). */
-const LEFT: string[][] = [
-  ['--manifest-dir=', '--tui'],
-  ['--manifest-dir', '-weird'],
-  ['--manifest-url-header', 'A: b', 'C: d'], // oclif's greedy multiple flag
-];
+const COMMON = commonShapes('tui');
 
-/** Argument lists oclif refuses (usage errors, --help): the entry must leave them all to oclif. */
+/** Argument lists oclif refuses (usage errors, --help): the entry must leave them all to oclif; the common ones and this command's own. */
 const REFUSED: string[][] = [
-  ['--help'],
-  ['-h'],
-  ['--manifest-dir', 'm', '--bogus'],
-  ['--manifest-dir'],
-  ['--manifest-dir', 'a', '--manifest-dir', 'b'],
-  ['--manifest-dir', '--tui'],
-  ['stray'],
-  ['--', '--manifest-dir', 'm'],
+  ...COMMON.refused,
   ['--pleg-relist-period', '0s'],
   ['--sync-frequency', '5'],
   ['--max-parallel-syncs', '0'],
   ['--max-parallel-syncs', 'many'],
   ['--max-parallel-syncs', '1.5'],
   ['--max-pods=-3'],
-  ['--log-level', 'trace'],
-  ['--tui=true'],
-  ['--no-tui'],
   ['--constructor', 'x'],
   ['-o', 'json'],
-  ['-'],
 ];
 
 describe('the two sync parsers agree', () => {
-  parsersAgree(both, { taken: TAKEN, left: LEFT, refused: REFUSED });
+  parsersAgree(both, { taken: TAKEN, left: COMMON.left, refused: REFUSED });
 });
