@@ -120,14 +120,15 @@ function moveLeadingGlobalFlags(args) {
 // over the kubelet's ~107 MB (bench/README.md, steady-110, seventeenth
 // session). What klet sync allocates is kept small instead (CRI strings
 // reused, unchanged PLEG records and manifest snapshots kept).
-// --single-threaded-gc: with 1 MB semi-spaces a scavenge copies a few
-// hundred KB, and the old generation is small (~13 MB used holding 110
-// pods): GC work too small to be worth handing to V8's helper threads. On 2
-// vCPUs, bench-shaped runs (110 pods started, 60 s window; eighteenth
-// session): 1.12-1.33 % of a core against 1.40-1.52 % without it, RSS the
-// same.
-// Compilation stays on V8's background threads (--single-threaded would move
-// it to the main thread, and slowed start-up: bench/README.md).
+// Not --single-threaded-gc, although it took ~14 % off the CPU of a sync
+// holding 110 pods (eighteenth session): with it, process.exit() shortly
+// after start (a bad flag value reported through oclif, the 5 s exit grace)
+// deadlocked now and then in Node 24 -- the main thread joining V8's worker
+// threads (NodePlatform::Shutdown) while a worker's concurrent baseline
+// compile waited for the main thread to collect garbage
+// (CollectionBarrier::AwaitCollectionBackground). 3 hangs in 180 runs of a
+// sync ending on a missing kubeconfig, 0 in 480 without it (nineteenth
+// session; one CI run hit it).
 //
 // `klet dashboard` on a terminal runs as long, and its RSS must stay flat:
 // the screen's garbage (ink rebuilds every frame) made V8 grow the young
@@ -142,7 +143,7 @@ if (longRunning && process.env.MALLOC_ARENA_MAX === undefined && typeof process.
   const semiSpace = process.execArgv.some((a) => a.startsWith('--max-semi-space-size') || a.startsWith('--min-semi-space-size'));
   const v8Flags =
     command === 'sync'
-      ? ['--optimize-for-size', '--single-threaded-gc'].filter((f) => !process.execArgv.includes(f))
+      ? ['--optimize-for-size'].filter((f) => !process.execArgv.includes(f))
       : semiSpace
         ? []
         : ['--min-semi-space-size=8', '--max-semi-space-size=8'];

@@ -264,13 +264,13 @@ afterAll(async () => {
 // ------------------------------------------------------------ tests
 
 describe('klet sync: the process', () => {
-  it('re-executes itself in place with two malloc arenas, V8 --optimize-for-size and --single-threaded-gc (bin/run.js: the RSS and CPU budgets)', async () => {
+  it('re-executes itself in place with two malloc arenas and V8 --optimize-for-size (bin/run.js: the RSS budget), and not --single-threaded-gc (it deadlocked process.exit now and then)', async () => {
     const s = await sync({ manifestDir: tempDir('m') });
     // Same pid as the one spawned: process.execve, no second process.
     const argv = fs.readFileSync(`/proc/${s.pid}/cmdline`, 'utf8').split('\0');
     const env = fs.readFileSync(`/proc/${s.pid}/environ`, 'utf8').split('\0');
     expect(argv).toContain('--optimize-for-size');
-    expect(argv).toContain('--single-threaded-gc');
+    expect(argv).not.toContain('--single-threaded-gc');
     // It implies 1 MB semi-spaces; a --max-semi-space-size beside it would only mislead.
     expect(argv.some((a) => a.startsWith('--max-semi-space-size'))).toBe(false);
     expect(env).toContain('MALLOC_ARENA_MAX=2');
