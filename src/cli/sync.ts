@@ -25,6 +25,14 @@ export interface SyncFlags extends NodeRegistrationFlagValues {
   kubeconfig?: string;
   listen?: string;
   'auth-token-file'?: string;
+  address: string;
+  port?: number;
+  'tls-cert-file'?: string;
+  'tls-private-key-file'?: string;
+  'client-ca-file'?: string;
+  'anonymous-auth'?: string;
+  'authentication-token-webhook'?: string;
+  'authorization-mode'?: string;
   tui: boolean;
   'crash-loop-backoff-initial': number;
   'crash-loop-backoff-max': number;
@@ -53,6 +61,7 @@ export async function syncCommand(flags: SyncFlags, host: SyncHost): Promise<voi
   // Quitting the dashboard of --tui stops the sync, as a signal does.
   const controller = new AbortController();
   let tui: Promise<void> | undefined;
+  let kubelet: string | undefined;
   deps.signal.addEventListener('abort', () => host.notice(`klet sync: ${host.interruptedBy()}: stopping the sync loop; pods keep running`), { once: true });
   const { runSync } = await import('../lib/syncloop/run-sync.js');
   const sources = [options.manifestDir, options.manifestUrl].filter(Boolean).join(', ');
@@ -63,9 +72,12 @@ export async function syncCommand(flags: SyncFlags, host: SyncHost): Promise<voi
       cri: await host.cri(),
       rootDir: deps.rootDir,
       nodeName: deps.nodeName,
+      onKubeletServer: (k) => {
+        kubelet = `https://${k.address.includes(':') ? `[${k.address}]` : k.address}:${k.port}`;
+      },
       onReady: (a) => {
         if (flags.tui) tui = runTui(a.handlers, controller, deps.signal, host);
-        else host.notice(`klet sync: node ${deps.nodeName}, sources ${sources}${server}; local API on ${a.socketPath}${a.tcp ? ` and ${a.tcp}` : ''}`);
+        else host.notice(`klet sync: node ${deps.nodeName}, sources ${sources}${server}; local API on ${a.socketPath}${a.tcp ? ` and ${a.tcp}` : ''}${kubelet ? `; kubelet server on ${kubelet}` : ''}`);
       },
     },
     AbortSignal.any([deps.signal, controller.signal]),
@@ -94,7 +106,9 @@ async function syncOptions(flags: SyncFlags, host: SyncHost): Promise<Omit<SyncO
     const { connectNodeApi } = await import('../lib/kube/node-api.js');
     cluster = { options, api: await connectNodeApi(flags.kubeconfig), kletVersion: (await import('../lib/node/version.js')).kubeletVersion(host.kletVersion) };
   }
+  const kubeletServer = await kubeletServerFlags(flags, host, cluster?.options.nodeIP);
   return {
+    kubeletServer,
     manifestDir: flags['manifest-dir'] ?? (flags['manifest-url'] ? undefined : '/etc/kubernetes/manifests'),
     manifestUrl: flags['manifest-url'],
     manifestUrlHeaders,
@@ -144,6 +158,40 @@ async function runTui(handlers: LocalApiHandlers, controller: AbortController, i
     host.notice('klet sync: dashboard closed: stopping the sync loop; pods keep running');
     controller.abort();
   }
+}
+
+/**
+ * The kubelet server's flags (the kubelet's names). With --kubeconfig it
+ * serves on --address:--port (0.0.0.0:10250) with kubeadm's settings:
+ * client certificates from --client-ca-file, bearer tokens reviewed by the
+ * API server, no anonymous requests, Webhook authorization. Standalone it
+ * serves only when --port is given, with AlwaysAllow and client
+ * certificates (a webhook needs an API server). --port 0 turns it off.
+ */
+async function kubeletServerFlags(flags: SyncFlags, host: SyncHost, nodeIP: string | undefined): Promise<SyncOptions['kubeletServer']> {
+  const cluster = flags.kubeconfig !== undefined;
+  const port = flags.port ?? (cluster ? 10250 : undefined);
+  const serverFlags = ['tls-cert-file', 'tls-private-key-file', 'client-ca-file', 'anonymous-auth', 'authentication-token-webhook', 'authorization-mode'] as const;
+  if (port === undefined) {
+    const stray = serverFlags.find((f) => flags[f] !== undefined);
+    if (stray !== undefined) throw new InputError(`--${stray} configures the kubelet server, which runs with --kubeconfig or --port: give one of them`);
+    return undefined;
+  }
+  if (port === 0) return undefined;
+  const { KUBEADM_SERVER_DEFAULTS, loadKubeletServerSettings } = await import('../lib/server/kubelet-server-config.js');
+  const bool = (v: string | undefined, d: boolean) => (v === undefined ? d : v === 'true');
+  const settings = {
+    address: flags.address,
+    port,
+    ...(flags['tls-cert-file'] !== undefined ? { tlsCertFile: flags['tls-cert-file'] } : {}),
+    ...(flags['tls-private-key-file'] !== undefined ? { tlsPrivateKeyFile: flags['tls-private-key-file'] } : {}),
+    ...(flags['client-ca-file'] !== undefined ? { clientCaFile: flags['client-ca-file'] } : {}),
+    anonymousAuth: bool(flags['anonymous-auth'], KUBEADM_SERVER_DEFAULTS.anonymousAuth),
+    authenticationTokenWebhook: bool(flags['authentication-token-webhook'], cluster && KUBEADM_SERVER_DEFAULTS.authenticationTokenWebhook),
+    authorizationMode: (flags['authorization-mode'] ?? (cluster ? KUBEADM_SERVER_DEFAULTS.authorizationMode : 'AlwaysAllow')) as 'AlwaysAllow' | 'Webhook',
+  };
+  const deps = await host.deps();
+  return loadKubeletServerSettings(settings, { rootDir: deps.rootDir, hasApiServer: cluster, ...(nodeIP ? { nodeIP } : {}), hostname: host.nodeName });
 }
 
 /** --listen with its token from --auth-token-file (never one without the other). */

@@ -9,6 +9,8 @@ export default class Sync extends PodCommand<typeof Sync> {
 
 With --kubeconfig it also joins that cluster as klet register-node --heartbeat does: it registers the Node (the registration flags apply), renews its Lease every 10 s and sends node status on change or every 5 minutes; while the API server is unreachable it logs, retries with back-off and keeps the static pods running. Each static pod gets a mirror pod (kubernetes.io/config.mirror, owned by the Node) carrying its status, recreated if deleted, deleted with the static pod. The pods bound to the node in the API server (list+watch on spec.nodeName) run beside the static pods; their status is patched to the server on change, and kubectl delete stops them within their grace period and then removes them from the server. New API pods are admitted as the kubelet does, counting the static pods' requests (OutOfcpu, OutOfmemory, OutOfpods, NodeAffinity, TaintToleration; a rejected pod is marked Failed). API pods' ConfigMaps and Secrets (volumes, env, envFrom) are read from the API server through one watch per referenced object, and their serviceAccountToken volumes (the kube-api-access-* volume the API server injects) get TokenRequest tokens bound to the pod, refreshed at 80% of their lifetime; static pods that reference API objects are refused (static pods may not reference configmaps). Pod and node events go to the API server as core/v1 Events with the kubelet's reasons, correlated as client-go does (repeats patch count, similar ones are combined, a per-object rate limit), sent in the background from a bounded queue. A pod's status is written as the kubelet's status manager writes it: Pending when its first sync begins, then after each sync that changed it (a change in condition times alone is not written; lastTransitionTime moves only when a condition's status does), with a full resync every 10 s. klet status shows the cluster fields while it runs.
 
+With --kubeconfig it also serves the kubelet server on --address:--port (0.0.0.0:10250; the Node's daemonEndpoints say where): kubectl logs, exec, attach, port-forward and the node proxy (/healthz, /pods, /configz, /metrics) reach the node there, with the kubelet's paths and answers. Clients authenticate with a certificate from --client-ca-file or a bearer token the API server accepts (TokenReview); every request is authorized with a SubjectAccessReview on nodes/<name> (kubeadm's settings: no anonymous requests). The serving certificate is --tls-cert-file, else a self-signed one in <root-dir>/pki. Standalone it serves only when --port is given; --port 0 turns it off.
+
 A source that cannot be read keeps its last good pods (an unreadable URL or a deleted directory never kills running pods). On start it adopts what is already running (after a crash, even a SIGKILL, or a runtime restart): containers whose spec hash matches are kept, changed ones restarted, pods no source wants killed once every source has answered. On SIGTERM or SIGINT it stops the loop within seconds (requests to the API server in flight are cancelled) and leaves the pods running, as the kubelet does.
 
 State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (a v1 PodList), /node (runtime version and conditions, pod sources, PLEG relist, pod-worker queue), /events (newline-delimited JSON of sync-loop iterations, PLEG, pod lifecycle and probe result events: the retained ones after ?since=SEQ, then it streams new ones until the client disconnects; ?follow=false returns after the retained ones), /metrics (Prometheus). --listen 127.0.0.1:PORT also serves it on loopback TCP, only with --auth-token-file (bearer token). Watch it with klet dashboard, or run it with --tui to see the dashboard in this terminal.`;
@@ -18,6 +20,7 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
     "<%= config.bin %> <%= command.id %> --manifest-url https://config.example/node1.yaml --manifest-url-header 'Authorization: Bearer $TOKEN'",
     '<%= config.bin %> <%= command.id %> --listen 127.0.0.1:10250 --auth-token-file /etc/klet/token',
     '<%= config.bin %> <%= command.id %> --manifest-dir /etc/kubernetes/manifests --kubeconfig /etc/kubernetes/kubelet.conf',
+    '<%= config.bin %> <%= command.id %> --kubeconfig /etc/kubernetes/kubelet.conf --client-ca-file /etc/kubernetes/pki/ca.crt --node-ip 10.0.0.5    # kubectl logs/exec/port-forward reach it on :10250',
     "curl --unix-socket /var/lib/klet/klet.sock 'http://klet/events?follow=false'",
     "curl -N --unix-socket /var/lib/klet/klet.sock 'http://klet/events?since=42'    # follows",
     '<%= config.bin %> <%= command.id %> --manifest-dir /etc/kubernetes/manifests --tui',
@@ -43,6 +46,26 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
     ...nodeRegistrationFlags,
     listen: Flags.string({ summary: 'Also serve the local API on loopback TCP (127.0.0.1:PORT); needs --auth-token-file.' }),
     'auth-token-file': Flags.string({ summary: 'File holding the bearer token required on --listen (an error without --listen).' }),
+    address: Flags.string({ summary: 'IP address the kubelet server listens on (0.0.0.0 for all interfaces).', default: '0.0.0.0' }),
+    port: Flags.integer({
+      summary: 'Port of the kubelet server (HTTPS: logs, exec, attach, port-forward for the API server). Default 10250 with --kubeconfig; standalone it serves only when given; 0 turns it off.',
+      min: 0,
+    }),
+    'tls-cert-file': Flags.string({ summary: 'Serving certificate of the kubelet server (PEM). Default: a self-signed one made in <root-dir>/pki.' }),
+    'tls-private-key-file': Flags.string({ summary: 'Private key of --tls-cert-file (PEM).' }),
+    'client-ca-file': Flags.string({ summary: 'CA bundle that client certificates of kubelet server requests must verify against (CN is the user, O the groups).' }),
+    'anonymous-auth': Flags.string({
+      summary: 'Serve requests that carry no credentials as system:anonymous (default false, as kubeadm configures the kubelet).',
+      options: ['true', 'false'],
+    }),
+    'authentication-token-webhook': Flags.string({
+      summary: 'Check bearer tokens with a TokenReview on the API server, cached 2m (default true with --kubeconfig).',
+      options: ['true', 'false'],
+    }),
+    'authorization-mode': Flags.string({
+      summary: 'Authorize kubelet server requests with a SubjectAccessReview on nodes/<name>/<subresource> (Webhook, default with --kubeconfig; allowed cached 5m, denied 30s) or allow every authenticated one (AlwaysAllow, default standalone).',
+      options: ['AlwaysAllow', 'Webhook'],
+    }),
     tui: Flags.boolean({
       summary: 'Show the live dashboard (as klet dashboard draws it) in this terminal; q stops the sync, pods keep running.',
       default: false,

@@ -95,6 +95,10 @@ export interface TestCluster {
   otherCaFile: string;
   adminKubeconfig: string;
   nodes: Record<string, NodeIdentity>;
+  /** A token of user "nobody", who may do nothing (403 tests). */
+  nobodyToken: string;
+  /** The admin's token (group system:masters). */
+  adminToken: string;
   /** Run kubectl as the admin; rejects with stderr on a non-zero exit. */
   kubectl(args: string[], opts?: { kubeconfig?: string; input?: string }): Promise<string>;
   /** kubectl ... -o json, parsed. */
@@ -129,6 +133,10 @@ async function makeCerts(dir: string): Promise<void> {
   );
   await openssl(['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'serving.key', '-out', 'serving.csr', '-subj', '/CN=kube-apiserver'], dir);
   await openssl(['x509', '-req', '-in', 'serving.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'serving.crt', '-extfile', 'san.cnf', ...days], dir);
+  // The API server's client certificate towards kubelets (kubeadm's apiserver-kubelet-client), signed by the CA nodes trust.
+  await openssl(['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'kubelet-client.key', '-out', 'kubelet-client.csr', '-subj', '/O=system:masters/CN=kube-apiserver-kubelet-client'], dir);
+  await fsp.writeFile(path.join(dir, 'client.cnf'), 'extendedKeyUsage=clientAuth\n');
+  await openssl(['x509', '-req', '-in', 'kubelet-client.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'kubelet-client.crt', '-extfile', 'client.cnf', ...days], dir);
   await openssl(['genrsa', '-out', 'sa.key', '2048'], dir);
   await openssl(['rsa', '-in', 'sa.key', '-pubout', '-out', 'sa.pub'], dir);
 }
@@ -193,7 +201,8 @@ export async function startTestCluster(opts: { nodes?: string[]; audit?: boolean
     const [clientPort, peerPort, securePort] = [await freePort(), await freePort(), await freePort()];
     const adminToken = randomBytes(16).toString('hex');
     const nodes: Record<string, NodeIdentity> = {};
-    const lines = [`${adminToken},admin,admin-uid,"system:masters"`];
+    const nobodyToken = randomBytes(16).toString('hex');
+    const lines = [`${adminToken},admin,admin-uid,"system:masters"`, `${nobodyToken},nobody,nobody-uid`];
     for (const name of opts.nodes ?? []) {
       const token = randomBytes(16).toString('hex');
       nodes[name] = { name, token, kubeconfig: path.join(dir, `${name}.kubeconfig`) };
@@ -246,6 +255,10 @@ export async function startTestCluster(opts: { nodes?: string[]; audit?: boolean
         `--service-account-signing-key-file=${path.join(dir, 'sa.key')}`,
         '--service-cluster-ip-range=10.96.0.0/24',
         '--anonymous-auth=false',
+        // Logs, exec and port-forward reach the node's kubelet server with this client certificate, at its InternalIP.
+        `--kubelet-client-certificate=${path.join(dir, 'kubelet-client.crt')}`,
+        `--kubelet-client-key=${path.join(dir, 'kubelet-client.key')}`,
+        '--kubelet-preferred-address-types=InternalIP,Hostname',
         ...(opts.audit ? [`--audit-policy-file=${path.join(dir, 'audit-policy.yaml')}`, `--audit-log-path=${path.join(dir, 'audit.log')}`, '--audit-log-maxsize=1000'] : []),
       ],
       { stdio: ['ignore', apiOut, apiOut] },
@@ -291,6 +304,8 @@ export async function startTestCluster(opts: { nodes?: string[]; audit?: boolean
       otherCaFile: path.join(dir, 'other-ca.crt'),
       adminKubeconfig,
       nodes,
+      nobodyToken,
+      adminToken,
       kubectl,
       async kubectlJson<T>(args: string[], o: { kubeconfig?: string } = {}) {
         return JSON.parse(await kubectl([...args, '-o', 'json'], o)) as T;

@@ -173,6 +173,8 @@ export function syncArgs(opts: SyncOptions): string[] {
     '--file-check-frequency',
     opts.fileCheckFrequency ?? '2s',
     ...(opts.args ?? []),
+    // A cluster-mode sync serves the kubelet server on 0.0.0.0:10250 by default: tests that do not ask for it leave it off.
+    ...(opts.args?.includes('--kubeconfig') && !opts.args.includes('--port') ? ['--port', '0'] : []),
   ];
 }
 

@@ -270,6 +270,38 @@ describe('usage errors: exit 2, one line naming the input', () => {
   });
 });
 
+describe('klet sync: the kubelet server\'s flags', () => {
+  const run = (root: string, args: string[]) =>
+    runKlet(['sync', '--manifest-dir', path.join(tmp, 'no-manifests'), '--root-dir', path.join(tmp, root), '--container-runtime-endpoint', missingEndpoint, ...args]);
+  it('a webhook without an API server', async () => {
+    const r = await run('ks1', ['--port', '10250', '--authorization-mode', 'Webhook', '--authentication-token-webhook', 'false', '--client-ca-file', '/etc/hostname']);
+    expectOneLineError(r, 2, ['--authorization-mode', 'needs --kubeconfig']);
+    expect(fs.existsSync(path.join(tmp, 'ks1', 'pki'))).toBe(false);
+  });
+  it('no way to authenticate (standalone, no client CA, no anonymous requests)', async () => {
+    const r = await run('ks2', ['--port', '10250']);
+    expectOneLineError(r, 2, ['--client-ca-file', 'no way to authenticate']);
+  });
+  it('a client CA file that is missing or holds no certificate', async () => {
+    let r = await run('ks3', ['--port', '10250', '--client-ca-file', path.join(tmp, 'nosuch-ca.crt')]);
+    expectOneLineError(r, 2, ['--client-ca-file', 'nosuch-ca.crt', 'no such file']);
+    fs.writeFileSync(path.join(tmp, 'junk-ca.crt'), 'junk\n');
+    r = await run('ks3', ['--port', '10250', '--client-ca-file', path.join(tmp, 'junk-ca.crt')]);
+    expectOneLineError(r, 2, ['--client-ca-file', 'junk-ca.crt', 'no PEM certificate']);
+  });
+  it('a certificate without its key, a bad address, a server flag without a server', async () => {
+    let r = await run('ks4', ['--port', '10250', '--anonymous-auth', 'true', '--tls-cert-file', '/etc/hostname']);
+    expectOneLineError(r, 2, ['--tls-cert-file', 'without its private key']);
+    r = await run('ks4', ['--port', '10250', '--anonymous-auth', 'true', '--address', 'nowhere']);
+    expectOneLineError(r, 2, ['--address', '"nowhere"', 'not an IP address']);
+    r = await run('ks4', ['--client-ca-file', '/etc/hostname']);
+    expectOneLineError(r, 2, ['--client-ca-file', 'configures the kubelet server', '--kubeconfig or --port']);
+    r = await run('ks4', ['--port', '10250', '--authorization-mode', 'Sometimes']);
+    expectOneLineError(r, 2, ['--authorization-mode', 'Sometimes']);
+    expect(fs.existsSync(path.join(tmp, 'ks4', 'pki'))).toBe(false);
+  });
+});
+
 describe('-o json errors', () => {
   interface ErrorJson {
     error: { code: string; message: string; suggestions: string[] };

@@ -29,7 +29,7 @@ describe('the sync entry declares the oclif command’s flags', () => {
           ? 'option'
           : typeof flag.parse === 'function' && 'defaultHelp' in flag
             ? 'duration'
-            : typeof flag.default === 'number'
+            : typeof flag.default === 'number' || typeof flag.min === 'number'
               ? 'integer'
               : 'string';
     expect(spec.type).toBe(type);

@@ -17,7 +17,10 @@ import {
   ContainerStatsRequest,
   ContainerStatusRequest,
   CreateContainerRequest,
+  AttachRequest,
+  ExecRequest,
   ExecSyncRequest,
+  PortForwardRequest,
   GetEventsRequest,
   ImageFsInfoRequest,
   ImageServiceDefinition,
@@ -43,7 +46,10 @@ import {
   type ContainerStatusResponse,
   type CreateContainerResponse,
   type DeepPartial,
+  type AttachResponse,
+  type ExecResponse,
   type ExecSyncResponse,
+  type PortForwardResponse,
   type ImageFsInfoResponse,
   type ImageStatusResponse,
   type ListContainerStatsResponse,
@@ -227,6 +233,21 @@ export class CriClient {
     const full = ExecSyncRequest.fromPartial(req);
     const timeoutMs = (opts.timeoutMs ?? this.timeoutMs) + secondsToMs(full.timeout);
     return this.unary(RUNTIME_SERVICE, rt.execSync, full, { ...opts, timeoutMs });
+  }
+
+  /** A URL on the runtime's streaming server where this exec runs once a client connects (kubectl exec's path). */
+  exec(req: Input<ExecRequest>, opts?: CallOptions): Promise<ExecResponse> {
+    return this.unary(RUNTIME_SERVICE, rt.exec, req, opts);
+  }
+
+  /** A URL on the runtime's streaming server attached to the container's main process. */
+  attach(req: Input<AttachRequest>, opts?: CallOptions): Promise<AttachResponse> {
+    return this.unary(RUNTIME_SERVICE, rt.attach, req, opts);
+  }
+
+  /** A URL on the runtime's streaming server forwarding to ports in the sandbox's network namespace. */
+  portForward(req: Input<PortForwardRequest>, opts?: CallOptions): Promise<PortForwardResponse> {
+    return this.unary(RUNTIME_SERVICE, rt.portForward, req, opts);
   }
 
   containerStats(req: Input<ContainerStatsRequest>, opts?: CallOptions): Promise<ContainerStatsResponse> {

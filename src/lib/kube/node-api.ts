@@ -11,6 +11,7 @@ import type { NodeApi, PodApi } from '../node/api.js';
 import { NODE_LEASE_NAMESPACE } from '../node/api.js';
 import type { ObjectApi } from '../volume/api-objects.js';
 import type { EventApi } from '../node/event-recorder.js';
+import type { ReviewApi } from '../server/kubelet-auth.js';
 import { pause } from '../util/sleep.js';
 import { ApiServerError, redact, toApiServerError } from './errors.js';
 
@@ -84,11 +85,13 @@ export async function loadKubeconfig(path: string, k8sModule?: ClientNode): Prom
 }
 
 /** Connect to the API server a kubeconfig names (no request is made yet). */
-export async function connectNodeApi(kubeconfigPath: string, opts: { requestTimeoutMs?: number } = {}): Promise<NodeApi & PodApi & ObjectApi & EventApi> {
+export async function connectNodeApi(kubeconfigPath: string, opts: { requestTimeoutMs?: number } = {}): Promise<NodeApi & PodApi & ObjectApi & EventApi & ReviewApi> {
   const { kc, server, secrets } = await loadKubeconfig(kubeconfigPath);
   const k8s = await import('@kubernetes/client-node');
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const coordination = kc.makeApiClient(k8s.CoordinationV1Api);
+  const authentication = kc.makeApiClient(k8s.AuthenticationV1Api);
+  const authorization = kc.makeApiClient(k8s.AuthorizationV1Api);
   const timeoutMs = opts.requestTimeoutMs ?? API_REQUEST_TIMEOUT_MS;
 
   /**
@@ -333,6 +336,38 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
           options(signal, k8s.PatchStrategy.StrategicMergePatch),
         ),
       ),
+    // The kubelet server's reviews (its node identity may create both: the Node authorizer's rules).
+    reviewToken: async (token, signal) => {
+      const r = await call('create tokenreview', () =>
+        authentication.createTokenReview({ body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token } } }, options(signal)),
+      );
+      const u = r.status?.user;
+      return {
+        authenticated: r.status?.authenticated === true,
+        ...(u?.username ? { user: { name: u.username, ...(u.uid ? { uid: u.uid } : {}), groups: u.groups ?? [], ...(u.extra ? { extra: u.extra } : {}) } } : {}),
+      };
+    },
+    reviewNodeAccess: async (q, signal) => {
+      const r = await call('create subjectaccessreview', () =>
+        authorization.createSubjectAccessReview(
+          {
+            body: {
+              apiVersion: 'authorization.k8s.io/v1',
+              kind: 'SubjectAccessReview',
+              spec: {
+                user: q.user.name,
+                ...(q.user.uid ? { uid: q.user.uid } : {}),
+                groups: q.user.groups,
+                ...(q.user.extra ? { extra: q.user.extra } : {}),
+                resourceAttributes: { verb: q.verb, group: '', version: 'v1', resource: 'nodes', subresource: q.subresource, name: q.name },
+              },
+            },
+          },
+          options(signal),
+        ),
+      );
+      return r.status?.allowed === true;
+    },
     close: () => {
       // client-node keeps no connection we own (undici's global dispatcher).
     },

@@ -35,6 +35,9 @@ export type PodWorkerOperation = 'create' | 'update' | 'sync' | 'kill';
 /** The kubelet's container_type label values. */
 export type ContainerTypeLabel = 'container' | 'init_container' | 'ephemeral_container';
 
+/** The labels of the kubelet server's request metrics, as the kubelet names them. */
+export type HttpRequestLabel = 'method' | 'path' | 'server_type' | 'long_running';
+
 export interface KletMetricsOptions {
   /**
    * Also collect Node's process metrics (process_cpu_seconds_total,
@@ -76,6 +79,9 @@ export class KletMetrics {
   readonly proberProbeTotal: Counter<'probe_type' | 'result' | 'container' | 'pod' | 'namespace' | 'pod_uid'>;
   readonly proberProbeDuration: Histogram<'probe_type' | 'container' | 'pod' | 'namespace'>;
   readonly proberLateness: Histogram<never>;
+  /** The kubelet server's requests (kubelet_http_requests_total, kubelet_http_inflight_requests). */
+  readonly httpRequests: Counter<HttpRequestLabel>;
+  readonly httpInflightRequests: Gauge<HttpRequestLabel>;
 
   /** Start of the last successful PLEG relist (performance.now() ms), for the interval. */
   private lastRelistStart: number | undefined;
@@ -174,6 +180,18 @@ export class KletMetrics {
       help: 'Duration in seconds for a probe response.',
       labelNames: ['probe_type', 'container', 'pod', 'namespace'],
       buckets: DEFAULT_BUCKETS,
+      registers,
+    });
+    this.httpRequests = new Counter({
+      name: 'kubelet_http_requests_total',
+      help: 'Number of the http requests received since the server started',
+      labelNames: ['method', 'path', 'server_type', 'long_running'],
+      registers,
+    });
+    this.httpInflightRequests = new Gauge({
+      name: 'kubelet_http_inflight_requests',
+      help: 'Number of the inflight http requests',
+      labelNames: ['method', 'path', 'server_type', 'long_running'],
       registers,
     });
     this.proberLateness = new Histogram({

@@ -39,6 +39,8 @@ export interface NodeSpecInput {
   maxPods: number;
   reserved: Reservation;
   kletVersion: string;
+  /** Where the kubelet server listens (status.daemonEndpoints.kubeletEndpoint.Port): the API server reaches logs and exec there. */
+  kubeletPort?: number;
 }
 
 export interface NodeFacts {
@@ -167,6 +169,7 @@ export function nodeStatus(spec: NodeSpecInput, f: NodeFacts, previous: V1NodeCo
     allocatable,
     conditions: nodeConditions(f, previous),
     addresses: [...(ip ? [{ type: 'InternalIP', address: ip }] : []), { type: 'Hostname', address: m.hostname }],
+    ...(spec.kubeletPort !== undefined ? { daemonEndpoints: { kubeletEndpoint: { Port: spec.kubeletPort } } } : {}),
     nodeInfo: {
       machineID: m.machineID,
       systemUUID: m.systemUUID,

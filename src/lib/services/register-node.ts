@@ -37,6 +37,8 @@ export interface RegisterNodeOptions {
   reserved: Reservation;
   maxPods: number;
   nodeIP?: string;
+  /** The port the kubelet server listens on, for the Node's daemonEndpoints. */
+  kubeletPort?: number;
   /** Stay and renew the Lease and status until the signal aborts. */
   heartbeat: boolean;
 }
@@ -135,6 +137,7 @@ export async function registerNode(opts: RegisterNodeOptions, deps: RegisterNode
     maxPods: opts.maxPods,
     reserved: opts.reserved,
     kletVersion: deps.kletVersion,
+    ...(opts.kubeletPort !== undefined ? { kubeletPort: opts.kubeletPort } : {}),
   };
   const facts = async (signal: AbortSignal): Promise<NodeFacts> => ({
     machine: await readMachineFacts(deps.rootDir),

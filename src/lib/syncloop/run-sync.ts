@@ -44,9 +44,17 @@ export interface SyncOptions {
    */
   cluster?: {
     options: import('../services/register-node.js').RegisterNodeOptions;
-    api: import('../node/api.js').NodeApi & import('../node/api.js').PodApi & import('../volume/api-objects.js').ObjectApi & import('../node/event-recorder.js').EventApi;
+    api: import('../node/api.js').NodeApi &
+      import('../node/api.js').PodApi &
+      import('../volume/api-objects.js').ObjectApi &
+      import('../node/event-recorder.js').EventApi &
+      Partial<import('../server/kubelet-auth.js').ReviewApi>;
     kletVersion: string;
   };
+  /** The kubelet server (HTTPS, port 10250): logs, exec, attach, port-forward for the API server. */
+  kubeletServer?: import('../server/kubelet-server-config.js').LoadedKubeletServer;
+  /** Called once the kubelet server listens, with its port. */
+  onKubeletServer?: (info: { port: number; address: string }) => void;
   /**
    * Called once everything is up (tests, the CLI's one-line notice), with
    * the handlers the local API serves, so an in-process reader (`klet sync
@@ -201,6 +209,7 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
   const iso = (ms: number | null): string | null => (ms === null || ms === 0 ? null : new Date(ms).toISOString());
 
   let api: LocalApi | null = null;
+  let kubeletServer: import('../server/kubelet-server.js').KubeletServer | null = null;
   const socketPath = localApiSocketPath(opts.rootDir);
   try {
     const handlers: LocalApiHandlers = {
@@ -247,18 +256,83 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
         metrics,
     };
     api = await startLocalApi({ socketPath, listen: opts.listen, handlers });
+    let cluster = opts.cluster;
+    if (opts.kubeletServer && opts.kubeletServer.settings.port !== 0) {
+      const statusContext = { cri, rootDir: opts.rootDir, nodeName: opts.nodeName, cache: kubelet.cache };
+      kubeletServer = await startNodeServer(opts, opts.kubeletServer, {
+        cri: opts.cri,
+        owner: instanceSelector(opts),
+        podByName: (namespace, name) => config.pods().find((p) => p.metadata?.name === name && (p.metadata?.namespace ?? 'default') === namespace),
+        podStatus: async (pod, s) => (await listPodsWithStatus({ ...statusContext, signal: s }, new Set([pod.metadata?.uid ?? ''])))[0]?.status,
+        pods: async (s) => listPodsWithStatus({ ...statusContext, signal: s }),
+        healthz: handlers.healthz,
+        metrics,
+        configz: () => configz(opts),
+      });
+      // The Node says where its kubelet listens (the port actually bound, when 0 picked one).
+      if (cluster) cluster = { ...cluster, options: { ...cluster.options, kubeletPort: kubeletServer.port } };
+      opts.onKubeletServer?.({ port: kubeletServer.port, address: opts.kubeletServer.settings.address });
+    }
     opts.onReady?.({ socketPath: api.address.socketPath, tcp: api.address.tcp, handlers });
     podSynced.busy = (uid) => kubelet.podBusy(uid);
-    const registration = opts.cluster ? registerInBackground(opts, opts.cluster, kubelet.cache, apiSource, bus, podSynced, tracker, signal, stop.track) : Promise.resolve();
+    const registration = cluster ? registerInBackground(opts, cluster, kubelet.cache, apiSource, bus, podSynced, tracker, signal, stop.track) : Promise.resolve();
     await Promise.all([stop.track('sync loop (pod sources, PLEG)', kubelet.run(signal)), registration]);
   } catch (err) {
     log.debug(`sync stopped: ${errorMessage(err)}`);
     throw err;
   } finally {
     clearInterval(sourceTimer);
+    await stop.track('kubelet server', kubeletServer?.close() ?? Promise.resolve());
     await stop.track('local API', api?.close() ?? Promise.resolve());
     stop.dispose();
   }
+}
+
+/** Start the kubelet server with authentication and authorization from its settings (the cluster's review APIs). */
+async function startNodeServer(
+  opts: SyncOptions,
+  loaded: NonNullable<SyncOptions['kubeletServer']>,
+  host: import('../server/kubelet-server.js').KubeletServerHost,
+): Promise<import('../server/kubelet-server.js').KubeletServer> {
+  const { KubeletAuth } = await import('../server/kubelet-auth.js');
+  const { startKubeletServer } = await import('../server/kubelet-server.js');
+  const s = loaded.settings;
+  const api = opts.cluster?.api;
+  const review = api?.reviewToken && api.reviewNodeAccess ? { reviewToken: api.reviewToken, reviewNodeAccess: api.reviewNodeAccess } : undefined;
+  const auth = new KubeletAuth({
+    nodeName: opts.nodeName,
+    anonymous: s.anonymousAuth,
+    ...(s.authenticationTokenWebhook && review ? { tokenReview: { api: review } } : {}),
+    authorization: s.authorizationMode === 'Webhook' && review ? { mode: 'Webhook', api: review } : { mode: 'AlwaysAllow' },
+  });
+  return startKubeletServer({ address: s.address, port: s.port, tls: loaded.tls, auth, host });
+}
+
+/** GET /configz: the settings this node runs with, named as the KubeletConfiguration names them (no secret is among them). */
+function configz(opts: SyncOptions): Record<string, unknown> {
+  const s = opts.kubeletServer?.settings;
+  const duration = (ms: number | undefined) => (ms === undefined ? undefined : `${ms / 1000}s`);
+  return JSON.parse(
+    JSON.stringify({
+      kind: 'KubeletConfiguration',
+      apiVersion: 'kubelet.config.k8s.io/v1beta1',
+      staticPodPath: opts.manifestDir,
+      staticPodURL: opts.manifestUrl,
+      syncFrequency: duration(opts.resyncIntervalMs),
+      fileCheckFrequency: duration(opts.fileCheckFrequencyMs),
+      httpCheckFrequency: duration(opts.httpCheckFrequencyMs),
+      address: s?.address,
+      port: s?.port,
+      tlsCertFile: s?.tlsCertFile,
+      tlsPrivateKeyFile: s?.tlsPrivateKeyFile,
+      authentication: s
+        ? { x509: { clientCAFile: s.clientCaFile }, webhook: { enabled: s.authenticationTokenWebhook, cacheTTL: '2m0s' }, anonymous: { enabled: s.anonymousAuth } }
+        : undefined,
+      authorization: s ? { mode: s.authorizationMode, webhook: { cacheAuthorizedTTL: '5m0s', cacheUnauthorizedTTL: '30s' } } : undefined,
+      maxPods: opts.cluster?.options.maxPods,
+      podLogsDir: '/var/log/pods',
+    }),
+  ) as Record<string, unknown>;
 }
 
 /**

@@ -1,0 +1,422 @@
+/**
+ * The kubelet server: HTTPS on --address:--port (10250), what the API
+ * server calls for `kubectl logs/exec/attach/port-forward` and
+ * `/api/v1/nodes/N/proxy/...`, with the kubelet's paths, answers and
+ * authentication/authorization (kubelet-auth.ts).
+ *
+ *   GET  /healthz                               ok, or 500 naming the failed checks
+ *   GET  /pods                                  the node's pods (v1 PodList)
+ *   GET  /configz                               {"kubeletconfig": …}
+ *   GET  /metrics, /metrics/probes              Prometheus text
+ *   GET  /containerLogs/{ns}/{pod}/{container}  follow, tailLines, sinceSeconds, sinceTime, timestamps, previous, limitBytes
+ *   *    /exec/{ns}/{pod}[/{uid}]/{container}   command=…&input=1&output=1&error=1&tty=1, upgraded (SPDY or WebSocket)
+ *   *    /attach/{ns}/{pod}[/{uid}]/{container}
+ *   POST /run/{ns}/{pod}[/{uid}]/{container}    cmd=…: the combined output
+ *   *    /portForward/{ns}/{pod}[/{uid}]         upgraded; port=… on WebSocket requests
+ *
+ * Streams: CRI Exec/Attach/PortForward answer a URL on the runtime's
+ * streaming server, and the upgraded connection is relayed there
+ * (stream-proxy.ts).
+ */
+import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import https from 'node:https';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { once } from 'node:events';
+import type { CriClient } from '../cri/client.js';
+import { ContainerState, PodSandboxState } from '../cri/gen/api.js';
+import { errorMessage } from '../errors.js';
+import { CONTAINER_NAME_LABEL, POD_UID_LABEL } from '../kuberuntime/labels.js';
+import { log } from '../log.js';
+import { readContainerLog } from '../logs/reader.js';
+import type { KletMetrics } from '../metrics/metrics.js';
+import { jsonReplacer } from '../util/json.js';
+import type { KubeletAuth } from './kubelet-auth.js';
+import { type KubeletRoute, type LogQuery, metricPathLabel, parseLogQuery, parsePortForwardPorts, parseStreamOptions, routeOf } from './kubelet-routes.js';
+import type { Health } from './local-api.js';
+import { proxyUpgrade, writeHttpError } from './stream-proxy.js';
+
+/** What the server asks of the running sync. */
+export interface KubeletServerHost {
+  cri: CriClient;
+  /** Labels every CRI object of this klet carries: nothing else is ever found or reached. */
+  owner: Record<string, string>;
+  /** The pod the node runs under this namespace and name (its spec), as the kubelet's pod manager knows it. */
+  podByName(namespace: string, name: string): V1Pod | undefined;
+  /** The pod's current status (container statuses with their IDs). */
+  podStatus(pod: V1Pod, signal: AbortSignal): Promise<V1PodStatus | undefined>;
+  /** The node's pods with their status (GET /pods). */
+  pods(signal: AbortSignal): Promise<V1Pod[]>;
+  healthz(): Health;
+  metrics: KletMetrics;
+  /** GET /configz's kubeletconfig. */
+  configz(): unknown;
+}
+
+export interface KubeletServerOptions {
+  /** --address (an IP; 0.0.0.0 or :: for all). */
+  address: string;
+  /** --port; 0 picks a free one (tests). */
+  port: number;
+  tls: { cert: string | Buffer; key: string | Buffer; clientCa?: string | Buffer };
+  auth: KubeletAuth;
+  host: KubeletServerHost;
+}
+
+export interface KubeletServer {
+  /** The port actually bound. */
+  port: number;
+  /** Open upgraded streams (exec, attach, port-forward) and log follows. */
+  openStreams(): number;
+  /** Stop listening, end every stream and connection. */
+  close(): Promise<void>;
+}
+
+const TEXT = 'text/plain; charset=utf-8';
+const LONG_RUNNING = new Set(['exec', 'attach', 'portForward', 'containerLogs']);
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The runtime container ID of a status' containerID ("containerd://ID" → "ID"). */
+function runtimeId(containerId: string | undefined): string {
+  if (!containerId) return '';
+  const i = containerId.indexOf('://');
+  return i === -1 ? containerId : containerId.slice(i + 3);
+}
+
+function specHasContainer(pod: V1Pod, name: string): boolean {
+  const s = pod.spec;
+  return [...(s?.containers ?? []), ...(s?.initContainers ?? []), ...(s?.ephemeralContainers ?? [])].some((c) => c.name === name);
+}
+
+/**
+ * The container whose log a request reads, as the kubelet's
+ * validateContainerLogStatus picks it (with its messages for a container
+ * that has none yet).
+ */
+export function logContainerId(status: V1PodStatus | undefined, podName: string, container: string, previous: boolean): string {
+  const all = [...(status?.containerStatuses ?? []), ...(status?.initContainerStatuses ?? []), ...(status?.ephemeralContainerStatuses ?? [])];
+  const cs = all.find((c) => c.name === container);
+  const q = (s: string) => JSON.stringify(s);
+  if (cs === undefined) throw new HttpError(400, `container ${q(container)} in pod ${q(podName)} is not available`);
+  const last = cs.lastState?.terminated;
+  const { waiting, running, terminated } = cs.state ?? {};
+  if (previous) {
+    if (!last?.containerID) throw new HttpError(400, `previous terminated container ${q(container)} in pod ${q(podName)} not found`);
+    return runtimeId(last.containerID);
+  }
+  if (running) return runtimeId(cs.containerID);
+  if (terminated) {
+    if (terminated.containerID) return runtimeId(terminated.containerID);
+    if (last?.containerID) return runtimeId(last.containerID);
+    throw new HttpError(400, `container ${q(container)} in pod ${q(podName)} is terminated`);
+  }
+  if (last) {
+    if (!last.containerID) throw new HttpError(400, `container ${q(container)} in pod ${q(podName)} is terminated`);
+    return runtimeId(last.containerID);
+  }
+  if (waiting) {
+    if (waiting.reason === 'ErrImagePull') throw new HttpError(400, `container ${q(container)} in pod ${q(podName)} is waiting to start: image can't be pulled`);
+    if (waiting.reason === 'ImagePullBackOff') throw new HttpError(400, `container ${q(container)} in pod ${q(podName)} is waiting to start: trying and failing to pull image`);
+    throw new HttpError(400, `container ${q(container)} in pod ${q(podName)} is waiting to start: ${waiting.reason ?? ''}`);
+  }
+  throw new HttpError(400, `container ${q(container)} in pod ${q(podName)} is waiting to start - no logs yet`);
+}
+
+export async function startKubeletServer(opts: KubeletServerOptions): Promise<KubeletServer> {
+  const { host, auth } = opts;
+  const closing = new AbortController();
+  const streams = new Set<Duplex | ServerResponse>();
+  const requests = host.metrics.httpRequests;
+  const inflight = host.metrics.httpInflightRequests;
+
+  const server = https.createServer({
+    cert: opts.tls.cert,
+    key: opts.tls.key,
+    minVersion: 'TLSv1.2',
+    // Ask for a client certificate; one that does not verify is not refused at the handshake but
+    // simply not taken (socket.authorized false): the request may still carry a token, as with the kubelet.
+    ...(opts.tls.clientCa !== undefined ? { ca: opts.tls.clientCa, requestCert: true, rejectUnauthorized: false } : {}),
+  });
+  // Requests and headers are small here; a slow client cannot hold a handshake or request headers for long.
+  server.headersTimeout = 30_000;
+  server.requestTimeout = 0;
+  server.maxHeadersCount = 100;
+
+  /** Authenticate and authorize; null when allowed, else the answer to give. */
+  const admit = async (req: IncomingMessage, path: string): Promise<{ status: number; message: string } | null> => {
+    let user;
+    try {
+      user = await auth.authenticate(req, closing.signal);
+    } catch (err) {
+      log.warn(`kubelet server: unable to authenticate the request: ${errorMessage(err)}`);
+      return { status: 401, message: 'Unauthorized' };
+    }
+    if (user === null) return { status: 401, message: 'Unauthorized' };
+    const d = await auth.authorize(user, req.method, path, closing.signal);
+    if (d.allowed) return null;
+    if (d.status === 403) log.debug(`kubelet server: ${d.message.trim()}`);
+    return { status: d.status, message: d.message };
+  };
+
+  const podOf = (namespace: string, name: string, uid?: string): V1Pod => {
+    const pod = host.podByName(namespace, name);
+    if (pod === undefined || (uid !== undefined && uid !== '' && pod.metadata?.uid !== uid)) throw new HttpError(404, 'pod does not exist');
+    return pod;
+  };
+
+  /** The running container of this name in the pod (kubelet's findContainer: running pods from the runtime). */
+  const runningContainer = async (pod: V1Pod, name: string): Promise<string | undefined> => {
+    const res = await host.cri.listContainers(
+      { filter: { labelSelector: { ...host.owner, [POD_UID_LABEL]: pod.metadata?.uid ?? '', [CONTAINER_NAME_LABEL]: name }, state: { state: ContainerState.CONTAINER_RUNNING } } },
+      { signal: closing.signal },
+    );
+    return res.containers.sort((a, b) => Number(b.createdAt - a.createdAt))[0]?.id;
+  };
+
+  const readySandbox = async (pod: V1Pod): Promise<string | undefined> => {
+    const res = await host.cri.listPodSandbox(
+      { filter: { labelSelector: { ...host.owner, [POD_UID_LABEL]: pod.metadata?.uid ?? '' }, state: { state: PodSandboxState.SANDBOX_READY } } },
+      { signal: closing.signal },
+    );
+    return res.items.sort((a, b) => Number(b.createdAt - a.createdAt))[0]?.id;
+  };
+
+  const fullName = (pod: V1Pod) => `${pod.metadata?.name}_${pod.metadata?.namespace}`;
+
+  /** The streaming URL for an upgrade request, or an HttpError with the kubelet's answer. */
+  const streamUrl = async (route: KubeletRoute, q: URLSearchParams, websocket: boolean): Promise<URL> => {
+    if (route.kind === 'exec' || route.kind === 'attach') {
+      const o = parseStreamOptions(q);
+      if (!o.ok) throw new HttpError(o.status, o.message);
+      const pod = podOf(route.namespace, route.pod, route.uid);
+      const id = await runningContainer(pod, route.container);
+      if (route.kind === 'exec') {
+        if (id === undefined) throw new HttpError(500, `container not found (${JSON.stringify(route.container)})`);
+        const res = await host.cri.exec({ containerId: id, cmd: q.getAll('command'), ...o.value }, { signal: closing.signal });
+        return new URL(res.url);
+      }
+      const spec = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? []), ...(pod.spec?.ephemeralContainers ?? [])].find((c) => c.name === route.container);
+      if (id === undefined || spec === undefined) throw new HttpError(500, `container ${route.container} not found in pod ${fullName(pod)}`);
+      // The TTY of an attach is the container's own: it cannot change once the process runs.
+      const res = await host.cri.attach({ containerId: id, stdin: o.value.stdin, stdout: o.value.stdout, stderr: o.value.stderr, tty: spec.tty === true }, { signal: closing.signal });
+      return new URL(res.url);
+    }
+    if (route.kind === 'portForward') {
+      const ports = parsePortForwardPorts(q, websocket);
+      if (!ports.ok) throw new HttpError(ports.status, ports.message);
+      const pod = podOf(route.namespace, route.pod);
+      if (route.uid !== undefined && route.uid !== pod.metadata?.uid) throw new HttpError(404, 'pod not found');
+      const sandbox = await readySandbox(pod);
+      if (sandbox === undefined) throw new HttpError(500, `pod not found (${JSON.stringify(fullName(pod))})`);
+      const res = await host.cri.portForward({ podSandboxId: sandbox, port: ports.value }, { signal: closing.signal });
+      return new URL(res.url);
+    }
+    throw new HttpError(404, '404 page not found');
+  };
+
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const url = new URL(req.url ?? '/', 'https://kubelet');
+    const label = metricPathLabel(url.pathname);
+    const labels = { method: req.method ?? '', path: label, server_type: 'readwrite', long_running: 'true' };
+    requests.inc(labels);
+    socket.on('error', () => undefined);
+    void (async () => {
+      const denied = await admit(req, url.pathname);
+      if (denied) return writeHttpError(socket, denied.status, denied.message);
+      const route = routeOf(url.pathname);
+      const websocket = (req.headers.upgrade ?? '').toLowerCase() === 'websocket';
+      let target: URL;
+      try {
+        target = await streamUrl(route, url.searchParams, websocket);
+      } catch (err) {
+        return writeHttpError(socket, err instanceof HttpError ? err.status : 500, errorMessage(err));
+      }
+      inflight.inc(labels);
+      streams.add(socket);
+      try {
+        await proxyUpgrade(req, socket, head, target, closing.signal);
+      } finally {
+        streams.delete(socket);
+        inflight.dec(labels);
+      }
+    })().catch((err: unknown) => {
+      log.warn(`kubelet server: ${req.method} ${url.pathname}: ${errorMessage(err)}`);
+      writeHttpError(socket, 500, errorMessage(err));
+    });
+  });
+
+  const send = (res: ServerResponse, status: number, body: string, type = TEXT): void => {
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    res.writeHead(status, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body), 'X-Content-Type-Options': 'nosniff' });
+    res.end(body);
+  };
+
+  const containerLogs = async (route: Extract<KubeletRoute, { kind: 'containerLogs' }>, q: URLSearchParams, res: ServerResponse): Promise<void> => {
+    if (route.pod === '') throw new HttpError(400, '{"message": "Missing podID."}');
+    if (route.container === '') throw new HttpError(400, '{"message": "Missing container name."}');
+    if (route.namespace === '') throw new HttpError(400, '{"message": "Missing podNamespace."}');
+    const parsed = parseLogQuery(q);
+    if (!parsed.ok) throw new HttpError(parsed.status, parsed.message);
+    const o: LogQuery = parsed.value;
+    const pod = host.podByName(route.namespace, route.pod);
+    if (pod === undefined) throw new HttpError(404, `pod ${JSON.stringify(route.pod)} does not exist`);
+    if (!specHasContainer(pod, route.container)) throw new HttpError(404, `container ${JSON.stringify(route.container)} not found in pod ${JSON.stringify(route.pod)}`);
+    const id = logContainerId(await host.podStatus(pod, closing.signal), route.pod, route.container, o.previous);
+    const st = await host.cri.containerStatus({ containerId: id }, { signal: closing.signal }).catch((err: unknown) => {
+      throw new HttpError(400, `failed to get container status ${JSON.stringify(id)}: ${errorMessage(err)}`);
+    });
+    const file = st.status?.logPath ?? '';
+    if (file === '') throw new HttpError(400, `container ${JSON.stringify(route.container)} in pod ${JSON.stringify(route.pod)} has no log file`);
+    const gone = new AbortController();
+    res.once('close', () => gone.abort());
+    const signal = AbortSignal.any([closing.signal, gone.signal]);
+    const since = o.sinceTime ?? (o.sinceSeconds !== undefined ? new Date(Date.now() - o.sinceSeconds * 1000) : undefined);
+    const chunks = readContainerLog(file, {
+      follow: o.follow,
+      ...(o.tailLines !== undefined ? { tail: o.tailLines } : {}),
+      ...(o.limitBytes !== undefined ? { limitBytes: o.limitBytes } : {}),
+      ...(since ? { since } : {}),
+      timestamps: o.timestamps,
+      signal,
+      isRunning: async () => {
+        const s = await host.cri.containerStatus({ containerId: id }, { signal }).catch(() => undefined);
+        return s?.status?.state === ContainerState.CONTAINER_RUNNING;
+      },
+    });
+    const iterator = chunks[Symbol.asyncIterator]();
+    // The first chunk decides between an error answer and a 200 (a log file gone before anything was read).
+    let first: IteratorResult<string>;
+    try {
+      first = await iterator.next();
+    } catch (err) {
+      throw new HttpError(400, errorMessage(err));
+    }
+    res.writeHead(200, { 'Content-Type': TEXT, 'X-Content-Type-Options': 'nosniff' });
+    if (o.follow) streams.add(res);
+    try {
+      for (let r = first; !r.done; r = await iterator.next()) {
+        if (!res.write(r.value)) await Promise.race([once(res, 'drain'), once(res, 'close')]);
+        if (signal.aborted) break;
+      }
+    } finally {
+      streams.delete(res);
+      await iterator.return?.(undefined);
+      res.end();
+    }
+  };
+
+  const run = async (route: Extract<KubeletRoute, { kind: 'exec' | 'attach' | 'run' }>, q: URLSearchParams, res: ServerResponse): Promise<void> => {
+    const pod = podOf(route.namespace, route.pod, route.uid);
+    const id = await runningContainer(pod, route.container);
+    if (id === undefined) throw new HttpError(500, `container not found (${JSON.stringify(route.container)})`);
+    // For legacy reasons /run takes the command as one space-separated `cmd`.
+    const r = await host.cri.execSync({ containerId: id, cmd: (q.get('cmd') ?? '').split(' '), timeout: 0n }, { signal: closing.signal });
+    const out = Buffer.concat([r.stdout, r.stderr]);
+    if (r.exitCode !== 0) throw new HttpError(500, `command '${q.get('cmd') ?? ''}' exited with ${r.exitCode}: ${out.toString()}`);
+    res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': out.length });
+    res.end(out);
+  };
+
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const url = new URL(req.url ?? '/', 'https://kubelet');
+    const route = routeOf(url.pathname);
+    const labels = { method: req.method ?? '', path: metricPathLabel(url.pathname), server_type: 'readwrite', long_running: String(LONG_RUNNING.has(route.kind) && url.searchParams.get('follow') !== null) };
+    requests.inc(labels);
+    inflight.inc(labels);
+    res.once('close', () => inflight.dec(labels));
+    void (async () => {
+      const denied = await admit(req, url.pathname);
+      if (denied) return send(res, denied.status, denied.message);
+      const method = req.method ?? 'GET';
+      const get = method === 'GET' || method === 'HEAD';
+      switch (route.kind) {
+        case 'healthz': {
+          if (!get) return send(res, 405, 'Method Not Allowed');
+          const h = host.healthz();
+          const failed = Object.entries(h.checks).filter(([, c]) => !c.ok);
+          return h.ok ? send(res, 200, 'ok') : send(res, 500, failed.map(([n, c]) => `[-]${n} failed: ${c.message}`).join('\n') + '\nhealthz check failed\n');
+        }
+        case 'pods':
+        case 'runningpods': {
+          if (!get) return send(res, 405, 'Method Not Allowed');
+          const items = await host.pods(closing.signal);
+          return send(res, 200, JSON.stringify({ kind: 'PodList', apiVersion: 'v1', metadata: {}, items }, jsonReplacer), 'application/json');
+        }
+        case 'configz':
+          if (!get) return send(res, 405, 'Method Not Allowed');
+          return send(res, 200, JSON.stringify({ kubeletconfig: host.configz() }), 'application/json');
+        case 'metrics': {
+          if (!get) return send(res, 405, 'Method Not Allowed');
+          const text = await host.metrics.text();
+          const body = route.which === 'all' ? text : probeMetrics(text);
+          return send(res, 200, body, 'text/plain; version=0.0.4; charset=utf-8');
+        }
+        case 'containerLogs':
+          if (!get) return send(res, 405, 'Method Not Allowed');
+          return containerLogs(route, url.searchParams, res);
+        case 'run':
+          if (method !== 'POST') return send(res, 405, 'Method Not Allowed');
+          return run(route, url.searchParams, res);
+        case 'exec':
+        case 'attach':
+        case 'portForward':
+          // The kubelet's upgrade-aware proxy requires an upgrade (UpgradeRequired), and says so with a 500.
+          if (method !== 'GET' && method !== 'POST') return send(res, 405, 'Method Not Allowed');
+          return send(res, 500, 'Upgrade request required\n');
+        case 'notFound':
+          return send(res, 404, '404 page not found');
+      }
+    })().catch((err: unknown) => {
+      if (err instanceof HttpError) return send(res, err.status, err.message);
+      log.warn(`kubelet server: ${req.method} ${url.pathname}: ${errorMessage(err)}`);
+      send(res, 500, errorMessage(err));
+    });
+  });
+  server.on('tlsClientError', () => undefined);
+  server.on('clientError', (_err, socket: Duplex) => writeHttpError(socket, 400, 'Bad Request'));
+
+  server.listen(opts.port, opts.address);
+  await Promise.race([
+    once(server, 'listening'),
+    once(server, 'error').then(([err]) => {
+      throw err;
+    }),
+  ]);
+  const port = (server.address() as AddressInfo).port;
+  return {
+    port,
+    openStreams: () => streams.size,
+    close: async () => {
+      closing.abort();
+      for (const s of streams) s.destroy();
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections();
+      await closed;
+    },
+  };
+}
+
+/** /metrics/probes: the prober's metric families only. */
+function probeMetrics(text: string): string {
+  const out: string[] = [];
+  let keep = false;
+  for (const line of text.split('\n')) {
+    const m = /^# (?:HELP|TYPE) (\S+)/.exec(line);
+    if (m) keep = m[1]!.startsWith('prober_');
+    else if (line !== '' && !line.startsWith('#')) keep = keep && line.startsWith('prober_');
+    if (keep) out.push(line);
+  }
+  return out.length > 0 ? out.join('\n') + '\n' : '';
+}

@@ -1,0 +1,275 @@
+/**
+ * The kubelet server of `klet sync --kubeconfig` against a real
+ * kube-apiserver and the real kubectl: kubectl logs, exec, port-forward and
+ * the node proxy reach the pods of a klet node through it, with the
+ * kubelet's authentication (client certificates, TokenReview) and
+ * authorization (SubjectAccessReview).
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import https from 'node:https';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureNamespace, freePort, k8sBinDir, startTestCluster, type TestCluster } from '../helpers/cluster.js';
+import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+import { killAllSyncs, startSync, type SyncProcess } from '../helpers/sync.js';
+import { hostIPs } from '../../src/lib/node/addresses.js';
+
+const NODE = 'klet-server-node';
+const NS = 'debug';
+let cluster: TestCluster;
+let rt: TestRuntime;
+let sync: SyncProcess;
+let port: number;
+/**
+ * The node's address: the machine's own (default-route) address, not loopback: the API server's node
+ * proxy refuses loopback addresses ("address not allowed"). Traffic to it never leaves the machine.
+ */
+const nodeIP = hostIPs()[0] ?? '127.0.0.1';
+
+async function poll<T>(what: string, timeoutMs: number, fn: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const v = await fn();
+      if (v !== undefined) return v;
+    } catch (err) {
+      last = err;
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  throw new Error(`${what}: not within ${timeoutMs} ms${last ? ` (last error: ${String(last)})` : ''}`);
+}
+
+/** kubectl as the admin, with its exit code (never rejects). */
+function kubectl(args: string[], opts: { input?: string; timeoutMs?: number } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(path.join(k8sBinDir(), 'kubectl'), [`--kubeconfig=${cluster.adminKubeconfig}`, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
+    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+    const t = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 30_000);
+    child.once('close', (code) => {
+      clearTimeout(t);
+      resolve({ code, stdout, stderr });
+    });
+    child.stdin.end(opts.input ?? '');
+  });
+}
+
+/** A request straight to the kubelet server (no API server in between). */
+function kubeletGet(urlPath: string, o: { token?: string; cert?: string; key?: string; method?: string } = {}): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = https.request(
+      {
+        host: nodeIP,
+        port,
+        path: urlPath,
+        method: o.method ?? 'GET',
+        rejectUnauthorized: false,
+        ...(o.cert ? { cert: fs.readFileSync(o.cert), key: fs.readFileSync(o.key!) } : {}),
+        headers: o.token ? { Authorization: `Bearer ${o.token}` } : {},
+      },
+      (res) => {
+        let body = '';
+        res.on('data', (b: Buffer) => (body += b.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+const pod = (name: string, command: string, extra: Record<string, unknown> = {}) =>
+  JSON.stringify({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: NS },
+    spec: {
+      nodeName: NODE,
+      terminationGracePeriodSeconds: 1,
+      containers: [{ name: 'main', image: 'localhost/klet/busybox:1.36', command: ['sh', '-c', command], ...extra }],
+    },
+  });
+
+async function running(name: string): Promise<void> {
+  await poll(`pod ${NS}/${name} Running`, 90_000, async () => {
+    const p = await cluster.kubectlJson<{ status: { phase?: string } }>(['get', 'pod', '-n', NS, name]);
+    return p.status.phase === 'Running' ? true : undefined;
+  }).catch((err: Error) => {
+    throw new Error(`${err.message}\n${sync.tail()}`);
+  });
+}
+
+beforeAll(async () => {
+  [rt, cluster] = await Promise.all([startTestRuntime(), startTestCluster({ nodes: [NODE] })]);
+  port = await freePort();
+  const manifests = fs.mkdtempSync(path.join(cluster.dir, 'manifests-'));
+  sync = await startSync({
+    rootDir: rt.rootDir,
+    endpoint: rt.endpoint,
+    manifestDir: manifests,
+    nodeName: NODE,
+    args: ['--kubeconfig', cluster.nodes[NODE]!.kubeconfig, '--node-ip', nodeIP, '--address', nodeIP, '--port', String(port), '--client-ca-file', cluster.caFile],
+  });
+  await ensureNamespace(cluster, NS);
+  await cluster.kubectl(['apply', '-f', '-'], {
+    input: pod('counter', 'i=0; while true; do i=$((i+1)); echo "line $i"; echo "err $i" >&2; sleep 1; done'),
+  });
+  await cluster.kubectl(['apply', '-f', '-'], {
+    input: pod('web', 'mkdir -p /www && echo hello-from-pod > /www/index.html && exec httpd -f -p 8080 -h /www'),
+  });
+  await running('counter');
+  await running('web');
+}, 300_000);
+
+afterAll(async () => {
+  await killAllSyncs();
+  await Promise.allSettled([cluster?.stop(), rt?.stop()]);
+}, 120_000);
+
+describe('the kubelet server of a klet node', () => {
+  it('the Node says where it listens, and the sync names it', async () => {
+    const node = await cluster.kubectlJson<{ status: { daemonEndpoints: { kubeletEndpoint: { Port: number } } } }>(['get', 'node', NODE]);
+    expect(node.status.daemonEndpoints.kubeletEndpoint.Port).toBe(port);
+    expect(sync.stderr).toContain(`kubelet server on https://${nodeIP}:${port}`);
+  });
+
+  it('kubectl logs: whole, --tail, --timestamps, --since, -f', async () => {
+    await poll('three lines logged', 30_000, async () => ((await kubectl(['logs', '-n', NS, 'counter'])).stdout.includes('line 3') ? true : undefined));
+    const all = await kubectl(['logs', '-n', NS, 'counter']);
+    expect(all.code, all.stderr).toBe(0);
+    // Both streams, in the order written (the two lines of one second may come either way).
+    expect(all.stdout.split('\n').slice(0, 4).sort()).toEqual(['err 1', 'err 2', 'line 1', 'line 2']);
+
+    const tail = await kubectl(['logs', '-n', NS, 'counter', '--tail=2']);
+    expect(tail.code, tail.stderr).toBe(0);
+    expect(tail.stdout.trim().split('\n')).toHaveLength(2);
+
+    const ts = await kubectl(['logs', '-n', NS, 'counter', '--tail=1', '--timestamps']);
+    expect(ts.stdout).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z (line|err) \d+\n$/);
+
+    const since = await kubectl(['logs', '-n', NS, 'counter', '--since=1h']);
+    expect(since.stdout).toContain('line 1\n');
+
+    // -f: lines written after the request arrive while it is open.
+    const lines = await new Promise<string>((resolve) => {
+      const child = spawn(path.join(k8sBinDir(), 'kubectl'), [`--kubeconfig=${cluster.adminKubeconfig}`, 'logs', '-f', '-n', NS, 'counter', '--tail=0']);
+      let out = '';
+      child.stdout.on('data', (b: Buffer) => {
+        out += b.toString();
+        if ((out.match(/line \d+/g) ?? []).length >= 2) child.kill('SIGTERM');
+      });
+      const t = setTimeout(() => child.kill('SIGKILL'), 20_000);
+      child.once('close', () => {
+        clearTimeout(t);
+        resolve(out);
+      });
+    });
+    expect(lines.match(/line \d+/g)?.length ?? 0).toBeGreaterThanOrEqual(2);
+  }, 90_000);
+
+  it('kubectl exec: output, exit code, stdin', async () => {
+    const r = await kubectl(['exec', '-n', NS, 'counter', '--', 'sh', '-c', 'echo out; echo err >&2; exit 3']);
+    expect(r.stdout).toBe('out\n');
+    expect(r.stderr).toContain('err\n');
+    expect(r.code).toBe(3);
+
+    const cat = await kubectl(['exec', '-i', '-n', NS, 'counter', '--', 'sh', '-c', 'tr a-z A-Z'], { input: 'through stdin\n' });
+    expect(cat.code, cat.stderr).toBe(0);
+    expect(cat.stdout).toBe('THROUGH STDIN\n');
+  }, 60_000);
+
+  it('kubectl port-forward: two connections through it; a closed port gives an error', async () => {
+    const local = await freePort();
+    const child = spawn(path.join(k8sBinDir(), 'kubectl'), [`--kubeconfig=${cluster.adminKubeconfig}`, 'port-forward', '-n', NS, 'pod/web', `${local}:8080`, `${local + 1}:9`]);
+    let out = '';
+    child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+    child.stderr.on('data', (b: Buffer) => (out += b.toString()));
+    try {
+      await poll('port-forward listening', 20_000, async () => (out.includes(`127.0.0.1:${local} -> 8080`) ? true : undefined));
+      const [a, b] = await Promise.all([fetch(`http://127.0.0.1:${local}/`), fetch(`http://127.0.0.1:${local}/index.html`)]);
+      expect(await a.text()).toBe('hello-from-pod\n');
+      expect(await b.text()).toBe('hello-from-pod\n');
+      // Nothing listens on 9 in the pod: the connection fails and kubectl reports the runtime's error.
+      await fetch(`http://127.0.0.1:${local + 1}/`).catch(() => undefined);
+      await poll('the forwarding error', 10_000, async () => (/error forwarding port 9/.test(out) ? true : undefined));
+    } finally {
+      child.kill('SIGKILL');
+    }
+  }, 60_000);
+
+  it('the node proxy: healthz, pods, metrics', async () => {
+    const healthz = await kubectl(['get', '--raw', `/api/v1/nodes/${NODE}/proxy/healthz`]);
+    expect(healthz.stdout, healthz.stderr).toBe('ok');
+    const pods = JSON.parse((await kubectl(['get', '--raw', `/api/v1/nodes/${NODE}/proxy/pods`])).stdout) as { kind: string; items: Array<{ metadata: { name: string } }> };
+    expect(pods.kind).toBe('PodList');
+    expect(pods.items.map((p) => p.metadata.name)).toEqual(expect.arrayContaining(['counter', 'web']));
+    const metrics = await kubectl(['get', '--raw', `/api/v1/nodes/${NODE}/proxy/metrics`]);
+    expect(metrics.stdout).toMatch(/^kubelet_http_requests_total\{method="GET",path="containerLogs",server_type="readwrite",long_running="false"\} \d+$/m);
+    expect(metrics.stdout).toMatch(/^kubelet_http_inflight_requests\{.*path="exec".*\} 0$/m);
+  });
+
+  it('refuses requests without credentials (401), with a token whose user may not (403), and certificates of another CA (401)', async () => {
+    expect(await kubeletGet('/pods')).toEqual({ status: 401, body: 'Unauthorized' });
+    expect(await kubeletGet('/pods', { token: 'not-a-token' })).toEqual({ status: 401, body: 'Unauthorized' });
+    const denied = await kubeletGet('/pods', { token: cluster.nobodyToken });
+    expect(denied.status).toBe(403);
+    expect(denied.body).toBe('Forbidden (user=nobody, verb=get, resource=nodes, subresource(s)=[pods proxy])\n');
+    const logs = await kubeletGet(`/containerLogs/${NS}/counter/main`, { token: cluster.nobodyToken });
+    expect(logs.body).toBe('Forbidden (user=nobody, verb=get, resource=nodes, subresource(s)=[proxy])\n');
+    // The admin's token passes the TokenReview and the SubjectAccessReview.
+    const ok = await kubeletGet('/healthz', { token: cluster.adminToken });
+    expect(ok).toEqual({ status: 200, body: 'ok' });
+    // The API server's own client certificate is accepted; one from another CA is not.
+    expect((await kubeletGet('/healthz', { cert: path.join(cluster.dir, 'kubelet-client.crt'), key: path.join(cluster.dir, 'kubelet-client.key') })).status).toBe(200);
+    const other = path.join(cluster.dir, 'other-client');
+    await new Promise<void>((resolve, reject) => {
+      const p = spawn('sh', ['-c', `openssl req -newkey rsa:2048 -nodes -keyout ${other}.key -out ${other}.csr -subj /O=system:masters/CN=intruder && openssl x509 -req -in ${other}.csr -CA ${cluster.dir}/other-ca.crt -CAkey ${cluster.dir}/other-ca.key -CAcreateserial -out ${other}.crt -days 2`], { stdio: 'ignore' });
+      p.once('close', (c) => (c === 0 ? resolve() : reject(new Error(`openssl exit ${c}`))));
+    });
+    expect(await kubeletGet('/healthz', { cert: `${other}.crt`, key: `${other}.key` })).toEqual({ status: 401, body: 'Unauthorized' });
+    // Tokens never reach the log.
+    expect(sync.stderr).not.toContain(cluster.nobodyToken);
+    expect(sync.stderr).not.toContain(cluster.adminToken);
+  });
+
+  it("answers the kubelet's errors for what does not exist or is malformed, and survives hostile paths", async () => {
+    const admin = { token: cluster.adminToken };
+    expect(await kubeletGet(`/containerLogs/${NS}/nosuch/main`, admin)).toEqual({ status: 404, body: 'pod "nosuch" does not exist' });
+    expect(await kubeletGet(`/containerLogs/${NS}/counter/nosuch`, admin)).toEqual({ status: 404, body: 'container "nosuch" not found in pod "counter"' });
+    expect(await kubeletGet(`/containerLogs/${NS}/counter/main?tailLines=x`, admin)).toEqual({ status: 400, body: '{"message": "Unable to decode query."}' });
+    expect(await kubeletGet(`/containerLogs/${NS}/counter/main?tailLines=-1`, admin)).toEqual({ status: 422, body: '{"message": "Invalid request."}' });
+    expect((await kubeletGet(`/containerLogs/${NS}/counter/main?previous=true`, admin)).body).toBe('previous terminated container "main" in pod "counter" not found');
+    expect(await kubeletGet(`/exec/${NS}/counter/main?command=true`, { ...admin, method: 'POST' })).toEqual({ status: 500, body: 'Upgrade request required\n' });
+    for (const p of ['/containerLogs/../../etc/passwd/x', '/containerLogs/%2e%2e/%2e%2e/x', `/exec/${NS}/counter/main/x/y/z`, '/nosuch', `/containerLogs/${NS}/${'a'.repeat(5000)}/main`, '/%zz', `/containerLogs/${NS}/counter/main?tailLines=99999999999999999999`, `/containerLogs/${NS}/counter/main?sinceTime=yesterday`]) {
+      const r = await kubeletGet(p, admin);
+      expect(r.status, p).toBeGreaterThanOrEqual(400);
+      expect(r.status, p).toBeLessThan(500);
+    }
+    expect(sync.running).toBe(true);
+  });
+
+  it('a kubectl killed mid-exec leaves no stream open in klet, and the command reading its stdin ends', async () => {
+    // An interactive command (a shell, cat) sees its stdin end when the stream goes. A command that never reads
+    // stdin keeps running, with the real kubelet too: containerd 1.6 runs execs outside the request's context.
+    const child = spawn(path.join(k8sBinDir(), 'kubectl'), [`--kubeconfig=${cluster.adminKubeconfig}`, 'exec', '-i', '-n', NS, 'counter', '--', 'sh', '-c', 'echo started; exec cat /dev/stdin -']);
+    let out = '';
+    child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+    await poll('the exec started', 20_000, async () => (out.includes('started') ? true : undefined));
+    const inflight = async () => {
+      const m = (await kubectl(['get', '--raw', `/api/v1/nodes/${NODE}/proxy/metrics`])).stdout;
+      return Number(/^kubelet_http_inflight_requests\{method="POST",path="exec"[^}]*\} (\d+)$/m.exec(m)?.[1] ?? '0');
+    };
+    expect(await inflight(), (await kubectl(['get', '--raw', `/api/v1/nodes/${NODE}/proxy/metrics`])).stdout.split('\n').filter((l) => l.startsWith('kubelet_http')).join('\n')).toBe(1);
+    child.kill('SIGKILL');
+    await poll('the stream closed', 20_000, async () => ((await inflight()) === 0 ? true : undefined));
+    await poll('no exec process left', 30_000, async () => {
+      const ps = await kubectl(['exec', '-n', NS, 'counter', '--', 'ps']);
+      return /cat \/dev\/stdin/.test(ps.stdout) ? undefined : true;
+    });
+  }, 90_000);
+});
