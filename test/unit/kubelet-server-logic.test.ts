@@ -82,9 +82,10 @@ describe('stream options and port-forward ports', () => {
   });
   it('metric path label: the first segment, nothing a client could make unbounded', () => {
     expect(metricPathLabel('/containerLogs/a/b/c')).toBe('containerLogs');
-    expect(metricPathLabel('/x'.repeat(3) + 'y')).toBe('x');
-    expect(metricPathLabel('/' + 'a'.repeat(40))).toBe('');
-    expect(metricPathLabel('/%2e')).toBe('');
+    expect(metricPathLabel('/exec/a/b/c')).toBe('exec');
+    expect(metricPathLabel('/nosuch/x')).toBe('other');
+    expect(metricPathLabel('/' + 'a'.repeat(40))).toBe('other');
+    expect(metricPathLabel('/%2e')).toBe('other');
   });
 });
 

@@ -181,8 +181,11 @@ export function parsePortForwardPorts(q: URLSearchParams, websocket: boolean): P
   return { ok: true, value: ports };
 }
 
-/** The `path` label of kubelet_http_requests_total: the path's first segment, as the kubelet's metrics filter names it. */
+/** The kubelet server's root paths: the `path` label of its request metrics takes only these. */
+const METRIC_PATHS = new Set(['healthz', 'pods', 'runningpods', 'configz', 'metrics', 'containerLogs', 'exec', 'attach', 'run', 'portForward', 'stats', 'logs', 'checkpoint', 'debug']);
+
+/** The `path` label of kubelet_http_requests_total: the path's first segment when it is one of the server's, else "other" (a client cannot grow the label set). */
 export function metricPathLabel(path: string): string {
   const first = path.split('/')[1] ?? '';
-  return /^[A-Za-z]{1,32}$/.test(first) ? first : '';
+  return METRIC_PATHS.has(first) ? first : 'other';
 }

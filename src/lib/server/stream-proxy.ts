@@ -12,6 +12,9 @@ import type { IncomingMessage } from 'node:http';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
 
+/** How long a side may stay half open after the other closed. */
+const HALF_OPEN_GRACE_MS = 2_000;
+
 /** Request headers that stay with the kubelet: the caller's credentials are never handed to the runtime. */
 const DROPPED_HEADERS = new Set(['authorization', 'host', 'proxy-authorization', 'cookie']);
 
@@ -72,9 +75,15 @@ export function proxyUpgrade(req: IncomingMessage, client: Duplex, head: Buffer,
       client.destroy();
     });
     client.on('error', () => upstream.destroy());
-    // A half-closed side ends the relay: neither protocol half-closes a stream it still uses.
-    upstream.once('end', () => client.end());
-    client.once('end', () => upstream.end());
+    // Once one side is gone the stream is over: the other is ended (what was piped is flushed first) and,
+    // should its peer keep its half open, destroyed a moment later. Neither protocol half-closes a live stream.
+    const finish = (other: Duplex) => () => {
+      if (other.destroyed) return;
+      other.end();
+      setTimeout(() => other.destroy(), HALF_OPEN_GRACE_MS).unref();
+    };
+    upstream.once('close', finish(client));
+    client.once('close', finish(upstream));
   });
 }
 
