@@ -140,6 +140,11 @@ describe('what the kubelet records', () => {
     }
     const pull = podEventToRecorded({ ...base, type: 'Warning', reason: 'Failed', containerReason: 'ErrImagePull', container: 'etcd', message: 'Failed to pull image "x": not found' }, () => undefined);
     expect(pull?.message).toBe('Failed to pull image "x": not found');
+    const never = podEventToRecorded(
+      { ...base, type: 'Warning', reason: 'Failed', containerReason: 'ErrImageNeverPull', container: 'etcd', message: 'Container image "x" is not present with pull policy of Never' },
+      () => undefined,
+    );
+    expect(never).toMatchObject({ reason: 'ErrImageNeverPull', message: 'Container image "x" is not present with pull policy of Never' });
   });
 
   it('node condition events on start and on each transition', () => {

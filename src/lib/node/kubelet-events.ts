@@ -36,7 +36,9 @@ export function podEventToRecorded(e: PodEvent, mirrorUid: (uid: string) => stri
       : e.reason === 'Failed' && e.containerReason !== undefined && ERROR_PREFIXED.has(e.containerReason)
         ? `Error: ${e.message}`
         : e.message;
-  return { object, type: e.type, reason: e.reason, message };
+  // An image not present with pull policy Never: the kubelet's image manager records it under its own reason.
+  const reason = e.reason === 'Failed' && e.containerReason === 'ErrImageNeverPull' ? 'ErrImageNeverPull' : e.reason;
+  return { object, type: e.type, reason, message };
 }
 
 export function nodeRef(nodeName: string): V1ObjectReference {
