@@ -3,8 +3,10 @@
  * `klet sync` (its local API's /events, counted as the kubelet's recorder
  * counts them) and without one (what the pods' records and the runtime
  * still tell). The pods: one crash-looping, one whose readiness probe fails
- * every second, one that cannot start because its ConfigMap is missing,
- * one serving.
+ * every second, one whose startup probe keeps failing, one that cannot
+ * start because its ConfigMap is missing, one whose image is not present
+ * with pull policy Never, one whose init container fails, a completed job,
+ * one serving, and one terminated in a long grace period.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -34,12 +36,12 @@ function klet(args: string[]): Promise<CliResult> {
   return runKlet([...args, ...common()]);
 }
 
-function manifest(name: string, container: Record<string, unknown>): void {
+function manifest(name: string, container: Record<string, unknown>, spec: Record<string, unknown> = {}): void {
   const pod = {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name, namespace: NS },
-    spec: { terminationGracePeriodSeconds: 2, containers: [{ name: 'app', image: rt.images.busybox, ...container }] },
+    spec: { terminationGracePeriodSeconds: 2, containers: [{ name: 'app', image: rt.images.busybox, ...container }], ...spec },
   };
   fs.writeFileSync(path.join(manifestDir, `${name}.json`), JSON.stringify(pod));
 }
@@ -74,6 +76,12 @@ beforeAll(async () => {
   manifest('unready', { command: ['sh', '-c', SLEEP_FOREVER], readinessProbe: { exec: { command: ['sh', '-c', 'echo not yet; exit 1'] }, periodSeconds: 1 } });
   manifest('nocfg', { command: ['sh', '-c', SLEEP_FOREVER], env: [{ name: 'X', valueFrom: { configMapKeyRef: { name: 'missing', key: 'x' } } }] });
   manifest('web', { command: ['sh', '-c', SLEEP_FOREVER] });
+  manifest('never', { image: 'localhost/klet/absent:1', imagePullPolicy: 'Never' });
+  manifest('initfail', { command: ['sh', '-c', SLEEP_FOREVER] }, { initContainers: [{ name: 'init', image: rt.images.busybox, command: ['sh', '-c', 'exit 1'] }] });
+  manifest('job', { command: ['sh', '-c', 'echo done'] }, { restartPolicy: 'Never' });
+  manifest('slowstart', { command: ['sh', '-c', SLEEP_FOREVER], startupProbe: { exec: { command: ['sh', '-c', 'echo starting; exit 1'] }, periodSeconds: 1, failureThreshold: 1000 } });
+  // Ignores SIGTERM: once its manifest is gone it is terminated for its whole grace period.
+  manifest('slowstop', { command: ['sh', '-c', "trap '' TERM; sleep 1000000 & wait"] }, { terminationGracePeriodSeconds: 600 });
   sync = await startSync({ rootDir: rt.rootDir, endpoint: rt.endpoint, nodeName: NODE, manifestDir, args: ['--crash-loop-backoff-initial', '1s'] });
 }, 120_000);
 
@@ -94,6 +102,9 @@ describe('klet events with a running klet sync', () => {
         expect(find(got.items, 'crash', 'Started')?.count).toBeGreaterThanOrEqual(3);
         expect(find(got.items, 'crash', 'BackOff')).toBeDefined();
         expect(find(got.items, 'unready', 'Unhealthy')?.count).toBeGreaterThanOrEqual(3);
+        expect(find(got.items, 'initfail', 'BackOff')).toBeDefined();
+        expect(find(got.items, 'slowstart', 'Unhealthy')).toBeDefined();
+        expect(find(got.items, 'never', 'ErrImageNeverPull')).toBeDefined();
         return got;
       },
       60_000,
@@ -111,6 +122,15 @@ describe('klet events with a running klet sync', () => {
     const crashUid = find(items, 'crash', 'Started')!.involvedObject.uid;
     expect(find(items, 'crash', 'BackOff')?.message).toBe(`Back-off restarting failed container app in pod crash-${NODE}_${NS}(${crashUid})`);
     expect(find(items, 'nocfg', 'Failed')).toMatchObject({ type: 'Warning', message: 'Error: configmap "missing" not found' });
+    // An image not present with pull policy Never, a failing init container, a completed job, a startup probe still failing.
+    expect(find(items, 'never', 'ErrImageNeverPull')).toMatchObject({ type: 'Warning', message: 'Container image "localhost/klet/absent:1" is not present with pull policy of Never' });
+    const initUid = find(items, 'initfail', 'Started')?.involvedObject.uid;
+    expect(find(items, 'initfail', 'BackOff')).toMatchObject({
+      message: `Back-off restarting failed container init in pod initfail-${NODE}_${NS}(${initUid})`,
+      involvedObject: { fieldPath: 'spec.initContainers{init}' },
+    });
+    expect(find(items, 'job', 'Started')).toMatchObject({ count: 1, message: 'Started container app' });
+    expect(find(items, 'slowstart', 'Unhealthy')).toMatchObject({ message: 'Startup probe failed: starting\n' });
     // klet's own sandbox events are not the kubelet's: not listed.
     expect(items.map((e) => e.reason)).not.toContain('SandboxCreated');
 
@@ -165,6 +185,14 @@ describe('klet events with a running klet sync', () => {
 
 describe('klet events without a running klet sync', () => {
   it('tells what the records and the runtime still know: Created and Started counted, the back-off and the missing ConfigMap; says where they come from', async () => {
+    // A pod in its grace period: Killing, while the sync runs and after it stopped.
+    fs.rmSync(path.join(manifestDir, 'slowstop.json'));
+    const killing = await eventually(async () => {
+      const k = find((await eventsJson()).items, 'slowstop', 'Killing');
+      expect(k).toBeDefined();
+      return k!;
+    }, 30_000);
+    expect(killing).toMatchObject({ type: 'Normal', message: 'Stopping container app', involvedObject: { fieldPath: 'spec.containers{app}' } });
     const before = (await eventsJson()).items;
     await sync!.stop();
     sync = undefined;
@@ -185,6 +213,14 @@ describe('klet events without a running klet sync', () => {
     expect(find(items, 'nocfg', 'Failed')?.lastTimestamp).toBeUndefined();
     // Probe failures are not kept: no Unhealthy.
     expect(find(items, 'unready', 'Unhealthy')).toBeUndefined();
+    // The other states, told alike.
+    for (const [pod, reason] of [['never', 'ErrImageNeverPull'], ['initfail', 'BackOff'], ['slowstop', 'Killing']]) {
+      const offline = find(items, pod!, reason!);
+      const online = find(before, pod!, reason!);
+      expect(offline, `${pod} ${reason}`).toMatchObject({ type: online?.type, message: online?.message, involvedObject: online?.involvedObject });
+    }
+    expect(find(items, 'job', 'Started')).toMatchObject({ count: 1, message: 'Started container app' });
+    expect(find(items, 'slowstop', 'Killing')?.lastTimestamp).toBeDefined();
 
     const table = await klet(['events']);
     expect(table.code, explain(table)).toBe(0);
