@@ -92,7 +92,7 @@ describe('kubectl events table', () => {
     expect(formatEventTable(events, now, { namespaces: true }).split('\n')[1]).toMatch(/^shop +10m +Normal/);
   });
 
-  it('a time not known is <unknown>; a message ends at its first line break; control characters are shown, not sent', () => {
+  it('a time not known is <unknown>; a message ends at its first line break; ESC is shown as ^[, not sent', () => {
     const row = formatEventTable([ev({ firstTimestamp: undefined, lastTimestamp: undefined, message: '  Error: one\ntwo \x1b[31m ' })], now, { namespaces: false }).split('\n')[1];
     expect(row).toBe('<unknown>   Normal   Started   Pod/web   Error: one...');
     expect(formatEventTable([ev({ reason: 'X\x1b[2J' })], now, { namespaces: false })).toContain('X^[[2J');

@@ -654,13 +654,17 @@ function describeEvents(w: PrefixWriter, events: CoreV1Event[], now: Date): void
 // ---------------------------------------------------------------------------
 // `kubectl events` table
 
-/** kubectl's escapeCell: a value ends at its first line break ("..."), control characters in caret notation. */
+/**
+ * A cell of kubectl events: a value ends at its first line break ("...", as
+ * later kubectl does; 1.34 lets the break through and splits the row),
+ * and ESC is shown as "^[" (printers.EscapeTerminal) so a message cannot
+ * drive the terminal. Other control characters pass, as with kubectl.
+ */
 function eventCell(value: string | undefined): string {
   let s = value ?? '';
   const cut = s.search(/[\f\n\r]/);
   if (cut >= 0) s = `${s.slice(0, cut)}...`;
-  // eslint-disable-next-line no-control-regex -- these are the characters made visible
-  return s.replace(/[\x00-\x08\x0b-\x1f\x7f]/g, (c) => (c === '\x7f' ? '^?' : `^${String.fromCharCode(c.charCodeAt(0) + 64)}`));
+  return s.replaceAll('\x1b', '^[');
 }
 
 /** kubectl events' LAST SEEN: the age of the last occurrence, "5m (x3 over 10m)" for a repeated event. */
