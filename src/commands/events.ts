@@ -4,7 +4,7 @@ import { durationFlag } from '../flags.js';
 
 export default class Events extends PodCommand<typeof Events> {
   static override summary = "List the node's events, like kubectl get events: LAST SEEN, TYPE, REASON, OBJECT, MESSAGE.";
-  static override description = `The events of this node's pods with the kubelet's reasons and messages (Scheduled and the other control-plane reasons aside: klet is the kubelet), oldest first, a repeated event once with its count, as "2m (x3 over 10m)". Without POD the table starts with NAMESPACE, as kubectl events -A prints it; POD (ns/name, name in namespace default, or a UID prefix) shows that pod's events only.
+  static override description = `The events the kubelet records about this node's pods, with its reasons and messages, oldest first; a repeated event is listed once with its count, as "2m (x3 over 10m)". Without POD the table starts with NAMESPACE, as kubectl events -A prints it; POD (ns/name, name in namespace default, or a UID prefix) shows that pod's events only.
 
 While a klet sync runs on the root dir they come from its local API (<root-dir>/klet.sock, /events): every event it still holds (its newest 1000 of any kind), correlated as the kubelet's recorder does before sending them to an API server (identical events counted, similar ones combined), except that no event is dropped by its rate limit, so counts can be higher than a cluster's. --watch then prints each event as it happens, a repeated one again with its new count.
 
