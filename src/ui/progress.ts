@@ -27,7 +27,7 @@ function describe(e: PodEvent): string | null {
     case 'Started':
       return `${e.init ? 'init container' : 'container'} ${e.container} started (${(e.containerId ?? '').slice(0, 13)})`;
     case 'Killing':
-      return `container ${e.container} stopped: ${e.killReason ?? e.message}`;
+      return `container ${e.container} stopping: ${e.killReason ?? e.message}`;
     case 'FailedMount':
     case 'Evicted':
       return `${e.reason}: ${e.message}`;

@@ -224,6 +224,21 @@ describe('DashboardApp: keys', () => {
     expect(frame).toMatch(/^kdash\/worker-dashnode · Running/m);
   });
 
+  it('a chunk ending in a newline is its text followed by Enter (a paste, or keys typed faster than a frame)', async () => {
+    const app = mount();
+    // `/` then the filter and its Enter in one read, as a terminal delivers a paste (CR) or tmux send-keys -l (LF).
+    let frame = await press(app, '/', 'crash\r');
+    expect(frame).toMatch(/PODS 1\/3 sorted by name filter "crash"/);
+    expect(frame).toMatch(/kdash\/crash-dashnode +0\/1/);
+    expect(frame).not.toMatch(/kdash\/web-dashnode +1\/1/);
+    frame = await press(app, KEY.esc, '/web\n');
+    expect(frame).toMatch(/PODS 1\/3 sorted by name filter "web"/);
+    expect(frame).toMatch(/kdash\/web-dashnode +1\/1/);
+    // Outside a filter the newline opens the selected pod, after the keys before it.
+    frame = await press(app, KEY.esc, 'jj\r\n');
+    expect(frame).toMatch(/^kdash\/worker-dashnode · Running/m);
+  });
+
   it('the detail view shows each probe with its current result from ProbeResult events', async () => {
     const withProbe = structuredClone(pods);
     const web = withProbe.find((p) => p.metadata?.name === 'web-dashnode')!;

@@ -11,6 +11,7 @@
  * listed with their status; the crash-looping pod shows CrashLoopBackOff
  * with a countdown to its next restart that goes down; Enter opens the
  * detail view with the container's state and exit code, `l` tails the log;
+ * a filter and its Enter arriving in one write (fast typing, a paste) apply;
  * a 40x10 terminal gets the compact view with no line wider than the
  * terminal; a sync that goes away is reported (no stack trace) and the
  * screen comes back when the sync does; `q` exits 0 and leaves the
@@ -228,6 +229,26 @@ describe('klet dashboard in a terminal', () => {
     // Esc: back to the table.
     await keys('Escape');
     await screenMatching(/PODS 4/);
+
+    // A filter and its Enter in one write (typed faster than a frame: send-keys -l
+    // writes "crash\n" to the terminal at once), then pasted (paste-buffer: "web\r").
+    await keys('/');
+    await screenMatching(/^\/▏/m);
+    await tmux('send-keys', '-t', SESSION, '-l', 'crash\n');
+    const filtered = await screenMatching(/PODS 1\/4 sorted by name filter "crash"/);
+    expect(filtered).toMatch(/kdash\/crash-dashnode +0\/1/);
+    expect(filtered).not.toMatch(/kdash\/web-dashnode +1\/1/);
+    await keys('Escape');
+    await screenMatching(/PODS 4 /);
+    await keys('/');
+    await screenMatching(/^\/▏/m);
+    await tmux('set-buffer', '-b', 'filter', 'web\n');
+    await tmux('paste-buffer', '-d', '-b', 'filter', '-t', SESSION);
+    const pasted = await screenMatching(/PODS 1\/4 sorted by name filter "web"/);
+    expect(pasted).toMatch(/kdash\/web-dashnode +1\/1 +Running/);
+    expect(pasted).not.toMatch(/kdash\/crash-dashnode +0\/1/);
+    await keys('Escape');
+    await screenMatching(/PODS 4 /);
 
     // The sync goes away: the screen says so, without a stack trace, and keeps trying.
     await sync!.stop();

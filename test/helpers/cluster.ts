@@ -49,7 +49,7 @@ function onPath(cmd: string): boolean {
 }
 
 /** kubectl built by scripts/build-k8s.sh (Debian 12 has no kubectl package), else one on PATH. */
-function kubectlBin(): string {
+export function kubectlBin(): string {
   const built = path.join(k8sBinDir(), 'kubectl');
   return fs.existsSync(built) ? built : 'kubectl';
 }

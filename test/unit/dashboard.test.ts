@@ -17,7 +17,7 @@ import type { NodeStatus } from '../../src/lib/server/node-status.js';
 import { NotKletApiError, remoteSource, runFeed, type DashboardSource } from '../../src/lib/dashboard/feed.js';
 import { clip, colorWanted, countdown, fit, lineText, renderScreen, sparkline } from '../../src/lib/dashboard/screen.js';
 import { DashboardStore, EVENT_LINES, FRAME_MS } from '../../src/lib/dashboard/store.js';
-import { INITIAL_VIEW, reduceKey, visiblePods, type ViewState } from '../../src/lib/dashboard/view.js';
+import { INITIAL_VIEW, keyPresses, reduceKey, visiblePods, type ViewState } from '../../src/lib/dashboard/view.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -199,6 +199,23 @@ describe('the key reducer', () => {
     expect(reduceKey(INITIAL_VIEW, { input: 'q' }, rows)).toBe('quit');
     expect(reduceKey({ ...INITIAL_VIEW, mode: 'detail' }, { input: 'q' }, rows)).toBe('quit');
     expect(reduceKey({ ...INITIAL_VIEW, filterDraft: 'x' }, { input: 'c', ctrl: true }, rows)).toBe('quit');
+  });
+
+  it('a chunk of input is key by key: text, then Enter for its CR, LF or CR LF; Tab; control characters dropped', () => {
+    expect(keyPresses({ input: 'jj' })).toEqual([{ input: 'j' }, { input: 'j' }]);
+    expect(keyPresses({ input: 'web\r' })).toEqual([{ input: 'w' }, { input: 'e' }, { input: 'b' }, { input: '', return: true }]);
+    expect(keyPresses({ input: 'a\r\nb\n' })).toEqual([{ input: 'a' }, { input: '', return: true }, { input: 'b' }, { input: '', return: true }]);
+    expect(keyPresses({ input: 'x\ty\x01\x7f' })).toEqual([{ input: 'x' }, { input: '', tab: true }, { input: 'y' }, { input: '', backspace: true }]);
+    expect(keyPresses({ input: 'é😀' })).toEqual([{ input: 'é' }, { input: '😀' }]);
+    // A lone LF (Ctrl-J; ink calls it "enter", not "return") is Enter; named keys pass unchanged.
+    expect(keyPresses({ input: '\n' })).toEqual([{ input: '', return: true }]);
+    expect(keyPresses({ input: '', downArrow: true })).toEqual([{ input: '', downArrow: true }]);
+    expect(keyPresses({ input: 'c', ctrl: true })).toEqual([{ input: 'c', ctrl: true }]);
+    expect(keyPresses({ input: 'q' })).toEqual([{ input: 'q' }]);
+    // Fed to the reducer: "/" then "crash⏎" in one chunk applies the filter "crash".
+    let v = press(INITIAL_VIEW, '/');
+    for (const k of keyPresses({ input: 'crash\n' })) v = reduceKey(v, k, rows) as ViewState;
+    expect(v).toMatchObject({ filter: 'crash', filterDraft: null });
   });
 
   it('sort by status puts failing pods first; by restarts the most first', () => {

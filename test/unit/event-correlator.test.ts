@@ -133,6 +133,18 @@ describe('what the kubelet records', () => {
     );
     expect(backoff?.message).toBe('Back-off restarting failed container etcd in pod etcd-n1_kube-system(static-uid)');
     expect(backoff?.object.uid).toBe('static-uid');
+    // A container that could not be created or started: "Error: <message>", as the kubelet words it.
+    for (const containerReason of ['CreateContainerConfigError', 'CreateContainerError', 'RunContainerError']) {
+      const failed = podEventToRecorded({ ...base, type: 'Warning', reason: 'Failed', containerReason, container: 'etcd', message: 'configmap "cfg" not found' }, () => undefined);
+      expect(failed?.message).toBe('Error: configmap "cfg" not found');
+    }
+    const pull = podEventToRecorded({ ...base, type: 'Warning', reason: 'Failed', containerReason: 'ErrImagePull', container: 'etcd', message: 'Failed to pull image "x": not found' }, () => undefined);
+    expect(pull?.message).toBe('Failed to pull image "x": not found');
+    const never = podEventToRecorded(
+      { ...base, type: 'Warning', reason: 'Failed', containerReason: 'ErrImageNeverPull', container: 'etcd', message: 'Container image "x" is not present with pull policy of Never' },
+      () => undefined,
+    );
+    expect(never).toMatchObject({ reason: 'ErrImageNeverPull', message: 'Container image "x" is not present with pull policy of Never' });
   });
 
   it('node condition events on start and on each transition', () => {

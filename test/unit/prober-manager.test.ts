@@ -76,6 +76,9 @@ describe('ProberManager', () => {
     expect(m.get('Liveness', 'c1')).toBe('Failure');
     const unhealthy = events.filter((e) => e.kind === 'Event' && e.reason === 'Unhealthy');
     expect(unhealthy.map((e) => (e as { message: string }).message)).toEqual(['Liveness probe failed: live said 1', 'Liveness probe failed: live said 1']);
+    // About the probed container, as the kubelet's event reference (spec.containers{c}) is.
+    expect(unhealthy[0]).toMatchObject({ pod: 'ns/p', uid: 'u1', container: 'c' });
+    expect(unhealthy[0]).not.toHaveProperty('init');
     // On hold: no more runs for c1.
     const n = cri.calls.length;
     await new Promise((r) => setTimeout(r, 2200));

@@ -48,6 +48,36 @@ export interface KeyPress {
   ctrl?: boolean;
 }
 
+/**
+ * The key presses in one chunk of input as ink's useInput reports it. Text
+ * pasted, or typed faster than the screen reads it, arrives as one chunk
+ * ("jj", "crasher\r"): each character is its own key, a CR, LF or CR LF is
+ * Enter, a tab is Tab, and other control characters are dropped. So a chunk
+ * ending in a newline is the text followed by Enter, as when typed key by
+ * key. A lone LF (Ctrl-J, which ink names "enter" but not "return") is
+ * Enter too. A chunk that is one key or a named key (an arrow, Esc, Ctrl-X)
+ * is passed on unchanged: ink has already split escape sequences apart.
+ */
+export function keyPresses(key: KeyPress & { meta?: boolean }): KeyPress[] {
+  const { input } = key;
+  const named = key.ctrl || key.meta || key.escape || key.return || key.tab || key.upArrow || key.downArrow || key.pageUp || key.pageDown || key.backspace || key.delete;
+  if (named) return [key];
+  if (input === '\n') return [{ input: '', return: true }];
+  if ([...input].length <= 1) return [key];
+  const out: KeyPress[] = [];
+  for (let i = 0; i < input.length; ) {
+    const ch = String.fromCodePoint(input.codePointAt(i) ?? 0);
+    i += ch.length;
+    if (ch === '\r' || ch === '\n') {
+      if (ch === '\r' && input[i] === '\n') i++;
+      out.push({ input: '', return: true });
+    } else if (ch === '\t') out.push({ input: '', tab: true });
+    else if (ch === '\x7f' || ch === '\b') out.push({ input: '', backspace: true });
+    else if (ch.charCodeAt(0) >= 0x20) out.push({ input: ch });
+  }
+  return out;
+}
+
 /** The help screen's lines. */
 export const KEY_HELP: readonly [string, string][] = [
   ['↑ ↓ / j k', 'select a pod'],

@@ -216,6 +216,8 @@ export async function killContainer(
   runPreStop = true,
 ): Promise<void> {
   let grace = graceSeconds;
+  // Recorded first, as the kubelet's killContainer does: a container in its grace period is being killed.
+  ctx.onEvent?.(podEvents.killing(pod, c.name, c.id, message));
   const spec = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].find((x) => x.name === c.name);
   const preStop = spec?.lifecycle?.preStop;
   if (runPreStop && spec && preStop && grace > 0) {
@@ -237,7 +239,6 @@ export async function killContainer(
     grace = Math.max(MIN_GRACE_AFTER_HOOK_SECONDS, grace - Math.ceil((Date.now() - t0) / 1000));
   }
   await stopContainer(ctx, c.id, grace);
-  ctx.onEvent?.(podEvents.killing(pod, c.name, c.id, message));
 }
 
 /**

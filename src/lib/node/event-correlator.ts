@@ -28,6 +28,8 @@ export const EVENT_CORRELATOR_DEFAULTS = {
   spamQps: 1 / 300,
 } as const;
 
+export type EventCorrelatorOptions = { [K in keyof typeof EVENT_CORRELATOR_DEFAULTS]: number };
+
 export const COMBINED_PREFIX = '(combined from similar events): ';
 
 /** A Map bounded to `max` keys, evicting the least recently used. */
@@ -111,9 +113,9 @@ export class EventCorrelator {
   private readonly aggregates: Lru<{ messages: Set<string>; lastMs: number }>;
   private readonly observations: Lru<Observation>;
   private readonly spam: Lru<TokenBucket>;
-  private readonly o: typeof EVENT_CORRELATOR_DEFAULTS;
+  private readonly o: EventCorrelatorOptions;
 
-  constructor(opts: Partial<typeof EVENT_CORRELATOR_DEFAULTS> = {}) {
+  constructor(opts: Partial<EventCorrelatorOptions> = {}) {
     this.o = { ...EVENT_CORRELATOR_DEFAULTS, ...opts };
     this.aggregates = new Lru(this.o.maxLruCacheEntries);
     this.observations = new Lru(this.o.maxLruCacheEntries);

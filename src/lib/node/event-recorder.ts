@@ -71,6 +71,25 @@ export const KUBELET_COMPONENT = 'kubelet';
 /** Messages are cut to 1 KiB (the events API's note limit). */
 const MAX_MESSAGE = 1024;
 
+/** The core/v1 Event the kubelet makes of `e` on node `nodeName` at `nowMs` (recorder.go makeEvent). */
+export function makeKubeletEvent(e: RecordedEvent, nodeName: string, nowMs: number): CoreV1Event {
+  const t = new Date(nowMs);
+  const message = e.message.length > MAX_MESSAGE ? e.message.slice(0, MAX_MESSAGE) : e.message;
+  return {
+    metadata: { name: `${e.object.name}.${nanoHex(nowMs)}`, namespace: e.object.namespace || 'default' },
+    involvedObject: e.object,
+    reason: e.reason,
+    message,
+    type: e.type,
+    firstTimestamp: t,
+    lastTimestamp: t,
+    count: 1,
+    source: { component: KUBELET_COMPONENT, host: nodeName },
+    reportingComponent: KUBELET_COMPONENT,
+    reportingInstance: nodeName,
+  };
+}
+
 export class EventRecorder {
   private readonly correlator = new EventCorrelator();
   private readonly queue: RecordedEvent[] = [];
@@ -101,21 +120,7 @@ export class EventRecorder {
 
   /** The core/v1 Event the kubelet would make (recorder.go makeEvent). */
   makeEvent(e: RecordedEvent, nowMs: number): CoreV1Event {
-    const t = new Date(nowMs);
-    const message = e.message.length > MAX_MESSAGE ? e.message.slice(0, MAX_MESSAGE) : e.message;
-    return {
-      metadata: { name: `${e.object.name}.${nanoHex(nowMs)}`, namespace: e.object.namespace || 'default' },
-      involvedObject: e.object,
-      reason: e.reason,
-      message,
-      type: e.type,
-      firstTimestamp: t,
-      lastTimestamp: t,
-      count: 1,
-      source: { component: KUBELET_COMPONENT, host: this.o.nodeName },
-      reportingComponent: KUBELET_COMPONENT,
-      reportingInstance: this.o.nodeName,
-    };
+    return makeKubeletEvent(e, this.o.nodeName, nowMs);
   }
 
   private async run(): Promise<void> {

@@ -16,6 +16,9 @@ import type { RecordedEvent } from './event-recorder.js';
 /** klet's event reasons that the kubelet does not record. */
 const LOCAL_ONLY_REASONS = new Set(['SandboxCreated', 'SandboxStopped']);
 
+/** The waiting reasons whose Failed event the kubelet words "Error: %v". */
+const ERROR_PREFIXED = new Set(['CreateContainerConfigError', 'CreateContainerError', 'RunContainerError']);
+
 export function podEventToRecorded(e: PodEvent, mirrorUid: (uid: string) => string | undefined): RecordedEvent | null {
   if (LOCAL_ONLY_REASONS.has(e.reason)) return null;
   const slash = e.pod.indexOf('/');
@@ -25,11 +28,17 @@ export function podEventToRecorded(e: PodEvent, mirrorUid: (uid: string) => stri
   if (e.container) object.fieldPath = `${e.init ? 'spec.initContainers' : 'spec.containers'}{${e.container}}`;
   // The kubelet's crash-loop event says less than the container status's "back-off 20s restarting failed container=…"
   // (kuberuntime_manager.go doBackOff): one message for every back-off, so they all count on one object.
+  // A container that could not be created or started: the kubelet's event says "Error: <the status message>"
+  // (kuberuntime_container.go startContainer), where klet's event carries the status message alone.
   const message =
     e.reason === 'BackOff' && e.containerReason === 'CrashLoopBackOff' && e.container
       ? `Back-off restarting failed container ${e.container} in pod ${name}_${namespace}(${e.uid})`
-      : e.message;
-  return { object, type: e.type, reason: e.reason, message };
+      : e.reason === 'Failed' && e.containerReason !== undefined && ERROR_PREFIXED.has(e.containerReason)
+        ? `Error: ${e.message}`
+        : e.message;
+  // An image not present with pull policy Never: the kubelet's image manager records it under its own reason.
+  const reason = e.reason === 'Failed' && e.containerReason === 'ErrImageNeverPull' ? 'ErrImageNeverPull' : e.reason;
+  return { object, type: e.type, reason, message };
 }
 
 export function nodeRef(nodeName: string): V1ObjectReference {

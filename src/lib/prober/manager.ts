@@ -220,13 +220,13 @@ class Worker {
       output = r.output;
       result = r.outcome === 'failure' ? 'Failure' : 'Success';
       const ev = probeEvent(this.type, { result: r });
-      if (ev) this.m.podEvent(this.pod, ev);
+      if (ev) this.m.podEvent(this.pod, this.container.name, ev);
     } catch (err) {
       if (this.stopped) return false;
       // The probe could not be run: an event, and the result is left as it was.
       const message = err instanceof ProbeError ? err.message : errorMessage(err);
       const ev = probeEvent(this.type, { error: message });
-      if (ev) this.m.podEvent(this.pod, ev);
+      if (ev) this.m.podEvent(this.pod, this.container.name, ev);
       this.lastOutput = message;
       this.m.observe(this, 'unknown', startedAt, dueAt, 'error');
       return true;
@@ -396,8 +396,10 @@ export class ProberManager {
     return sb?.ready ? sb.ip : '';
   }
 
-  podEvent(pod: V1Pod, ev: { type: 'Normal' | 'Warning'; reason: string; message: string }): void {
-    this.opts.onEvent?.({ kind: 'Event', pod: podKey(pod), uid: pod.metadata?.uid ?? '', ...ev });
+  /** A probe's event, about its container (a sidecar's is an init container's, as the kubelet's reference says). */
+  podEvent(pod: V1Pod, container: string, ev: { type: 'Normal' | 'Warning'; reason: string; message: string }): void {
+    const init = pod.spec?.initContainers?.some((c) => c.name === container) === true;
+    this.opts.onEvent?.({ kind: 'Event', pod: podKey(pod), uid: pod.metadata?.uid ?? '', container, ...(init ? { init } : {}), ...ev });
   }
 
   observe(w: Worker, result: ProbeMetricResult, startedAt: number, dueAt: number, outcome: ProbeRunRecord['outcome']): void {

@@ -644,13 +644,55 @@ function describeEvents(w: PrefixWriter, events: CoreV1Event[], now: Date): void
   w.write(1, 'Type\tReason\tAge\tFrom\tMessage');
   w.write(1, '----\t------\t----\t----\t-------');
   for (const e of sorted) {
-    const first = toDate(e.eventTime) !== null ? since(e.eventTime, now) : since(e.firstTimestamp, now);
-    let age = first;
-    if (e.series !== undefined) age = `${since(e.series.lastObservedTime, now)} (x${e.series.count ?? 0} over ${first})`;
-    else if ((e.count ?? 0) > 1) age = `${since(e.lastTimestamp, now)} (x${e.count} over ${first})`;
+    const age = eventInterval(e, now);
     const source = e.source?.component || e.reportingComponent || '';
     w.write(1, '%s\t%s\t%s\t%s\t%s', e.type ?? '', e.reason ?? '', age, source, (e.message ?? '').trim());
   }
+}
+
+
+// ---------------------------------------------------------------------------
+// `kubectl events` table
+
+/**
+ * A cell of kubectl events: a value ends at its first line break ("...", as
+ * later kubectl does; 1.34 lets the break through and splits the row),
+ * and ESC is shown as "^[" (printers.EscapeTerminal) so a message cannot
+ * drive the terminal. Other control characters pass, as with kubectl.
+ */
+function eventCell(value: string | undefined): string {
+  let s = value ?? '';
+  const cut = s.search(/[\f\n\r]/);
+  if (cut >= 0) s = `${s.slice(0, cut)}...`;
+  return s.replaceAll('\x1b', '^[');
+}
+
+/** kubectl events' LAST SEEN: the age of the last occurrence, "5m (x3 over 10m)" for a repeated event. */
+function eventInterval(e: CoreV1Event, now: Date): string {
+  const first = toDate(e.eventTime) !== null ? since(e.eventTime, now) : since(e.firstTimestamp, now);
+  if (e.series !== undefined) return `${since(e.series.lastObservedTime, now)} (x${e.series.count ?? 0} over ${first})`;
+  if ((e.count ?? 0) > 1) return `${since(e.lastTimestamp, now)} (x${e.count} over ${first})`;
+  return first;
+}
+
+/** The header and rows of `kubectl events` (with NAMESPACE first when `namespaces`, as -A prints). */
+export function eventTableRows(events: CoreV1Event[], now: Date, namespaces: boolean): { header: string[]; rows: string[][] } {
+  const header = [...(namespaces ? ['NAMESPACE'] : []), 'LAST SEEN', 'TYPE', 'REASON', 'OBJECT', 'MESSAGE'];
+  const rows = events.map((e) => [
+    ...(namespaces ? [e.metadata?.namespace ?? ''] : []),
+    eventInterval(e, now),
+    eventCell(e.type),
+    eventCell(e.reason),
+    `${eventCell(e.involvedObject.kind)}/${eventCell(e.involvedObject.name)}`,
+    eventCell((e.message ?? '').trim()),
+  ]);
+  return { header, rows };
+}
+
+/** `kubectl events` as a table, in the given order: LAST SEEN, TYPE, REASON, OBJECT (Kind/name), MESSAGE. */
+export function formatEventTable(events: CoreV1Event[], now: Date, opts: { namespaces: boolean }): string {
+  const { header, rows } = eventTableRows(events, now, opts.namespaces);
+  return formatTable(header, rows);
 }
 
 

@@ -12,7 +12,7 @@ import { Box, Text, useApp, useInput, useWindowSize, type Key } from 'ink';
 import type { V1Pod } from '@kubernetes/client-node';
 import { detailContainer, renderScreen, type Line, type Size } from '../../lib/dashboard/screen.js';
 import type { DashboardStore } from '../../lib/dashboard/store.js';
-import { INITIAL_VIEW, reduceKey, visiblePods, type ViewState } from '../../lib/dashboard/view.js';
+import { INITIAL_VIEW, keyPresses, reduceKey, visiblePods, type KeyPress, type ViewState } from '../../lib/dashboard/view.js';
 
 export interface DashboardAppProps {
   store: DashboardStore;
@@ -57,6 +57,23 @@ const ScreenLine = memo(function ScreenLine({ line, color }: { line: Line; color
   return <Text wrap="truncate">{lineText(line, color)}</Text>;
 }, sameLine);
 
+/** What the reducer needs of ink's key. */
+function inkKeyPress(input: string, key: Key): KeyPress {
+  return {
+    input,
+    upArrow: key.upArrow,
+    downArrow: key.downArrow,
+    pageUp: key.pageUp,
+    pageDown: key.pageDown,
+    return: key.return,
+    escape: key.escape,
+    backspace: key.backspace,
+    delete: key.delete,
+    tab: key.tab,
+    ctrl: key.ctrl,
+  };
+}
+
 export function DashboardApp({ store, color, followLog, size, onQuit, initialView }: DashboardAppProps) {
   const snap = useSyncExternalStore(store.subscribe, store.getSnapshot);
   const window = useWindowSize();
@@ -65,11 +82,10 @@ export function DashboardApp({ store, color, followLog, size, onQuit, initialVie
   const { exit } = useApp();
 
   useInput((input, key) => {
-    // Keys typed faster than the screen reads them arrive as one chunk ("jj"): each counts.
-    const plainChars = input.length > 1 && !key.ctrl && !key.meta && !key.escape && !key.return && !key.tab && ![...input].some((c) => c.charCodeAt(0) < 0x20);
+    // A chunk of keys (pasted, or typed faster than a frame) counts key by key; its newline is Enter.
     let current = view;
-    for (const ch of plainChars ? [...input] : [input]) {
-      const next = reduceKeyPress(current, ch, key);
+    for (const press of keyPresses({ ...inkKeyPress(input, key), meta: key.meta })) {
+      const next = reduceKey(current, press, visiblePods(snap.pods, current), Math.max(1, screen.rows - 12));
       if (next === 'quit') {
         exit();
         onQuit?.();
@@ -79,28 +95,6 @@ export function DashboardApp({ store, color, followLog, size, onQuit, initialVie
     }
     if (current !== view) setView(current);
   });
-
-  function reduceKeyPress(v: ViewState, input: string, key: Key): ViewState | 'quit' {
-    const rows = visiblePods(snap.pods, v);
-    return reduceKey(
-      v,
-      {
-        input,
-        upArrow: key.upArrow,
-        downArrow: key.downArrow,
-        pageUp: key.pageUp,
-        pageDown: key.pageDown,
-        return: key.return,
-        escape: key.escape,
-        backspace: key.backspace,
-        delete: key.delete,
-        tab: key.tab,
-        ctrl: key.ctrl,
-      },
-      rows,
-      Math.max(1, screen.rows - 12),
-    );
-  }
 
   // The detail view's log tail: one follower for the selected container while `l` is on.
   const pod = view.mode === 'detail' && view.follow ? snap.pods.find((p) => p.key === view.selected)?.pod : undefined;
