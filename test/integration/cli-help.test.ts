@@ -89,7 +89,13 @@ describe('examples', () => {
   function unknownFlags(cmd: ManifestCommand & { flags?: Record<string, { char?: string }> }, argv: string[]): string[] {
     const flags = Object.entries(cmd.flags ?? {});
     const known = new Set(['--help', '-h', ...flags.map(([n]) => `--${n}`), ...flags.flatMap(([, f]) => (f.char ? [`-${f.char}`] : []))]);
-    return argv.filter((w) => /^--?[a-zA-Z]/.test(w)).map((w) => w.split('=')[0]!).filter((w) => !known.has(w));
+    // Only flags before a `--`; short boolean flags may be grouped (`-it` is -i -t, as oclif takes it).
+    const end = argv.indexOf('--');
+    return (end === -1 ? argv : argv.slice(0, end))
+      .filter((w) => /^--?[a-zA-Z]/.test(w))
+      .map((w) => w.split('=')[0]!)
+      .flatMap((w) => (/^-[a-zA-Z]{2,}$/.test(w) ? [...w.slice(1)].map((c) => `-${c}`) : [w]))
+      .filter((w) => !known.has(w));
   }
 
   /** The command a `klet ...` line runs (the longest id its words start with), and the words after it. */

@@ -1,0 +1,156 @@
+/**
+ * Debugging a pod on the node against a real containerd, no klet sync and no
+ * API server: `klet exec` (output, exit code, stdin to its end, a TTY that
+ * follows the window), `klet attach -i`, `klet port-forward` (two
+ * connections at once, a closed port's error, Ctrl-C).
+ */
+import { execFile, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KLET_BIN, PROJECT_ROOT, assertBuilt, cleanEnv, explain, nonEmptyLines, runKlet } from '../helpers/cli.js';
+import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+
+const execFileP = promisify(execFile);
+let rt: TestRuntime;
+let dir: string;
+const TMUX = `klet-debug-pod-${process.pid}`;
+const tmux = async (...args: string[]): Promise<string> => (await execFileP('tmux', ['-L', TMUX, ...args])).stdout;
+
+const common = () => ['--root-dir', rt.rootDir, '--container-runtime-endpoint', rt.endpoint, '--node-name', 'dbgnode'];
+
+function manifest(name: string, containers: Array<Record<string, unknown>>): string {
+  const file = path.join(dir, `${name}.json`);
+  fs.writeFileSync(file, JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name }, spec: { terminationGracePeriodSeconds: 1, containers } }));
+  return file;
+}
+
+async function poll<T>(what: string, timeoutMs: number, fn: () => Promise<T | undefined> | T | undefined): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`${what}: not within ${timeoutMs} ms`);
+}
+
+function startKlet(args: string[]) {
+  assertBuilt();
+  const child = spawn(process.execPath, [KLET_BIN, ...args, ...common()], { cwd: PROJECT_ROOT, env: cleanEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+  child.stderr.on('data', (b: Buffer) => (err += b.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
+  return { child, out: () => out, err: () => err, exited };
+}
+
+beforeAll(async () => {
+  rt = await startTestRuntime();
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'klet-debug-'));
+  const busybox = rt.images.busybox;
+  const web = manifest('web', [
+    { name: 'main', image: busybox, command: ['sh', '-c', 'mkdir -p /www && echo hello-from-web > /www/index.html && exec httpd -f -p 8080 -h /www'] },
+    { name: 'side', image: busybox, command: ['sleep', '3600'] },
+  ]);
+  const talker = manifest('talker', [{ name: 'main', image: busybox, stdin: true, command: ['sh', '-c', 'while read line; do echo "got: $line"; done'] }]);
+  for (const f of [web, talker]) {
+    const r = await runKlet(['run-pod', f, '--wait', 'running', ...common()]);
+    expect(r.code, explain(r)).toBe(0);
+  }
+}, 120_000);
+
+afterAll(async () => {
+  await tmux('kill-server').catch(() => undefined);
+  await runKlet(['delete', '--all', '--force', ...common()]).catch(() => undefined);
+  await rt?.stop();
+  fs.rmSync(dir, { recursive: true, force: true });
+}, 60_000);
+
+describe('klet exec', () => {
+  it('prints the output, exits with the command\'s code, names the defaulted container', async () => {
+    const r = await runKlet(['exec', 'web-dbgnode', ...common(), '--', 'sh', '-c', 'echo out; echo err >&2; exit 3']);
+    expect(r.code, explain(r)).toBe(3);
+    expect(r.stdout).toBe('out\n');
+    expect(nonEmptyLines(r.stderr)).toEqual(['Defaulted container "main" out of: main, side', 'err']);
+    const side = await runKlet(['exec', 'web-dbgnode', '-c', 'side', ...common(), '--', 'cat', '/proc/1/cmdline']);
+    expect(side.code, explain(side)).toBe(0);
+    expect(side.stdout).toBe('sleep\u00003600\u0000');
+  });
+
+  it('-i: stdin reaches the command, and its end ends the command\'s stdin', async () => {
+    const big = 'x'.repeat(200_000) + '\n';
+    const r = await runKlet(['exec', '-i', 'talker-dbgnode', ...common(), '--', 'sh', '-c', 'tr a-z A-Z | wc -c; echo done'], { input: 'hello\n' + big });
+    expect(r.code, explain(r)).toBe(0);
+    expect(r.stdout.trim().split(/\s+/)).toEqual([String(6 + big.length), 'done']);
+  });
+
+  it('errors: a missing container, a container not running, no command', async () => {
+    let r = await runKlet(['exec', 'web-dbgnode', '-c', 'nosuch', ...common(), '--', 'true']);
+    expect(r.code, explain(r)).toBe(1);
+    expect(nonEmptyLines(r.stderr)).toEqual(['error: --container container nosuch is not valid for pod default/web-dbgnode, choose one of: [main side]']);
+    r = await runKlet(['exec', 'web-dbgnode', ...common()]);
+    expect(r.code, explain(r)).toBe(2);
+    expect(nonEmptyLines(r.stderr)[0]).toMatch(/no command given: put it after --/);
+  });
+
+  it('-it in a terminal: a prompt, the window size, a resize, exit 3', async () => {
+    await tmux('-f', '/dev/null', 'new-session', '-d', '-s', 'tty', '-x', '100', '-y', '30', 'sh', '-c',
+      `${process.execPath} ${KLET_BIN} exec -it talker-dbgnode ${common().join(' ')} -- sh; echo "klet exited $?"; sleep 600`);
+    const screen = () => tmux('capture-pane', '-p', '-t', 'tty');
+    await poll('the prompt', 30_000, async () => (/^\/ # ?$/m.test(await screen()) ? true : undefined));
+    await tmux('send-keys', '-t', 'tty', 'stty size', 'Enter');
+    await poll('stty size', 10_000, async () => ((await screen()).includes('30 100') ? true : undefined));
+    await tmux('resize-window', '-t', 'tty', '-x', '70', '-y', '20');
+    await new Promise((r) => setTimeout(r, 500));
+    await tmux('send-keys', '-t', 'tty', 'clear; stty size', 'Enter');
+    await poll('the resize', 10_000, async () => ((await screen()).includes('20 70') ? true : undefined));
+    await tmux('send-keys', '-t', 'tty', 'exit 3', 'Enter');
+    await poll('klet exited 3', 15_000, async () => ((await screen()).includes('klet exited 3') ? true : undefined));
+  }, 90_000);
+});
+
+describe('klet attach', () => {
+  it('-i: input to the main process, its output back', async () => {
+    const a = startKlet(['attach', '-i', 'talker-dbgnode']);
+    try {
+      await new Promise((r) => setTimeout(r, 1500));
+      a.child.stdin.write('hello attach\n');
+      await poll('the echo', 15_000, () => (a.out().includes('got: hello attach') ? true : undefined));
+    } finally {
+      a.child.kill('SIGINT');
+    }
+    await a.exited;
+  });
+});
+
+describe('klet port-forward', () => {
+  it('forwards two connections at once, reports a closed port, stops on Ctrl-C', async () => {
+    const pf = startKlet(['port-forward', 'web-dbgnode', ':8080', ':9']);
+    const local = await poll('listening', 20_000, () => {
+      const m = /Forwarding from 127\.0\.0\.1:(\d+) -> 8080/.exec(pf.out());
+      return m ? Number(m[1]) : undefined;
+    }).catch((err: Error) => {
+      throw new Error(`${err.message}\n${pf.out()}\n${pf.err()}`);
+    });
+    const closed = Number(/Forwarding from 127\.0\.0\.1:(\d+) -> 9\n/.exec(pf.out())?.[1]);
+    const [a, b] = await Promise.all([fetch(`http://127.0.0.1:${local}/`), fetch(`http://127.0.0.1:${local}/index.html`)]);
+    expect(await a.text()).toBe('hello-from-web\n');
+    expect(await b.text()).toBe('hello-from-web\n');
+    // Nothing listens on 9 in the pod: the connection is closed and the runtime's error is printed.
+    await new Promise<void>((resolve) => {
+      const s = net.connect(closed, '127.0.0.1');
+      s.on('error', () => resolve());
+      s.on('close', () => resolve());
+    });
+    await poll('the forwarding error', 10_000, () => (new RegExp(`an error occurred forwarding ${closed} -> 9: .*connection refused`).test(pf.err()) ? true : undefined));
+    pf.child.kill('SIGINT');
+    // A stream: Ctrl-C ends it normally, as with klet logs -f and kubectl port-forward.
+    expect(await pf.exited).toBe(0);
+    await expect(fetch(`http://127.0.0.1:${local}/`)).rejects.toThrow();
+  }, 60_000);
+});
