@@ -245,6 +245,43 @@ describe('the kubelet server of a klet node', () => {
     expect(fs.readFileSync(back, 'utf8')).toBe(fs.readFileSync(local, 'utf8'));
   }, 60_000);
 
+  it('kubectl debug: an ephemeral container in the pod, in the target\'s process namespace, reported and never restarted', async () => {
+    const r = await kubectl(['debug', '-n', NS, 'counter', '--image=localhost/klet/busybox:1.36', '--target=main', '--container=dbg', '--', 'sh', '-c', 'ps; echo debugged']);
+    expect(r.code, r.stderr).toBe(0);
+    const status = await poll('the debug container terminated', 60_000, async () => {
+      const p = await cluster.kubectlJson<{ status: { ephemeralContainerStatuses?: Array<{ name: string; ready: boolean; restartCount: number; state: { terminated?: { exitCode: number; reason: string } } }> } }>(['get', 'pod', '-n', NS, 'counter']);
+      const st = p.status.ephemeralContainerStatuses?.find((c) => c.name === 'dbg');
+      return st?.state.terminated ? st : undefined;
+    }).catch((err: Error) => {
+      throw new Error(`${err.message}\n${sync.tail()}`);
+    });
+    expect(status).toMatchObject({ ready: false, restartCount: 0, state: { terminated: { exitCode: 0, reason: 'Completed' } } });
+    const logs = await kubectl(['logs', '-n', NS, 'counter', '-c', 'dbg']);
+    // The target's processes are visible: its shell loop is in `ps`.
+    expect(logs.stdout).toContain('while true');
+    expect(logs.stdout).toContain('debugged\n');
+    // Never restarted: still one run, still terminated, a while later.
+    await new Promise((r) => setTimeout(r, 3000));
+    const again = await cluster.kubectlJson<{ status: { ephemeralContainerStatuses: Array<{ name: string; restartCount: number; state: Record<string, unknown> }> } }>(['get', 'pod', '-n', NS, 'counter']);
+    expect(again.status.ephemeralContainerStatuses.find((c) => c.name === 'dbg')).toMatchObject({ restartCount: 0, state: { terminated: {} } });
+
+    // -i: kubectl attaches to it once it runs; what is typed then reaches its shell, and its output comes back.
+    const child = spawn(path.join(k8sBinDir(), 'kubectl'), [`--kubeconfig=${cluster.adminKubeconfig}`, 'debug', '-i', '-n', NS, 'counter', '--image=localhost/klet/busybox:1.36', '--container=dbg2', '--', 'sh']);
+    let out = '';
+    child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+    child.stderr.on('data', (b: Buffer) => (out += b.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
+    try {
+      await poll('attached', 30_000, async () => (/If you don't see a command prompt/.test(out) ? true : undefined));
+      child.stdin.write('echo from-debug-$((40+2))\n');
+      await poll('the debug shell answered', 15_000, async () => (out.includes('from-debug-42') ? true : undefined));
+      child.stdin.write('exit 0\n');
+      expect(await exited).toBe(0);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  }, 150_000);
+
   it('kubectl port-forward: two connections through it; a closed port gives an error', async () => {
     const local = await freePort();
     const child = spawn(path.join(k8sBinDir(), 'kubectl'), [`--kubeconfig=${cluster.adminKubeconfig}`, 'port-forward', '-n', NS, 'pod/web', `${local}:8080`, `${local + 1}:9`]);

@@ -467,3 +467,34 @@ describe('computePodActions: failed liveness and startup probes', () => {
     expect(a.containersToKill).toEqual([{ id: st.id, name: 'app', message: 'Container app failed startup probe' }]);
   });
 });
+
+describe('computePodActions: ephemeral containers (kubectl debug)', () => {
+  const dbg = { name: 'debugger', image: 'busybox:1.36', targetContainerName: 'a' };
+  it('starts an ephemeral container that has no status yet, before initialization completes too', () => {
+    const a1 = ctr('a');
+    const pod = mkPod({ containers: [a1], ephemeralContainers: [dbg] });
+    const plan = computePodActions(pod, rt([sandbox()], [running(a1)]));
+    expect(plan.ephemeralContainersToStart).toEqual([0]);
+    expect(isNoop(plan)).toBe(false);
+    const initializing = mkPod({ initContainers: [ctr('init')], containers: [a1], ephemeralContainers: [dbg] });
+    const init = ctr('init');
+    expect(computePodActions(initializing, rt([sandbox()], [running(init)])).ephemeralContainersToStart).toEqual([0]);
+  });
+  it('never restarts one that ran, whatever its exit, and it does not keep a pod alive', () => {
+    const a1 = ctr('a');
+    const pod = mkPod({ containers: [a1], ephemeralContainers: [dbg] });
+    const gone = computePodActions(pod, rt([sandbox()], [cs(ctr('debugger'), 'exited', { exitCode: 137, type: 'ephemeral' }), running(a1)]));
+    expect(gone.ephemeralContainersToStart ?? []).toEqual([]);
+    expect(isNoop(gone)).toBe(true);
+    const done = mkPod({ restartPolicy: 'Never', containers: [a1], ephemeralContainers: [dbg] }, {});
+    const finished = computePodActions(done, rt([sandbox()], [exited(a1, 0)]));
+    expect(finished.killPod).toBe(true);
+    expect(finished.ephemeralContainersToStart).toEqual([]);
+  });
+  it('none in a new sandbox or a pod being deleted', () => {
+    const pod = mkPod({ containers: [ctr('a')], ephemeralContainers: [dbg] });
+    expect(computePodActions(pod, rt([])).ephemeralContainersToStart ?? []).toEqual([]);
+    const deleting = mkPod({ containers: [ctr('a')], ephemeralContainers: [dbg] }, { deletionTimestamp: new Date() });
+    expect(computePodActions(deleting, rt([sandbox()], [running(ctr('a'))])).ephemeralContainersToStart).toEqual([]);
+  });
+});

@@ -37,6 +37,8 @@ export interface PodActions {
   initContainersToStart: number[];
   /** Indexes into spec.containers to start now. */
   containersToStart: number[];
+  /** Indexes into spec.ephemeralContainers to start now (each runs once, never restarted). */
+  ephemeralContainersToStart?: number[];
   containersToKill: ContainerToKill[];
 }
 
@@ -169,6 +171,7 @@ export function computePodActions(pod: V1Pod, status: RuntimePodStatus, probes?:
     // A pod being deleted only has containers stopped, never started.
     changes.initContainersToStart = [];
     changes.containersToStart = [];
+    changes.ephemeralContainersToStart = [];
   }
   return changes;
 }
@@ -217,6 +220,11 @@ function computeActions(pod: V1Pod, status: RuntimePodStatus, probes: ProbeVerdi
     return changes;
   }
 
+  // Ephemeral containers start even before initialization completes, once each: never restarted
+  // (the kubelet's computePodActions).
+  const ephemeral = (pod.spec?.ephemeralContainers ?? []).flatMap((c, i) => (findContainerStatus(status, c.name) === undefined ? [i] : []));
+  if (ephemeral.length > 0) changes.ephemeralContainersToStart = ephemeral;
+
   const initialized = computeInitContainerActions(pod, status, changes);
   if (changes.killPod || !initialized) return changes;
 
@@ -260,8 +268,9 @@ function computeActions(pod: V1Pod, status: RuntimePodStatus, probes: ProbeVerdi
   });
   if (keepCount === 0 && changes.containersToStart.length === 0) {
     changes.killPod = true;
-    // Sidecars do not keep a finished pod alive.
+    // Sidecars do not keep a finished pod alive, nor do debug containers start in it.
     changes.initContainersToStart = [];
+    changes.ephemeralContainersToStart = [];
   }
   return changes;
 }
@@ -273,6 +282,7 @@ export function isNoop(a: PodActions): boolean {
     !a.createSandbox &&
     a.initContainersToStart.length === 0 &&
     a.containersToStart.length === 0 &&
+    (a.ephemeralContainersToStart?.length ?? 0) === 0 &&
     a.containersToKill.length === 0
   );
 }

@@ -200,6 +200,8 @@ export interface ContainerConfigContext {
   instance?: string;
   /** Where Localhost seccomp profiles are found (seccompProfileRoot(rootDir)). */
   seccompProfileRoot: string;
+  /** An ephemeral container's targetContainerName, running: it joins that container's process namespace. */
+  targetContainerId?: string;
 }
 
 function propagation(p: string | undefined): MountPropagation {
@@ -297,7 +299,7 @@ export function generateContainerConfig(pod: V1Pod, c: V1Container, ctx: Contain
       securityContext: {
         capabilities: { addCapabilities: sc?.capabilities?.add ?? [], dropCapabilities: sc?.capabilities?.drop ?? [] },
         privileged,
-        namespaceOptions: namespaceOptions(pod),
+        namespaceOptions: ctx.targetContainerId ? { ...namespaceOptions(pod), pid: NamespaceMode.TARGET, targetId: ctx.targetContainerId } : namespaceOptions(pod),
         runAsUser: runAsUser !== undefined ? { value: BigInt(runAsUser) } : undefined,
         runAsGroup: runAsGroup !== undefined ? { value: BigInt(runAsGroup) } : undefined,
         readonlyRootfs: sc?.readOnlyRootFilesystem === true,

@@ -23,7 +23,8 @@ export const CONTAINER_PORTS_ANNOTATION = 'io.kubernetes.container.ports';
 /** klet's own: whether a container is an init container (the kubelet tells by name from the spec). */
 export const CONTAINER_TYPE_ANNOTATION = 'io.kubernetes.container.type';
 
-export type ContainerType = 'init' | 'regular';
+/** The kubelet's io.kubernetes.container.type values. */
+export type ContainerType = 'init' | 'regular' | 'ephemeral';
 
 /**
  * klet's own label on every sandbox and container it creates: which klet
@@ -122,7 +123,7 @@ export function readContainerLabels(
     containerName: labels[CONTAINER_NAME_LABEL] ?? '',
     hash: annotations[CONTAINER_HASH_ANNOTATION] ?? '',
     restartCount: Number.parseInt(annotations[CONTAINER_RESTART_COUNT_ANNOTATION] ?? '0', 10) || 0,
-    type: annotations[CONTAINER_TYPE_ANNOTATION] === 'init' ? 'init' : 'regular',
+    type: annotations[CONTAINER_TYPE_ANNOTATION] === 'init' ? 'init' : annotations[CONTAINER_TYPE_ANNOTATION] === 'ephemeral' ? 'ephemeral' : 'regular',
     terminationMessagePath: annotations[CONTAINER_TERMINATION_MESSAGE_PATH_ANNOTATION] ?? '',
     terminationMessagePolicy: annotations[CONTAINER_TERMINATION_MESSAGE_POLICY_ANNOTATION] ?? '',
     podTerminationGracePeriod: grace === undefined ? null : Number.parseInt(grace, 10),

@@ -342,6 +342,8 @@ async function startContainer(
   c: V1Container,
   status: RuntimePodStatus,
   init: boolean,
+  /** An ephemeral container (kubectl debug), with the running container whose process namespace it joins. */
+  ephemeral?: { targetContainerId?: string },
 ): Promise<StartFailure | null> {
   const pod = sc.pod;
   const cstate: ContainerSyncState = sc.state.containers[c.name] ?? {};
@@ -414,7 +416,8 @@ async function startContainer(
       subPaths,
       imageRef,
       restartCount,
-      type: init ? 'init' : 'regular',
+      type: ephemeral ? 'ephemeral' : init ? 'init' : 'regular',
+      ...(ephemeral?.targetContainerId ? { targetContainerId: ephemeral.targetContainerId } : {}),
       etcHostsPath: sc.etcHosts,
       terminationMessagePath: tmFile,
       memoryCapacity: capacity.memoryBytes,
@@ -532,7 +535,7 @@ export async function syncPod(
   // Wait for the pod's volumes before anything starts (the kubelet's WaitForAttachAndMount):
   // on failure nothing is created and the pod stays ContainerCreating.
   let volumes: MountedVolumes = { paths: new Map(), readOnly: new Set() };
-  if (actions.createSandbox || actions.initContainersToStart.length > 0 || actions.containersToStart.length > 0) {
+  if (actions.createSandbox || actions.initContainersToStart.length > 0 || actions.containersToStart.length > 0 || (actions.ephemeralContainersToStart?.length ?? 0) > 0) {
     const manager = ctx.volumes ?? new VolumeManager({ rootDir: ctx.rootDir, nodeName: ctx.nodeName, objects: () => localObjectSource(ctx.objects) });
     try {
       volumes = await manager.mountPod(pod, ctx.signal);
@@ -622,6 +625,14 @@ export async function syncPod(
   for (const idx of actions.containersToStart) {
     const c = containers[idx] as V1Container;
     const f = await startContainer(ctx, sc, c, status, false);
+    if (f) failures.push({ container: c.name, ...f });
+  }
+  const ephemerals = pod.spec?.ephemeralContainers ?? [];
+  for (const idx of actions.ephemeralContainersToStart ?? []) {
+    const c = ephemerals[idx]!;
+    // targetContainerName: the running container's process namespace (the runtime's NamespaceMode TARGET).
+    const target = c.targetContainerName ? status.containers.find((x) => x.name === c.targetContainerName && x.state === 'running' && x.sandboxId === sandboxId) : undefined;
+    const f = await startContainer(ctx, sc, c as V1Container, status, false, target ? { targetContainerId: target.id } : {});
     if (f) failures.push({ container: c.name, ...f });
   }
   await writeSyncState(ctx.rootDir, uid, state).catch((err) => log.debug(`sync state of ${podKey(pod)}: ${errorMessage(err)}`));

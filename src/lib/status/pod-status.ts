@@ -285,6 +285,15 @@ export function generatePodStatus(inputs: StatusInputs): V1PodStatus {
     qosClass: qosClass(pod),
   };
   if (inits.length > 0) status.initContainerStatuses = initStatuses;
+  const ephemerals = pod.spec?.ephemeralContainers ?? [];
+  if (ephemerals.length > 0) {
+    // Debug containers: no probes, so never ready and no `started`, as the kubelet reports them; they count for neither phase nor conditions.
+    status.ephemeralContainerStatuses = ephemerals.map((c) => {
+      const st = containerStatus(c as V1Container, byName(c.name), inputs, defaultReason, false);
+      delete st.started;
+      return { ...st, ready: false };
+    });
+  }
   if (deadlineExceeded) {
     status.reason = inputs.syncState.reason;
     status.message = inputs.syncState.message;
