@@ -18,6 +18,7 @@ import fs from 'node:fs';
 import { setLogLevel } from '../lib/log.js';
 import { type ArgvFlagSpec, GLOBAL_FLAGS, type GlobalArgv, parseArgv } from './argv.js';
 import { nodeNameOf } from './defaults.js';
+import { normalizeKubeletBools } from './kubelet-bools.js';
 import type { SyncFlags } from './sync.js';
 
 /** Every flag `klet sync` takes, global ones included. */
@@ -62,7 +63,7 @@ export interface SyncArgv extends SyncFlags, GlobalArgv {}
  * oclif must: it may be an error, or --help).
  */
 export function parseSyncArgv(argv: readonly string[], env: NodeJS.ProcessEnv): SyncArgv | undefined {
-  return parseArgv(SYNC_FLAGS, argv, env) as unknown as SyncArgv | undefined;
+  return parseArgv(SYNC_FLAGS, normalizeKubeletBools(argv), env) as unknown as SyncArgv | undefined;
 }
 
 /**

@@ -75,6 +75,13 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
     'crash-loop-backoff-reset': durationFlag({ summary: 'Clean running time that resets the back-off (tests).', default: '10m', hidden: true }),
   };
 
+  override async init(): Promise<void> {
+    // The kubelet's bare boolean form (--authentication-token-webhook) means =true.
+    const { normalizeKubeletBools } = await import('../cli/kubelet-bools.js');
+    this.argv = normalizeKubeletBools(this.argv);
+    await super.init();
+  }
+
   async run(): Promise<void> {
     const { flags } = await this.parse(Sync);
     const { syncCommand } = await import('../cli/sync.js');

@@ -204,3 +204,20 @@ describe('upstreamRequestHead', () => {
     expect(head).not.toContain('secret');
   });
 });
+
+describe('the kubelet\'s boolean flags on klet sync', () => {
+  it('a bare --flag is =true; =false and other flags stay; nothing after --', async () => {
+    const { normalizeKubeletBools } = await import('../../src/cli/kubelet-bools.js');
+    expect(normalizeKubeletBools(['--anonymous-auth=false', '--authentication-token-webhook', '--authorization-mode=Webhook', '--', '--anonymous-auth'])).toEqual([
+      '--anonymous-auth=false',
+      '--authentication-token-webhook=true',
+      '--authorization-mode=Webhook',
+      '--',
+      '--anonymous-auth',
+    ]);
+  });
+  it('both entries take the bare form', async () => {
+    const { parseSyncArgv } = await import('../../src/cli/sync-entry.js');
+    expect(parseSyncArgv(['--port', '10250', '--authentication-token-webhook', '--anonymous-auth=false'], {})).toMatchObject({ 'authentication-token-webhook': 'true', 'anonymous-auth': 'false', port: 10250 });
+  });
+});
