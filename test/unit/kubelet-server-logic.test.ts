@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { KubeletAuth, apiVerb, certificateUser, forbiddenMessage, requestSubresources, type ReviewApi } from '../../src/lib/server/kubelet-auth.js';
 import { metricPathLabel, parseLogQuery, parsePortForwardPorts, parseStreamOptions, routeOf } from '../../src/lib/server/kubelet-routes.js';
-import { logContainerId } from '../../src/lib/server/kubelet-server.js';
+import { cleanPath, logContainerId } from '../../src/lib/server/kubelet-server.js';
 import { upstreamRequestHead } from '../../src/lib/server/stream-proxy.js';
 
 describe('routeOf', () => {
@@ -83,6 +83,8 @@ describe('stream options and port-forward ports', () => {
   it('metric path label: the first segment, nothing a client could make unbounded', () => {
     expect(metricPathLabel('/containerLogs/a/b/c')).toBe('containerLogs');
     expect(metricPathLabel('/exec/a/b/c')).toBe('exec');
+    expect(metricPathLabel('/metrics/probes')).toBe('metrics/probes');
+    expect(metricPathLabel('/metrics/nosuch')).toBe('other');
     expect(metricPathLabel('/nosuch/x')).toBe('other');
     expect(metricPathLabel('/' + 'a'.repeat(40))).toBe('other');
     expect(metricPathLabel('/%2e')).toBe('other');
@@ -219,5 +221,20 @@ describe('the kubelet\'s boolean flags on klet sync', () => {
   it('both entries take the bare form', async () => {
     const { parseSyncArgv } = await import('../../src/cli/sync-entry.js');
     expect(parseSyncArgv(['--port', '10250', '--authentication-token-webhook', '--anonymous-auth=false'], {})).toMatchObject({ 'authentication-token-webhook': 'true', 'anonymous-auth': 'false', port: 10250 });
+  });
+});
+
+describe('cleanPath (Go\'s ServeMux redirect of unclean paths)', () => {
+  it.each([
+    ['/pods', null],
+    ['/pods/', null],
+    ['/containerLogs/../../etc/passwd/x', '/etc/passwd/x'],
+    ['/containerLogs/%2e%2e/%2E%2E/x', null],
+    ['/containerLogs/../x?tailLines=1', '/x?tailLines=1'],
+    ['//pods', '/pods'],
+    ['/a/./b/', '/a/b/'],
+    ['/..', '/'],
+  ])('%s → %s', (p, want) => {
+    expect(cleanPath(p)).toBe(want);
   });
 });

@@ -185,13 +185,13 @@ export class KletMetrics {
     this.httpRequests = new Counter({
       name: 'kubelet_http_requests_total',
       help: 'Number of the http requests received since the server started',
-      labelNames: ['method', 'path', 'server_type', 'long_running'],
+      labelNames: ['long_running', 'method', 'path', 'server_type'],
       registers,
     });
     this.httpInflightRequests = new Gauge({
       name: 'kubelet_http_inflight_requests',
       help: 'Number of the inflight http requests',
-      labelNames: ['method', 'path', 'server_type', 'long_running'],
+      labelNames: ['long_running', 'method', 'path', 'server_type'],
       registers,
     });
     this.proberLateness = new Histogram({

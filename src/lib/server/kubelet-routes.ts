@@ -182,10 +182,30 @@ export function parsePortForwardPorts(q: URLSearchParams, websocket: boolean): P
 }
 
 /** The kubelet server's root paths: the `path` label of its request metrics takes only these. */
-const METRIC_PATHS = new Set(['healthz', 'pods', 'runningpods', 'configz', 'metrics', 'containerLogs', 'exec', 'attach', 'run', 'portForward', 'stats', 'logs', 'checkpoint', 'debug']);
+const METRIC_PATHS = new Set([
+  'healthz',
+  'pods',
+  'runningpods',
+  'configz',
+  'metrics',
+  'metrics/probes',
+  'metrics/cadvisor',
+  'metrics/resource',
+  'containerLogs',
+  'exec',
+  'attach',
+  'run',
+  'portForward',
+  'stats',
+  'logs',
+  'checkpoint',
+  'debug',
+]);
 
 /** The `path` label of kubelet_http_requests_total: the path's first segment when it is one of the server's, else "other" (a client cannot grow the label set). */
 export function metricPathLabel(path: string): string {
-  const first = path.split('/')[1] ?? '';
-  return METRIC_PATHS.has(first) ? first : 'other';
+  const [first = '', second] = path.split('/').slice(1);
+  // The kubelet's getURLRootPath: /metrics/X is its own bucket.
+  const root = first === 'metrics' && second !== undefined ? `metrics/${second}` : first;
+  return METRIC_PATHS.has(root) ? root : 'other';
 }

@@ -30,7 +30,7 @@ import { errorMessage } from '../errors.js';
 import { CONTAINER_NAME_LABEL, POD_UID_LABEL } from '../kuberuntime/labels.js';
 import { log } from '../log.js';
 import { readContainerLog } from '../logs/reader.js';
-import type { KletMetrics } from '../metrics/metrics.js';
+import type { HttpRequestLabel, KletMetrics } from '../metrics/metrics.js';
 import { jsonReplacer } from '../util/json.js';
 import type { KubeletAuth } from './kubelet-auth.js';
 import { type KubeletRoute, type LogQuery, metricPathLabel, parseLogQuery, parsePortForwardPorts, parseStreamOptions, routeOf } from './kubelet-routes.js';
@@ -74,7 +74,6 @@ export interface KubeletServer {
 }
 
 const TEXT = 'text/plain; charset=utf-8';
-const LONG_RUNNING = new Set(['exec', 'attach', 'portForward', 'containerLogs']);
 
 class HttpError extends Error {
   constructor(
@@ -192,8 +191,13 @@ export async function startKubeletServer(opts: KubeletServerOptions): Promise<Ku
 
   const fullName = (pod: V1Pod) => `${pod.metadata?.name}_${pod.metadata?.namespace}`;
 
-  /** The streaming URL for an upgrade request, or an HttpError with the kubelet's answer. */
-  const streamUrl = async (route: KubeletRoute, q: URLSearchParams, websocket: boolean): Promise<URL> => {
+  /**
+   * The streaming URL for an upgrade request, or an HttpError with the kubelet's answer. With
+   * `check` the request is only checked as far as the kubelet checks it before the runtime is asked.
+   */
+  async function streamUrl(route: KubeletRoute, q: URLSearchParams, websocket: boolean, check: true): Promise<null>;
+  async function streamUrl(route: KubeletRoute, q: URLSearchParams, websocket: boolean, check?: false): Promise<URL>;
+  async function streamUrl(route: KubeletRoute, q: URLSearchParams, websocket: boolean, check = false): Promise<URL | null> {
     if (route.kind === 'exec' || route.kind === 'attach') {
       const o = parseStreamOptions(q);
       if (!o.ok) throw new HttpError(o.status, o.message);
@@ -201,11 +205,13 @@ export async function startKubeletServer(opts: KubeletServerOptions): Promise<Ku
       const id = await runningContainer(pod, route.container);
       if (route.kind === 'exec') {
         if (id === undefined) throw new HttpError(500, `container not found (${JSON.stringify(route.container)})`);
+        if (check) return null;
         const res = await host.cri.exec({ containerId: id, cmd: q.getAll('command'), ...o.value }, { signal: closing.signal });
         return new URL(res.url);
       }
       const spec = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? []), ...(pod.spec?.ephemeralContainers ?? [])].find((c) => c.name === route.container);
       if (id === undefined || spec === undefined) throw new HttpError(500, `container ${route.container} not found in pod ${fullName(pod)}`);
+      if (check) return null;
       // The TTY of an attach is the container's own: it cannot change once the process runs.
       const res = await host.cri.attach({ containerId: id, stdin: o.value.stdin, stdout: o.value.stdout, stderr: o.value.stderr, tty: spec.tty === true }, { signal: closing.signal });
       return new URL(res.url);
@@ -217,16 +223,16 @@ export async function startKubeletServer(opts: KubeletServerOptions): Promise<Ku
       if (route.uid !== undefined && route.uid !== pod.metadata?.uid) throw new HttpError(404, 'pod not found');
       const sandbox = await readySandbox(pod);
       if (sandbox === undefined) throw new HttpError(500, `pod not found (${JSON.stringify(fullName(pod))})`);
+      if (check) return null;
       const res = await host.cri.portForward({ podSandboxId: sandbox, port: ports.value }, { signal: closing.signal });
       return new URL(res.url);
     }
     throw new HttpError(404, '404 page not found');
-  };
+  }
 
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const url = new URL(req.url ?? '/', 'https://kubelet');
-    const label = metricPathLabel(url.pathname);
-    const labels = { method: req.method ?? '', path: label, server_type: 'readwrite', long_running: 'true' };
+    const labels = requestLabels(req.method, url.pathname);
     requests.inc(labels);
     socket.on('error', () => undefined);
     void (async () => {
@@ -330,9 +336,16 @@ export async function startKubeletServer(opts: KubeletServerOptions): Promise<Ku
   };
 
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    // Go's ServeMux answers a path with `.`, `..` or empty segments with a 307 to its clean form, before any handler.
+    const clean = cleanPath(req.url ?? '/');
+    if (clean !== null) {
+      res.writeHead(307, { Location: clean, 'Content-Type': 'text/html; charset=utf-8', 'Content-Length': 0 });
+      res.end();
+      return;
+    }
     const url = new URL(req.url ?? '/', 'https://kubelet');
     const route = routeOf(url.pathname);
-    const labels = { method: req.method ?? '', path: metricPathLabel(url.pathname), server_type: 'readwrite', long_running: String(LONG_RUNNING.has(route.kind) && url.searchParams.get('follow') !== null) };
+    const labels = requestLabels(req.method, url.pathname);
     requests.inc(labels);
     inflight.inc(labels);
     res.once('close', () => inflight.dec(labels));
@@ -372,8 +385,10 @@ export async function startKubeletServer(opts: KubeletServerOptions): Promise<Ku
         case 'exec':
         case 'attach':
         case 'portForward':
-          // The kubelet's upgrade-aware proxy requires an upgrade (UpgradeRequired), and says so with a 500.
+          // Checked as the kubelet checks it (400 options, 404 pod, 500 container), then its upgrade-aware
+          // proxy requires an upgrade (UpgradeRequired) and says so with a 500.
           if (method !== 'GET' && method !== 'POST') return send(res, 405, 'Method Not Allowed');
+          await streamUrl(route, url.searchParams, false, true);
           return send(res, 500, 'Upgrade request required\n');
         case 'notFound':
           return send(res, 404, '404 page not found');
@@ -406,6 +421,43 @@ export async function startKubeletServer(opts: KubeletServerOptions): Promise<Ku
       await closed;
     },
   };
+}
+
+/**
+ * The labels of kubelet_http_requests_total / _inflight_requests as the
+ * kubelet sets them, named in sorted order as its exposition prints them.
+ * long_running is the kubelet's own rule: exec, attach, portforward (which
+ * its lower case never matches: "portForward" is not), debug.
+ */
+export function requestLabels(method: string | undefined, path: string): Record<HttpRequestLabel, string> {
+  const p = metricPathLabel(path);
+  const m = method !== undefined && METHODS.has(method) ? method : 'other';
+  return { long_running: String(['exec', 'attach', 'portforward', 'debug'].includes(p)), method: m, path: p, server_type: 'readwrite' };
+}
+
+const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'TRACE', 'CONNECT', 'OPTIONS', 'PATCH']);
+
+/**
+ * The clean form of a request target's path (Go's path.Clean of the escaped
+ * path) with its query, or null when the path is clean already.
+ */
+export function cleanPath(target: string): string | null {
+  const q = target.indexOf('?');
+  const raw = q === -1 ? target : target.slice(0, q);
+  const query = q === -1 ? '' : target.slice(q);
+  // Percent-encoded dots are not cleaned: Go's ServeMux works on the escaped path.
+  const segments = raw.split('/');
+  const out: string[] = [];
+  for (const seg of segments.slice(1)) {
+    if (seg === '' || seg === '.') continue;
+    if (seg === '..') out.pop();
+    else out.push(seg);
+  }
+  let cleaned = '/' + out.join('/');
+  // Go keeps a trailing slash of the original.
+  if (raw.endsWith('/') && cleaned !== '/') cleaned += '/';
+  const original = segments.join('/');
+  return cleaned === original ? null : cleaned + query;
 }
 
 /** /metrics/probes: the prober's metric families only. */
