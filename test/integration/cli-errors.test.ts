@@ -274,7 +274,7 @@ describe('klet sync: the kubelet server\'s flags', () => {
   const run = (root: string, args: string[]) =>
     runKlet(['sync', '--manifest-dir', path.join(tmp, 'no-manifests'), '--root-dir', path.join(tmp, root), '--container-runtime-endpoint', missingEndpoint, ...args]);
   it('a webhook without an API server', async () => {
-    const r = await run('ks1', ['--port', '10250', '--authorization-mode', 'Webhook', '--authentication-token-webhook', 'false', '--client-ca-file', '/etc/hostname']);
+    const r = await run('ks1', ['--port', '10250', '--authorization-mode', 'Webhook', '--authentication-token-webhook=false', '--client-ca-file', '/etc/hostname']);
     expectOneLineError(r, 2, ['--authorization-mode', 'needs --kubeconfig']);
     expect(fs.existsSync(path.join(tmp, 'ks1', 'pki'))).toBe(false);
   });
@@ -290,9 +290,9 @@ describe('klet sync: the kubelet server\'s flags', () => {
     expectOneLineError(r, 2, ['--client-ca-file', 'junk-ca.crt', 'no PEM certificate']);
   });
   it('a certificate without its key, a bad address, a server flag without a server', async () => {
-    let r = await run('ks4', ['--port', '10250', '--anonymous-auth', 'true', '--tls-cert-file', '/etc/hostname']);
+    let r = await run('ks4', ['--port', '10250', '--anonymous-auth=true', '--tls-cert-file', '/etc/hostname']);
     expectOneLineError(r, 2, ['--tls-cert-file', 'without its private key']);
-    r = await run('ks4', ['--port', '10250', '--anonymous-auth', 'true', '--address', 'nowhere']);
+    r = await run('ks4', ['--port', '10250', '--anonymous-auth=true', '--address', 'nowhere']);
     expectOneLineError(r, 2, ['--address', '"nowhere"', 'not an IP address']);
     r = await run('ks4', ['--client-ca-file', '/etc/hostname']);
     expectOneLineError(r, 2, ['--client-ca-file', 'configures the kubelet server', '--kubeconfig or --port']);

@@ -7,10 +7,12 @@
  * that /metrics exposes and no test here covers fails the last test.
  */
 import fs from 'node:fs';
+import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CriClient } from '../../src/lib/cri/index.js';
+import { freePort } from '../helpers/cluster.js';
 import { removeAllPods, startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 import { apiEvents, apiGet, eventually, killAllSyncs, startSync, type SyncProcess } from '../helpers/sync.js';
 
@@ -25,6 +27,7 @@ let sync: SyncProcess;
 let manifests = '';
 /** The scrape the family tests read, taken once every path has run. */
 let scrape = '';
+let serverPort = 0;
 
 function pod(name: string, spec: Record<string, unknown>): string {
   return JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: NS }, spec: { terminationGracePeriodSeconds: 2, ...spec } });
@@ -74,6 +77,7 @@ function family(name: string, fn: () => void | Promise<void>): void {
 }
 
 beforeAll(async () => {
+  serverPort = await freePort();
   rt = await startTestRuntime();
   cri = CriClient.connect(rt.endpoint, { timeoutMs: 30_000 });
   manifests = fs.mkdtempSync(path.join(os.tmpdir(), 'klet-metrics-m-'));
@@ -92,8 +96,19 @@ beforeAll(async () => {
     endpoint: rt.endpoint,
     manifestDir: manifests,
     nodeName: NODE,
-    args: ['--crash-loop-backoff-initial', '1s', '--crash-loop-backoff-max', '2s'],
+    // The kubelet server too, standalone (AlwaysAllow, anonymous on loopback): its request metrics.
+    args: ['--crash-loop-backoff-initial', '1s', '--crash-loop-backoff-max', '2s', '--address', '127.0.0.1', '--port', String(serverPort), '--anonymous-auth=true'],
   });
+  const healthz = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+    https
+      .get({ host: '127.0.0.1', port: serverPort, path: '/healthz', rejectUnauthorized: false }, (res) => {
+        let body = '';
+        res.on('data', (b: Buffer) => (body += b.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      })
+      .on('error', reject);
+  });
+  expect(healthz, sync.tail()).toEqual({ status: 200, body: 'ok' });
   // Every path has run: web running, crash restarted, nostart failed to start.
   await eventually(
     async () => {
@@ -239,6 +254,17 @@ describe('every /metrics family moves on its code path', () => {
 
   family('klet_prober_probe_lateness_seconds', () => {
     expect(value('klet_prober_probe_lateness_seconds_count')).toBeGreaterThanOrEqual(1);
+  });
+
+  family('kubelet_http_requests_total', () => {
+    // The GET /healthz above, labelled as the kubelet labels it (sorted label names, its buckets).
+    expect(value('kubelet_http_requests_total', { long_running: 'false', method: 'GET', path: 'healthz', server_type: 'readwrite' })).toBe(1);
+    expect(scrape).toMatch(/^kubelet_http_requests_total\{long_running="false",method="GET",path="healthz",server_type="readwrite"\} 1$/m);
+  });
+
+  family('kubelet_http_inflight_requests', () => {
+    // The request came and went: its gauge is there, back at 0.
+    expect(scrape).toMatch(/^kubelet_http_inflight_requests\{long_running="false",method="GET",path="healthz",server_type="readwrite"\} 0$/m);
   });
 
   it("Node's process metrics (prom-client's default collectors) have samples", () => {
