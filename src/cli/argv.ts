@@ -15,7 +15,7 @@
 import { DEFAULT_RUNTIME_ENDPOINT } from '../lib/cri/endpoint.js';
 import { LOG_LEVELS, type LogLevel } from '../lib/log.js';
 import { DEFAULT_ROOT_DIR } from './defaults.js';
-import { positiveDurationMs } from './duration.js';
+import { durationFlagMs } from './duration.js';
 
 export interface ArgvFlagSpec {
   type: 'string' | 'boolean' | 'option' | 'duration' | 'integer';
@@ -27,6 +27,8 @@ export interface ArgvFlagSpec {
   char?: string;
   /** Integers: the smallest value oclif takes. */
   min?: number;
+  /** Durations: 0 is taken too (durationFlag's allowZero). */
+  allowZero?: boolean;
 }
 
 export type ArgvValue = string | boolean | number | string[];
@@ -102,7 +104,7 @@ export function parseArgv(specs: Readonly<Record<string, ArgvFlagSpec>>, argv: r
       flags[name] = raw === 'true' || raw === true;
     } else if (spec.type === 'duration') {
       try {
-        flags[name] = positiveDurationMs(name, String(raw));
+        flags[name] = durationFlagMs(name, String(raw), spec.allowZero);
       } catch {
         return undefined;
       }

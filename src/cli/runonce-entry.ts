@@ -30,6 +30,7 @@ export const RUNONCE_FLAGS: Readonly<Record<string, ArgvFlagSpec>> = {
   'manifest-url-header': { type: 'string', multiple: true },
   objects: { type: 'string' },
   wait: { type: 'option', options: ['running', 'ready'], default: 'running' },
+  settle: { type: 'duration', default: '3s', allowZero: true },
   timeout: { type: 'duration', default: '5m' },
   'exit-code-from': { type: 'string' },
   cleanup: { type: 'boolean', default: false },

@@ -17,6 +17,8 @@ export interface RunOnceFlags {
   'manifest-url-header'?: string[];
   objects?: string;
   wait: 'running' | 'ready';
+  /** Milliseconds; 0 for none. */
+  settle: number;
   /** Milliseconds. */
   timeout: number;
   'exit-code-from'?: string;
@@ -47,6 +49,7 @@ export async function runOnceCommand(flags: RunOnceFlags, host: RunOnceHost): Pr
       manifestUrlHeaders,
       objectsDir: flags.objects,
       waitReady: flags.wait === 'ready',
+      settleMs: flags.settle,
       timeoutMs: flags.timeout,
       exitCodeFrom: flags['exit-code-from'],
       cleanup: flags.cleanup,

@@ -145,6 +145,89 @@ describe('one-off runs', () => {
   });
 });
 
+/** A one-container pod of restartPolicy Always running `script`, or with image `image`. */
+function alwaysPod(where: string, name: string, opts: { script?: string; image?: string }): void {
+  fs.mkdirSync(where, { recursive: true });
+  fs.writeFileSync(
+    path.join(where, `${name}.yaml`),
+    [
+      'apiVersion: v1',
+      'kind: Pod',
+      'metadata:',
+      `  name: ${name}`,
+      'spec:',
+      '  terminationGracePeriodSeconds: 1',
+      '  containers:',
+      '    - name: c',
+      `      image: ${opts.image ?? rt.images.busybox}`,
+      `      command: ["sh", "-c", ${JSON.stringify(opts.script ?? 'sleep 3600')}]`,
+      '',
+    ].join('\n'),
+  );
+}
+
+interface ReportRow {
+  name: string;
+  ok: boolean;
+  reason: string | null;
+  problem: string | null;
+  exitCode: number | null;
+  logTail: string[];
+}
+
+describe('runonce tells the truth', () => {
+  // What a control-plane pod does with a bad flag or a port in use: starts, prints why, exits ~1 s later.
+  const DIES = 'echo starting; echo "listen tcp :2379: bind: address already in use" >&2; sleep 1; exit 3';
+
+  it('a container that exits within the settle window fails its pod with reason, exit code and last log lines; the others stay ok', async () => {
+    const manifests = path.join(dir, 'settle');
+    alwaysPod(manifests, 'dies', { script: DIES });
+    alwaysPod(manifests, 'lives', {});
+    const r = await runKlet(['runonce', '--manifest-dir', manifests, '-o', 'json', ...common()]);
+    expect(r.code, explain(r)).toBe(1);
+    const report = JSON.parse(r.stdout) as { ok: boolean; pods: ReportRow[] };
+    const rows = Object.fromEntries(report.pods.map((p) => [p.name, p]));
+    expect(report.ok).toBe(false);
+    expect(rows[`lives-${NODE}`]).toMatchObject({ ok: true, reason: null });
+    expect(rows[`dies-${NODE}`]).toMatchObject({ ok: false, reason: 'Error', exitCode: 3 });
+    expect(rows[`dies-${NODE}`]?.problem).toMatch(/^container c exited within the 3s settle window: Error, exit code 3/);
+    expect(rows[`dies-${NODE}`]?.logTail).toEqual(['starting', 'listen tcp :2379: bind: address already in use']);
+    // The pod is left as it ended (not restarted), which is what `klet status` shows.
+    const pod = await podOf('dies');
+    expect(pod.status?.containerStatuses?.[0]?.state?.terminated?.exitCode).toBe(3);
+    await runKlet(['delete', `dies-${NODE}`, `lives-${NODE}`, ...common()]);
+  }, 120_000);
+
+  it('the table: FAILED with the reason, the log lines under it, the summary last', async () => {
+    const manifests = path.join(dir, 'settle-table');
+    alwaysPod(manifests, 'dies2', { script: DIES });
+    alwaysPod(manifests, 'lives2', {});
+    const table = await runKlet(['runonce', '--manifest-dir', manifests, '--settle', '2500ms', '--cleanup', ...common()]);
+    expect(table.code, explain(table)).toBe(1);
+    expect(table.stdout).toMatch(new RegExp(`\\ndefault +dies2-${NODE} +Always +FAILED +Running +3 +[0-9.]+s +container c exited within the 2.5s settle window: Error, exit code 3\\n`));
+    expect(table.stdout).toContain(`default/dies2-${NODE}: last 2 log lines:\n  starting\n  listen tcp :2379: bind: address already in use\n`);
+    expect(table.stdout).toMatch(/\n1\/2 pods ok, 0 invalid, [0-9.]+s\n?$/);
+  }, 120_000);
+
+  it('--settle 0 reports a running pod at once, as before', async () => {
+    const manifests = path.join(dir, 'settle-0');
+    alwaysPod(manifests, 'dies0', { script: DIES });
+    const r = await runKlet(['runonce', '--manifest-dir', manifests, '--settle', '0', '--cleanup', '-o', 'json', ...common()]);
+    expect(r.code, explain(r)).toBe(0);
+  }, 60_000);
+
+  it('an image that cannot be pulled fails its pod at once with the pull error, not at the timeout', async () => {
+    const manifests = path.join(dir, 'no-image');
+    // Nothing listens on port 1: the pull fails, and the image is nowhere else.
+    alwaysPod(manifests, 'noimage', { image: '127.0.0.1:1/klet/absent:v1' });
+    const r = await runKlet(['runonce', '--manifest-dir', manifests, '--timeout', '10m', '--cleanup', '-o', 'json', ...common()], { timeoutMs: 90_000 });
+    expect(r.code, explain(r)).toBe(1);
+    const row = (JSON.parse(r.stdout) as { pods: ReportRow[] }).pods[0];
+    expect(row).toMatchObject({ ok: false, reason: 'ErrImagePull' });
+    expect(row?.problem).toContain('failed to pull image "127.0.0.1:1/klet/absent:v1"');
+  }, 120_000);
+});
+
 /**
  * bin/run.js runs `klet runonce` without oclif when src/cli/runonce-entry.ts
  * takes its arguments (KLET_ENTRY=oclif forces the oclif command). The same

@@ -19,7 +19,7 @@ import { deletePods } from '../../src/lib/services/delete-pods.js';
 import { podStatus } from '../../src/lib/services/pod-status.js';
 import { formatRunOnceReport, runOnce, runOnceExitCode } from '../../src/lib/services/run-once.js';
 import { runPod } from '../../src/lib/services/run-pod.js';
-import { blocker, goalFor, podExitCode } from '../../src/lib/services/wait.js';
+import { blocker, exitedDuringSettle, goalFor, podExitCode, settleBlocker } from '../../src/lib/services/wait.js';
 import { BatchedLines, PlainProgress } from '../../src/ui/progress.js';
 import { formatTable } from '../../src/lib/util/table.js';
 import { FakeCri } from '../helpers/fake-cri.js';
@@ -98,7 +98,8 @@ describe('goal and blocker per restart policy', () => {
     ['OnFailure in a crash loop keeps waiting (it may still succeed)', 'OnFailure', false, waiting('CrashLoopBackOff'), 'completed', null],
     ['Never with an image that may not be pulled is blocked', 'Never', false, waiting('ErrImageNeverPull'), 'completed', 'ErrImageNeverPull'],
     ['a refused sandbox blocks any policy', 'OnFailure', false, waiting('CreatePodSandboxError'), 'completed', 'CreatePodSandboxError'],
-    ['a pull back-off keeps waiting', 'Always', false, waiting('ImagePullBackOff'), 'running', null],
+    ['a pull back-off is blocked: the image is nowhere to be had', 'Always', false, waiting('ImagePullBackOff'), 'running', 'ImagePullBackOff'],
+    ['a failed pull blocks a job too', 'Never', false, waiting('ErrImagePull'), 'completed', 'ErrImagePull'],
     ['Always that completed is blocked', 'Always', false, { phase: 'Succeeded' }, 'running', 'PodCompleted'],
     ['Always that failed is blocked', 'Always', false, { phase: 'Failed' }, 'running', 'PodFailed'],
   ];
@@ -116,6 +117,35 @@ describe('goal and blocker per restart policy', () => {
   });
 });
 
+describe('the settle window', () => {
+  const running = (name: string, restartCount = 0) => ({ name, image: '', imageID: '', ready: true, restartCount, state: { running: {} } });
+  const exited = (name: string, exitCode: number, reason: string) => ({ ...running(name), ready: false, state: { terminated: { exitCode, reason } } });
+  const pod = (init: V1Pod['status'], sidecar = true): V1Pod => ({
+    spec: { initContainers: [{ name: 'init' }, { name: 'side', ...(sidecar ? { restartPolicy: 'Always' } : {}) }], containers: [{ name: 'a' }, { name: 'b' }] },
+    status: init,
+  });
+  const atStart = new Map([['a', 0], ['b', 0], ['side', 0], ['init', 0]]);
+  const cases: [string, V1Pod, string | null][] = [
+    ['all running', pod({ initContainerStatuses: [exited('init', 0, 'Completed'), running('side')], containerStatuses: [running('a'), running('b')] }), null],
+    ['an app container exited', pod({ containerStatuses: [running('a'), exited('b', 3, 'Error')] }), 'b'],
+    ['a sidecar exited', pod({ initContainerStatuses: [exited('init', 0, 'Completed'), exited('side', 137, 'OOMKilled')], containerStatuses: [running('a')] }), 'side'],
+    ['a finished init container is no exit', pod({ initContainerStatuses: [exited('init', 0, 'Completed')], containerStatuses: [running('a')] }), null],
+    ['restarted since the window began (running again)', pod({ containerStatuses: [running('a', 1), running('b')] }), 'a'],
+  ];
+  it.each(cases)('%s', (_name, p, want) => {
+    expect(exitedDuringSettle(p, atStart)?.name ?? null).toBe(want);
+  });
+
+  it("fails with the container's reason and exit code", () => {
+    expect(settleBlocker(exited('b', 3, 'Error'), 3000)).toEqual({
+      reason: 'Error',
+      message: 'container b exited within the 3s settle window: Error, exit code 3',
+      problem: 'container b exited within the 3s settle window: Error, exit code 3',
+    });
+    expect(settleBlocker({ ...running('a', 2), lastState: { terminated: { exitCode: 137, reason: 'OOMKilled' } } }, 500).reason).toBe('OOMKilled');
+  });
+});
+
 describe('runOnce', () => {
   it('reports every pod with its exit code (EXIT 0 for a job that succeeded), and exits by policy', async () => {
     const dir = path.join(tmp, 'manifests');
@@ -130,6 +160,8 @@ describe('runOnce', () => {
     expect(exitCode).toBe(1);
     const table = formatRunOnceReport(report, formatTable);
     expect(table).toMatch(new RegExp(`job-${NODE} +Never +ok +Succeeded +0 `));
+    expect(table).toMatch(/\n2\/3 pods ok, 0 invalid, [0-9.]+s$/);
+    expect(report.pods.every((p) => p.logTail.length === 0)).toBe(true);
 
     const again = await runOnce({ manifestDir: dir, waitReady: false, timeoutMs: 10_000, cleanup: true, exitCodeFrom: 'fail' }, deps());
     expect(again.exitCode).toBe(3);

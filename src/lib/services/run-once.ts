@@ -28,6 +28,11 @@ export interface RunOnceOptions {
   objectsDir?: string;
   /** Always pods: wait until Ready rather than running. */
   waitReady: boolean;
+  /**
+   * Always pods waited for until running: how long (ms) they must then keep
+   * running with no container exit to count as ok; 0 reports them at once.
+   */
+  settleMs?: number;
   timeoutMs: number;
   /** Exit with this pod's exit code: its name, ns/name, or the static pod's full name. */
   exitCodeFrom?: string;
@@ -64,6 +69,8 @@ export interface RunOncePodRow {
   exitCode: number | null;
   durationMs: number;
   containers: RunOnceContainerRow[];
+  /** The last log lines of the container whose exit failed the pod in its settle window; empty otherwise. */
+  logTail: string[];
 }
 
 export interface InvalidManifest {
@@ -196,7 +203,11 @@ export async function runOnce(opts: RunOnceOptions, deps: ServiceDeps): Promise<
         });
         const initial = await initialRead;
         if (listError !== undefined) throw listError;
-        out = await syncUntil(ctx, rec, goal, { timeoutMs: Math.max(1000, opts.timeoutMs - (Date.now() - t0)), initialStatus: initial.get(uid) });
+        out = await syncUntil(ctx, rec, goal, {
+          timeoutMs: Math.max(1000, opts.timeoutMs - (Date.now() - t0)),
+          initialStatus: initial.get(uid),
+          settleMs: opts.settleMs,
+        });
       } catch (err) {
         if (deps.signal.aborted) throw err;
         out = failedOutcome(p.pod, err, startedAt);
@@ -259,6 +270,7 @@ function podRow(loaded: LoadedPod, goal: WaitGoal, out: PodOutcome): RunOncePodR
       startedAt: c.state?.running?.startedAt ?? c.state?.terminated?.startedAt ?? null,
       finishedAt: c.state?.terminated?.finishedAt ?? null,
     })),
+    logTail: out.logTail ?? [],
   };
 }
 
@@ -276,5 +288,9 @@ export function formatRunOnceReport(report: RunOnceReport, formatTable: (head: s
   ]);
   for (const e of report.invalid) rows.push(['-', e.file, '-', 'INVALID', '-', '-', '-', `${e.fieldPath ? e.fieldPath + ': ' : ''}${e.message}`]);
   const summary = `${report.pods.filter((p) => p.ok).length}/${report.pods.length} pods ok, ${report.invalid.length} invalid, ${(report.durationMs / 1000).toFixed(1)}s`;
-  return formatTable(['NAMESPACE', 'NAME', 'RESTART', 'RESULT', 'PHASE', 'EXIT', 'TIME', 'DETAIL'], rows) + '\n' + summary;
+  // The log of a container that exited in its settle window, under the table: why it exited is usually there.
+  const logs = report.pods
+    .filter((p) => p.logTail.length > 0)
+    .map((p) => `\n${p.namespace ?? 'default'}/${p.name ?? ''}: last ${p.logTail.length} log lines:\n${p.logTail.map((l) => `  ${l}`).join('\n')}`);
+  return `${formatTable(['NAMESPACE', 'NAME', 'RESTART', 'RESULT', 'PHASE', 'EXIT', 'TIME', 'DETAIL'], rows)}${logs.join('\n')}\n${logs.length > 0 ? '\n' : ''}${summary}`;
 }
