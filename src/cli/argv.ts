@@ -29,6 +29,8 @@ export interface ArgvFlagSpec {
   min?: number;
   /** Durations: 0 is taken too (durationFlag's allowZero). */
   allowZero?: boolean;
+  /** Other long names of the flag (oclif's aliases: the kubelet's name for it). */
+  aliases?: readonly string[];
 }
 
 export type ArgvValue = string | boolean | number | string[];
@@ -71,7 +73,8 @@ export function parseArgv(specs: Readonly<Record<string, ArgvFlagSpec>>, argv: r
     const a = argv[i] as string;
     if (a.startsWith('--')) {
       const eq = a.indexOf('=');
-      const name = a.slice(2, eq === -1 ? undefined : eq);
+      const typed = a.slice(2, eq === -1 ? undefined : eq);
+      const name = Object.hasOwn(specs, typed) ? typed : (Object.keys(specs).find((n) => specs[n]?.aliases?.includes(typed)) ?? typed);
       const spec = Object.hasOwn(specs, name) ? specs[name] : undefined;
       if (spec === undefined) return undefined;
       if (spec.type === 'boolean') {

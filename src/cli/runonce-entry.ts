@@ -25,7 +25,7 @@ export const RUNONCE_FLAGS: Readonly<Record<string, ArgvFlagSpec>> = {
   ...GLOBAL_FLAGS,
   output: { type: 'option', char: 'o', options: ['table', 'json', 'yaml'], default: 'table' },
   json: { type: 'boolean', default: false },
-  'manifest-dir': { type: 'string' },
+  'manifest-dir': { type: 'string', aliases: ['pod-manifest-path'] },
   'manifest-url': { type: 'string' },
   'manifest-url-header': { type: 'string', multiple: true },
   objects: { type: 'string' },

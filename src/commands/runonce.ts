@@ -18,7 +18,9 @@ Exit status: 0 only if every Always pod runs and every other pod Succeeded (and 
   static override flags = {
     ...outputFlags,
     'manifest-dir': Flags.string({
-      summary: 'Directory of static pod manifests (read in name order, dot-files skipped). Default /etc/kubernetes/manifests unless only --manifest-url is given.',
+      summary:
+        "Directory of static pod manifests (read in name order, dot-files skipped), or one manifest file (the kubelet's staticPodPath). Default /etc/kubernetes/manifests unless only --manifest-url is given. Alias: --pod-manifest-path.",
+      aliases: ['pod-manifest-path'],
     }),
     'manifest-url': Flags.string({ summary: 'URL serving pod manifests (YAML or JSON, several documents allowed).' }),
     'manifest-url-header': Flags.string({ summary: "HTTP header for --manifest-url, 'Name: value' (repeatable).", multiple: true }),

@@ -228,6 +228,72 @@ describe('runonce tells the truth', () => {
   }, 120_000);
 });
 
+describe('manifest paths as the kubelet takes them', () => {
+  it('--pod-manifest-path names one manifest file (the kubelet\'s staticPodPath may), through both entries', async () => {
+    const manifests = path.join(dir, 'single-file');
+    alwaysPod(manifests, 'single', {});
+    alwaysPod(manifests, 'other', {});
+    const file = path.join(manifests, 'single.yaml');
+    for (const extraEnv of [{}, { KLET_ENTRY: 'oclif' }]) {
+      const r = await runKlet(['runonce', '--pod-manifest-path', file, '--settle', '0', '--cleanup', '-o', 'json', ...common()], { extraEnv });
+      expect(r.code, explain(r)).toBe(0);
+      // Only that file's pod: not the directory's.
+      expect((JSON.parse(r.stdout) as { pods: ReportRow[] }).pods.map((p) => [p.name, p.ok])).toEqual([[`single-${NODE}`, true]]);
+    }
+  }, 120_000);
+
+  it('a pod dumped with kubectl get -o yaml: a mirror pod is not run (the kubelet skips it); an old creationTimestamp does not age a new pod', async () => {
+    const manifests = path.join(dir, 'dumped');
+    fs.mkdirSync(manifests, { recursive: true });
+    const dumped = (name: string, mirror: boolean) =>
+      [
+        'apiVersion: v1',
+        'kind: Pod',
+        'metadata:',
+        '  annotations:',
+        `    kubernetes.io/config.hash: 0123abcd${name}`,
+        ...(mirror ? [`    kubernetes.io/config.mirror: 0123abcd${name}`] : []),
+        '    kubernetes.io/config.source: file',
+        '  creationTimestamp: "2024-12-30T10:00:00Z"',
+        `  name: ${name}`,
+        '  namespace: default',
+        'spec:',
+        '  terminationGracePeriodSeconds: 1',
+        '  containers:',
+        '    - name: c',
+        `      image: ${rt.images.busybox}`,
+        '      command: ["sleep", "3600"]',
+        'status:',
+        '  phase: Running',
+        '',
+      ].join('\n');
+    fs.writeFileSync(path.join(manifests, 'mirror.yaml'), dumped('mirror', true));
+    fs.writeFileSync(path.join(manifests, 'edited.yaml'), dumped('edited', false));
+    const r = await runKlet(['runonce', '--manifest-dir', manifests, '--settle', '0', '-o', 'json', ...common()]);
+    expect(r.code, explain(r)).toBe(1);
+    const report = JSON.parse(r.stdout) as { pods: ReportRow[]; invalid: { file: string; line: number; fieldPath: string; message: string }[] };
+    expect(report.pods.map((p) => [p.name, p.ok])).toEqual([[`edited-${NODE}`, true]]);
+    expect(report.invalid).toEqual([
+      {
+        file: path.join(manifests, 'mirror.yaml'),
+        line: 6,
+        fieldPath: 'metadata.annotations[kubernetes.io/config.mirror]',
+        message: 'Forbidden: a mirror pod (as kubectl get -o yaml writes a static pod back) is never run from a manifest, as the kubelet skips it: remove this annotation',
+      },
+    ]);
+    const gone = await runKlet(['status', `mirror-${NODE}`, ...common()]);
+    expect(gone.code, explain(gone)).not.toBe(0);
+    // Born when klet first ran it, as its mirror pod would be by the API server: AGE in seconds, not 697d.
+    const pod = await podOf('edited');
+    const age = Date.now() - new Date(pod.metadata?.creationTimestamp ?? 0).getTime();
+    expect(age).toBeGreaterThanOrEqual(0);
+    expect(age).toBeLessThan(120_000);
+    const table = await runKlet(['status', ...common()]);
+    expect(table.stdout).toMatch(new RegExp(`\\ndefault +edited-${NODE} +1/1 +Running +0 +[0-9]+s\\b`));
+    await runKlet(['delete', `edited-${NODE}`, ...common()]);
+  }, 120_000);
+});
+
 /**
  * bin/run.js runs `klet runonce` without oclif when src/cli/runonce-entry.ts
  * takes its arguments (KLET_ENTRY=oclif forces the oclif command). The same

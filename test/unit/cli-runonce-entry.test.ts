@@ -27,6 +27,7 @@ describe('the entry declares the oclif command’s flags', () => {
     expect(spec.env).toBe(flag.env);
     expect(spec.options).toEqual(flag.options);
     expect(spec.multiple === true).toBe(flag.multiple === true);
+    expect(spec.aliases ?? []).toEqual(flag.aliases ?? []);
     expect(flag.allowNo === true).toBe(false); // the entry takes no --no-FLAG
   });
 
@@ -49,6 +50,8 @@ const TAKEN: string[][] = [
   ['--manifest-dir', 'm', '--output', 'yaml', '--log-level', 'debug'],
   ['--manifest-dir', 'm', '--wait', 'ready', '--timeout', '10m'],
   ['--manifest-dir', 'm', '--settle', '0'],
+  ['--pod-manifest-path', '/etc/kubernetes/manifests/etcd.yaml'],
+  ['--pod-manifest-path=m', '-o', 'json'],
   ['--manifest-dir', 'm', '--settle=0s', '--wait', 'ready'],
   ['--manifest-dir', 'm', '--settle', '500ms'],
   ['--manifest-dir', 'm', '--timeout=1m30s', '--runtime-request-timeout', '500ms'],
@@ -72,6 +75,7 @@ const REFUSED: string[][] = [
   ['--timeout', '5'],
   ['--timeout=-1s'],
   ['--settle', '-1s'],
+  ['--manifest-dir', 'a', '--pod-manifest-path', 'b'],
   ['--settle', '3'],
   ['--runtime-request-timeout', 'soon'],
   ['-x'],
