@@ -27,10 +27,12 @@ function describe(e: PodEvent): string | null {
     case 'Started':
       return `${e.init ? 'init container' : 'container'} ${e.container} started (${(e.containerId ?? '').slice(0, 13)})`;
     case 'Killing':
-      return `container ${e.container} stopped: ${e.killReason ?? e.message}`;
+      return `container ${e.container} stopping: ${e.killReason ?? e.message}`;
     case 'FailedMount':
     case 'Evicted':
       return `${e.reason}: ${e.message}`;
+    case 'FailedPreStopHook':
+      return `container ${e.container}: ${e.message}`;
     default:
       return e.containerReason !== undefined ? `container ${e.container}: ${e.containerReason}: ${e.message}` : null;
   }

@@ -170,6 +170,7 @@ interface ReportRow {
   name: string;
   ok: boolean;
   reason: string | null;
+  message: string | null;
   problem: string | null;
   exitCode: number | null;
   logTail: string[];
@@ -292,6 +293,35 @@ describe('manifest paths as the kubelet takes them', () => {
     expect(table.stdout).toMatch(new RegExp(`\\ndefault +edited-${NODE} +1/1 +Running +0 +[0-9]+s\\b`));
     await runKlet(['delete', `edited-${NODE}`, ...common()]);
   }, 120_000);
+});
+
+describe('the errors users grep for', () => {
+  const withSpec = (name: string, spec: string[]) =>
+    ['apiVersion: v1', 'kind: Pod', 'metadata:', `  name: ${name}`, 'spec:', '  containers:', '    - name: c', `      image: ${rt.images.busybox}`, ...spec, ''].join('\n');
+
+  it('a missing envFrom ConfigMap names envFrom[0].configMapRef, not env', async () => {
+    const manifests = path.join(dir, 'envfrom');
+    fs.mkdirSync(manifests, { recursive: true });
+    fs.writeFileSync(path.join(manifests, 'p.yaml'), withSpec('envfrom', ['      envFrom:', '        - configMapRef:', '            name: settings']));
+    const r = await runKlet(['runonce', '--manifest-dir', manifests, '-o', 'json', ...common()]);
+    expect(r.code, explain(r)).toBe(1);
+    const { invalid } = JSON.parse(r.stdout) as { invalid: { fieldPath: string; message: string }[] };
+    expect(invalid).toEqual([expect.objectContaining({ fieldPath: 'spec.containers[0].envFrom[0].configMapRef', message: 'configmap "settings" not found' })]);
+  });
+
+  it('an image volume is refused for what it needs: a runtime that mounts images', async () => {
+    const manifests = path.join(dir, 'imagevol');
+    fs.mkdirSync(manifests, { recursive: true });
+    fs.writeFileSync(
+      path.join(manifests, 'p.yaml'),
+      withSpec('imagevol', ['      command: ["sleep", "3600"]', '  volumes:', '    - name: models', '      image:', `        reference: ${rt.images.busybox}`]),
+    );
+    const r = await runKlet(['runonce', '--manifest-dir', manifests, '--cleanup', '-o', 'json', ...common()]);
+    expect(r.code, explain(r)).toBe(1);
+    const row = (JSON.parse(r.stdout) as { pods: ReportRow[] }).pods[0];
+    expect(row?.reason).toBe('FailedMount');
+    expect(row?.message).toContain('volume "models": an image volume needs a container runtime that mounts images as volumes (containerd 2.1 or later)');
+  });
 });
 
 /**

@@ -97,7 +97,6 @@ describe('goal and blocker per restart policy', () => {
     ['Always in a crash loop is blocked', 'Always', false, waiting('CrashLoopBackOff'), 'running', 'CrashLoopBackOff'],
     ['OnFailure in a crash loop keeps waiting (it may still succeed)', 'OnFailure', false, waiting('CrashLoopBackOff'), 'completed', null],
     ['Never with an image that may not be pulled is blocked', 'Never', false, waiting('ErrImageNeverPull'), 'completed', 'ErrImageNeverPull'],
-    ['a refused sandbox blocks any policy', 'OnFailure', false, waiting('CreatePodSandboxError'), 'completed', 'CreatePodSandboxError'],
     ['a pull back-off is blocked: the image is nowhere to be had', 'Always', false, waiting('ImagePullBackOff'), 'running', 'ImagePullBackOff'],
     ['a failed pull blocks a job too', 'Never', false, waiting('ErrImagePull'), 'completed', 'ErrImagePull'],
     ['Always that completed is blocked', 'Always', false, { phase: 'Succeeded' }, 'running', 'PodCompleted'],
@@ -371,7 +370,7 @@ describe('deletePods', () => {
 });
 
 describe('sync of a pod whose sandbox the runtime refuses', () => {
-  it('status shows the kubelet reason and message; a FailedCreatePodSandBox event is emitted', async () => {
+  it('status shows ContainerCreating, as the kubelet does; the FailedCreatePodSandBox event carries the reason', async () => {
     const file = manifest(path.join(tmp, 'm'), 'hn.yaml', pod('hostnet', 'sleep 3600'));
     fake.sandboxFailures.set('hostnet', 'unable to set hostname');
     const { loadManifests } = await import('../../src/lib/pod/index.js');
@@ -384,10 +383,7 @@ describe('sync of a pod whose sandbox the runtime refuses', () => {
     expect(res.sandboxError?.reason).toBe('CreatePodSandboxError');
     expect(res.requeueAfterMs).toBeGreaterThan(0);
     const [st] = await podStatus({ pod: `hostnet-${NODE}` }, d);
-    expect(st?.status?.containerStatuses?.[0]?.state?.waiting).toEqual({
-      reason: 'CreatePodSandboxError',
-      message: 'Failed to create pod sandbox: RunPodSandbox: unable to set hostname',
-    });
+    expect(st?.status?.containerStatuses?.[0]?.state?.waiting).toEqual({ reason: 'ContainerCreating' });
     expect(events).toContainEqual(
       expect.objectContaining({ kind: 'Event', type: 'Warning', reason: 'FailedCreatePodSandBox', message: 'Failed to create pod sandbox: RunPodSandbox: unable to set hostname' }),
     );

@@ -205,7 +205,10 @@ const MIN_GRACE_AFTER_HOOK_SECONDS = 2;
 
 /**
  * Stop one container: its preStop hook first (within the grace period),
- * then SIGTERM and, after what is left of the grace period, SIGKILL.
+ * then SIGTERM and, after what is left of the grace period, SIGKILL. The
+ * Killing event is recorded as the kill starts, before the hook, as the
+ * kubelet's killContainer does (not once a container that ignores SIGTERM
+ * has been killed a grace period later).
  */
 export async function killContainer(
   ctx: SyncContext,
@@ -218,6 +221,7 @@ export async function killContainer(
   let grace = graceSeconds;
   const spec = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].find((x) => x.name === c.name);
   const preStop = spec?.lifecycle?.preStop;
+  ctx.onEvent?.(podEvents.killing(pod, c.name, c.id, message));
   if (runPreStop && spec && preStop && grace > 0) {
     const t0 = Date.now();
     try {
@@ -232,12 +236,11 @@ export async function killContainer(
       });
     } catch (err) {
       log.warn(`preStop hook of ${podKey(pod)}/${c.name} failed: ${errorMessage(err)}`);
-      ctx.onEvent?.(podEvents.failed(pod, c.name, 'FailedPreStopHook', errorMessage(err)));
+      ctx.onEvent?.(podEvents.failedPreStopHook(pod, c.name, c.id));
     }
     grace = Math.max(MIN_GRACE_AFTER_HOOK_SECONDS, grace - Math.ceil((Date.now() - t0) / 1000));
   }
   await stopContainer(ctx, c.id, grace);
-  ctx.onEvent?.(podEvents.killing(pod, c.name, c.id, message));
 }
 
 /**

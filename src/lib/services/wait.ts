@@ -8,7 +8,7 @@ import type { V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
 import { errorMessage } from '../errors.js';
 import { restartPolicy } from '../kuberuntime/actions.js';
 import type { PodRecord } from '../kuberuntime/poddir.js';
-import { CREATE_POD_SANDBOX_ERROR, syncPod, type SyncContext } from '../kuberuntime/sync-pod.js';
+import { syncPod, type SyncContext } from '../kuberuntime/sync-pod.js';
 import { createdPodStatus, type RuntimePodStatus } from '../kuberuntime/runtime-status.js';
 import type { PodPhase } from '../status/pod-status.js';
 import { podWithStatus } from '../status/pods.js';
@@ -27,7 +27,7 @@ export type WaitGoal = 'running' | 'ready' | 'completed' | 'none';
  * present (or its policy is Always) and cannot be fetched, so waiting out
  * the timeout would only delay the same answer.
  */
-const PERMANENT_REASONS = new Set(['ErrImageNeverPull', 'InvalidImageName', 'ErrImagePull', 'ImagePullBackOff', 'CreateContainerConfigError', CREATE_POD_SANDBOX_ERROR]);
+const PERMANENT_REASONS = new Set(['ErrImageNeverPull', 'InvalidImageName', 'ErrImagePull', 'ImagePullBackOff', 'CreateContainerConfigError']);
 
 /** How many of an exited container's last log lines a failure report carries. */
 export const EXIT_LOG_LINES = 10;
@@ -204,6 +204,14 @@ export async function syncUntil(
       }
       const res = await syncPod(pctx, rec.pod, { status: initialStatus });
       initialStatus = undefined;
+      // Nor the back-off of a sandbox the runtime refused (the pod shows
+      // ContainerCreating, as on the kubelet; the refusal is the answer).
+      if (res.sandboxError !== undefined) {
+        current = await podWithStatus(ctx, rec);
+        opts.onStatus?.(current);
+        const { reason, message } = res.sandboxError;
+        return done(current, { ok: false, problem: `${reason}: ${message}`, reason, message });
+      }
       // A one-shot command does not wait out mount retries: the volume problem is the answer.
       if (res.mountFailed !== undefined) {
         current = await podWithStatus(ctx, rec);

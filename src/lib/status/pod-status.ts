@@ -79,11 +79,10 @@ function containerStatus(
     started: running,
     state: { waiting: { reason: defaultWaitingReason } },
   };
-  // The runtime refused the sandbox (and none runs): that is why the container waits.
-  const sandboxError = inputs.syncState.sandboxError;
-  if (!latest && sandboxError && !inputs.runtime.sandboxes.some((s) => s.ready)) {
-    st.state = { waiting: { reason: sandboxError.reason, message: sandboxError.message } };
-  }
+  // A sandbox the runtime refused leaves the containers ContainerCreating,
+  // as the kubelet shows them: its reasonCache records only container start
+  // results, and the refusal is the FailedCreatePodSandBox event (the sync
+  // retries after a back-off).
   if (latest) st.containerID = `${inputs.runtimeName}://${latest.id}`;
   if (latest) {
     if (running) st.state = { running: { startedAt: date(latest.startedAt) } };
