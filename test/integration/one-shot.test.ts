@@ -145,25 +145,34 @@ describe('one-off runs', () => {
   });
 });
 
+/**
+ * A pod manifest: metadata lines (indented under `metadata:`, the name
+ * first), one container `c` (the busybox image unless `image`) running
+ * `script` (sleep by default), `extra` lines under it, then `tail` lines.
+ */
+function podText(name: string, opts: { meta?: string[]; image?: string; script?: string; extra?: string[]; tail?: string[] } = {}): string {
+  return [
+    'apiVersion: v1',
+    'kind: Pod',
+    'metadata:',
+    `  name: ${name}`,
+    ...(opts.meta ?? []),
+    'spec:',
+    '  terminationGracePeriodSeconds: 1',
+    '  containers:',
+    '    - name: c',
+    `      image: ${opts.image ?? rt.images.busybox}`,
+    `      command: ["sh", "-c", ${JSON.stringify(opts.script ?? 'sleep 3600')}]`,
+    ...(opts.extra ?? []),
+    ...(opts.tail ?? []),
+    '',
+  ].join('\n');
+}
+
 /** A one-container pod of restartPolicy Always running `script`, or with image `image`. */
 function alwaysPod(where: string, name: string, opts: { script?: string; image?: string }): void {
   fs.mkdirSync(where, { recursive: true });
-  fs.writeFileSync(
-    path.join(where, `${name}.yaml`),
-    [
-      'apiVersion: v1',
-      'kind: Pod',
-      'metadata:',
-      `  name: ${name}`,
-      'spec:',
-      '  terminationGracePeriodSeconds: 1',
-      '  containers:',
-      '    - name: c',
-      `      image: ${opts.image ?? rt.images.busybox}`,
-      `      command: ["sh", "-c", ${JSON.stringify(opts.script ?? 'sleep 3600')}]`,
-      '',
-    ].join('\n'),
-  );
+  fs.writeFileSync(path.join(where, `${name}.yaml`), podText(name, opts));
 }
 
 interface ReportRow {
@@ -178,7 +187,8 @@ interface ReportRow {
 
 describe('runonce tells the truth', () => {
   // What a control-plane pod does with a bad flag or a port in use: starts, prints why, exits ~1 s later.
-  const DIES = 'echo starting; echo "listen tcp :2379: bind: address already in use" >&2; sleep 1; exit 3';
+  // One stream: stdout and stderr lines may reach the log in either order.
+  const DIES = 'echo starting >&2; echo "listen tcp :2379: bind: address already in use" >&2; sleep 1; exit 3';
 
   it('a container that exits within the settle window fails its pod with reason, exit code and last log lines; the others stay ok', async () => {
     const manifests = path.join(dir, 'settle');
@@ -247,27 +257,17 @@ describe('manifest paths as the kubelet takes them', () => {
     const manifests = path.join(dir, 'dumped');
     fs.mkdirSync(manifests, { recursive: true });
     const dumped = (name: string, mirror: boolean) =>
-      [
-        'apiVersion: v1',
-        'kind: Pod',
-        'metadata:',
-        '  annotations:',
-        `    kubernetes.io/config.hash: 0123abcd${name}`,
-        ...(mirror ? [`    kubernetes.io/config.mirror: 0123abcd${name}`] : []),
-        '    kubernetes.io/config.source: file',
-        '  creationTimestamp: "2024-12-30T10:00:00Z"',
-        `  name: ${name}`,
-        '  namespace: default',
-        'spec:',
-        '  terminationGracePeriodSeconds: 1',
-        '  containers:',
-        '    - name: c',
-        `      image: ${rt.images.busybox}`,
-        '      command: ["sleep", "3600"]',
-        'status:',
-        '  phase: Running',
-        '',
-      ].join('\n');
+      podText(name, {
+        meta: [
+          '  annotations:',
+          `    kubernetes.io/config.hash: 0123abcd${name}`,
+          ...(mirror ? [`    kubernetes.io/config.mirror: 0123abcd${name}`] : []),
+          '    kubernetes.io/config.source: file',
+          '  creationTimestamp: "2024-12-30T10:00:00Z"',
+          '  namespace: default',
+        ],
+        tail: ['status:', '  phase: Running'],
+      });
     fs.writeFileSync(path.join(manifests, 'mirror.yaml'), dumped('mirror', true));
     fs.writeFileSync(path.join(manifests, 'edited.yaml'), dumped('edited', false));
     const r = await runKlet(['runonce', '--manifest-dir', manifests, '--settle', '0', '-o', 'json', ...common()]);
@@ -277,7 +277,7 @@ describe('manifest paths as the kubelet takes them', () => {
     expect(report.invalid).toEqual([
       {
         file: path.join(manifests, 'mirror.yaml'),
-        line: 6,
+        line: 7,
         fieldPath: 'metadata.annotations[kubernetes.io/config.mirror]',
         message: 'Forbidden: a mirror pod (as kubectl get -o yaml writes a static pod back) is never run from a manifest, as the kubelet skips it: remove this annotation',
       },
@@ -295,14 +295,52 @@ describe('manifest paths as the kubelet takes them', () => {
   }, 120_000);
 });
 
-describe('the errors users grep for', () => {
-  const withSpec = (name: string, spec: string[]) =>
-    ['apiVersion: v1', 'kind: Pod', 'metadata:', `  name: ${name}`, 'spec:', '  containers:', '    - name: c', `      image: ${rt.images.busybox}`, ...spec, ''].join('\n');
+describe('deterministic admission', () => {
+  const port = 32000 + Math.floor(Math.random() * 2000);
+  const portPod = (where: string, file: string, name: string, created?: string) => {
+    fs.mkdirSync(where, { recursive: true });
+    const meta = created ? [`  creationTimestamp: "${created}"`] : [];
+    fs.writeFileSync(path.join(where, file), podText(name, { meta, extra: [`      ports: [{ containerPort: 80, hostPort: ${port} }]`] }));
+  };
+  const outcome = async (manifests: string, extra: string[] = ['--cleanup']) => {
+    const r = await runKlet(['runonce', '--manifest-dir', manifests, '--settle', '0', ...extra, '-o', 'json', ...common()]);
+    expect(r.code, explain(r)).toBe(1);
+    return Object.fromEntries((JSON.parse(r.stdout) as { pods: ReportRow[] }).pods.map((p) => [p.name, p.ok ? 'ok' : p.reason]));
+  };
 
+  it('two pods asking for one hostPort: the one first in source order wins, every time', async () => {
+    const manifests = path.join(dir, 'ports-source-order');
+    // The names sort the other way round: the files' order, not the names' (or whichever start runs first), decides.
+    portPod(manifests, 'a.yaml', 'zz-first');
+    portPod(manifests, 'b.yaml', 'aa-second');
+    for (let i = 0; i < 4; i++) {
+      expect(await outcome(manifests), `run ${i}`).toEqual({ [`zz-first-${NODE}`]: 'ok', [`aa-second-${NODE}`]: 'NodePorts' });
+    }
+  }, 120_000);
+
+  it('an older creationTimestamp wins over source order; the loser has the kubelet\'s rejected-pod status', async () => {
+    const manifests = path.join(dir, 'ports-created');
+    portPod(manifests, 'a.yaml', 'newer', '2025-06-01T00:00:00Z');
+    portPod(manifests, 'b.yaml', 'older', '2025-01-01T00:00:00Z');
+    expect(await outcome(manifests, [])).toEqual({ [`newer-${NODE}`]: 'NodePorts', [`older-${NODE}`]: 'ok' });
+    const loser = await podOf('newer');
+    expect(loser.status?.phase).toBe('Failed');
+    expect(loser.status?.reason).toBe('NodePorts');
+    expect(loser.status?.message).toMatch(/^Pod was rejected: Predicate NodePorts failed: /);
+    // No waiting container statuses (nothing of it ever ran), no conditions: STATUS is the reason.
+    expect(loser.status?.containerStatuses).toBeUndefined();
+    expect(loser.status?.conditions).toBeUndefined();
+    const table = await runKlet(['status', ...common()]);
+    expect(table.stdout).toMatch(new RegExp(`\\ndefault +newer-${NODE} +0/1 +NodePorts +0 `));
+    await runKlet(['delete', `newer-${NODE}`, `older-${NODE}`, ...common()]);
+  }, 120_000);
+});
+
+describe('the errors users grep for', () => {
   it('a missing envFrom ConfigMap names envFrom[0].configMapRef, not env', async () => {
     const manifests = path.join(dir, 'envfrom');
     fs.mkdirSync(manifests, { recursive: true });
-    fs.writeFileSync(path.join(manifests, 'p.yaml'), withSpec('envfrom', ['      envFrom:', '        - configMapRef:', '            name: settings']));
+    fs.writeFileSync(path.join(manifests, 'p.yaml'), podText('envfrom', { extra: ['      envFrom:', '        - configMapRef:', '            name: settings'] }));
     const r = await runKlet(['runonce', '--manifest-dir', manifests, '-o', 'json', ...common()]);
     expect(r.code, explain(r)).toBe(1);
     const { invalid } = JSON.parse(r.stdout) as { invalid: { fieldPath: string; message: string }[] };
@@ -314,7 +352,7 @@ describe('the errors users grep for', () => {
     fs.mkdirSync(manifests, { recursive: true });
     fs.writeFileSync(
       path.join(manifests, 'p.yaml'),
-      withSpec('imagevol', ['      command: ["sleep", "3600"]', '  volumes:', '    - name: models', '      image:', `        reference: ${rt.images.busybox}`]),
+      podText('imagevol', { tail: ['  volumes:', '    - name: models', '      image:', `        reference: ${rt.images.busybox}`] }),
     );
     const r = await runKlet(['runonce', '--manifest-dir', manifests, '--cleanup', '-o', 'json', ...common()]);
     expect(r.code, explain(r)).toBe(1);

@@ -515,6 +515,29 @@ describe('klet sync: manifest directory', () => {
     await stopOk(s);
   }, 60_000);
 
+  it('pods of one update asking for one hostPort are admitted in the kubelet order: the older creationTimestamp wins', async () => {
+    const dir = tempDir('m');
+    const port = 34000 + Math.floor(Math.random() * 2000);
+    const portPod = (name: string, created: string) => {
+      const pod = JSON.parse(podManifest(name)) as V1Pod;
+      pod.metadata!.creationTimestamp = created as unknown as Date;
+      pod.spec!.containers[0]!.ports = [{ containerPort: 80, hostPort: port }];
+      return JSON.stringify(pod);
+    };
+    writeAtomic(dir, 'a.yaml', portPod('newer', '2025-06-01T00:00:00Z'));
+    writeAtomic(dir, 'b.yaml', portPod('older', '2025-01-01T00:00:00Z'));
+    const s = await sync({ manifestDir: dir });
+    await eventually(() => runningPod('older'), 20_000);
+    const loser = await eventually(async () => {
+      const p = await status('newer');
+      expect(p.status?.reason, s.tail()).toBe('NodePorts');
+      return p;
+    }, 20_000);
+    expect(loser.status?.phase).toBe('Failed');
+    expect(loser.status?.containerStatuses).toBeUndefined();
+    await stopOk(s);
+  }, 60_000);
+
   it('a manifest put back while its pod is terminating brings the pod back', async () => {
     const dir = tempDir('m');
     const text = podManifest('back', { grace: 2, containers: [{ name: 'c', script: "trap '' TERM; sleep 1000000 & wait" }] });

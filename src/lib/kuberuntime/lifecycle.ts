@@ -12,6 +12,7 @@ import type { CriClient } from '../cri/client.js';
 import { ContainerState, PodSandboxState, type Container, type PodSandbox } from '../cri/gen/api.js';
 import { errorMessage } from '../errors.js';
 import { podEvents } from '../events/pod-events.js';
+import { admittedKey } from './admission.js';
 import { KLET_INSTANCE_LABEL, POD_UID_LABEL, instanceSelector, kletInstance } from './labels.js';
 import { podKey } from '../pod/key.js';
 import { podLogDirOf } from '../logs/paths.js';
@@ -24,12 +25,21 @@ export type LifecycleContext = SyncContext;
  * Record the pod under the root dir. A pod klet already knows keeps its
  * first-seen time (its startTime) and the source it came from. `prev` is the
  * pod's record when the caller has just read it (null: it has none); without
- * it, the record is read here.
+ * it, the record is read here. `admitted` is its place in admission order
+ * (admissionKey; a pod already recorded keeps its own).
  */
-export async function admitPod(ctx: Pick<SyncContext, 'rootDir'>, pod: V1Pod, source: string, prev?: PodRecord | null): Promise<PodRecord> {
+export async function admitPod(
+  ctx: Pick<SyncContext, 'rootDir'>,
+  pod: V1Pod,
+  source: string,
+  prev?: PodRecord | null,
+  admitted?: string,
+): Promise<PodRecord> {
   const uid = pod.metadata?.uid ?? '';
   if (prev === undefined) prev = await readPodRecord(ctx.rootDir, uid);
-  const rec: PodRecord = { pod, source: prev?.source ?? source, firstSeen: prev?.firstSeen ?? new Date().toISOString() };
+  const firstSeen = prev?.firstSeen ?? new Date().toISOString();
+  const key = prev ? prev.admitted : (admitted ?? admittedKey({ firstSeen }));
+  const rec: PodRecord = { pod, source: prev?.source ?? source, firstSeen, ...(key !== undefined ? { admitted: key } : {}) };
   await writePodRecord(ctx.rootDir, rec);
   return rec;
 }

@@ -36,7 +36,7 @@ import { nodeCapacity } from '../node/machine.js';
 import { formatDuration } from '../util/duration.js';
 import { runHandler } from './hooks.js';
 import { POD_UID_LABEL, instanceSelector, kletInstance } from './labels.js';
-import { admitHostPorts, podHostPorts } from './admission.js';
+import { admitHostPorts, admittedKey, podHostPorts } from './admission.js';
 import { ContainerState, PodSandboxState } from '../cri/gen/api.js';
 import { podLogDirOf } from '../logs/paths.js';
 import type { KletEventBody } from '../events/types.js';
@@ -124,8 +124,11 @@ export interface SyncPodResult {
 /**
  * The node's other active pods of this klet, as admission sees them: those
  * with a ready sandbox, and those admitted before this one that have no
- * sandbox yet (being started, e.g. by the same runonce). Rejected and
- * finished pods hold nothing.
+ * sandbox yet (being started, e.g. by the same runonce). "Before" is the
+ * kubelet's admission order (admittedKey: the batch, then creation time,
+ * then source order), not which pod's sync happened to run first, so the
+ * same pods always give the same winner. Rejected and finished pods hold
+ * nothing.
  */
 async function activePods(ctx: SyncContext, self: string): Promise<V1Pod[]> {
   const records = await listPodRecords(ctx.rootDir, ctx.nodeName);
@@ -133,8 +136,12 @@ async function activePods(ctx: SyncContext, self: string): Promise<V1Pod[]> {
   const { items } = await ctx.cri.listPodSandbox({ filter: { labelSelector: instanceSelector(ctx) } }, { signal: ctx.signal });
   const withSandbox = new Set(items.map((s) => s.labels[POD_UID_LABEL] ?? ''));
   const ready = new Set(items.filter((s) => s.state === PodSandboxState.SANDBOX_READY).map((s) => s.labels[POD_UID_LABEL] ?? ''));
-  const earlier = (r: PodRecord) =>
-    mine === undefined || r.firstSeen < mine.firstSeen || (r.firstSeen === mine.firstSeen && (r.pod.metadata?.uid ?? '') < self);
+  const mineKey = mine === undefined ? undefined : admittedKey(mine);
+  const earlier = (r: PodRecord) => {
+    if (mineKey === undefined) return true;
+    const k = admittedKey(r);
+    return k < mineKey || (k === mineKey && (r.pod.metadata?.uid ?? '') < self);
+  };
   const out: V1Pod[] = [];
   for (const r of records) {
     const uid = r.pod.metadata?.uid ?? '';

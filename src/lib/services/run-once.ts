@@ -9,6 +9,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { fetchManifestUrl } from '../config/manifest-url.js';
 import { InputError } from '../errors.js';
 import type { LocalObjects } from '../kuberuntime/env.js';
+import { batchAdmissionKeys } from '../kuberuntime/admission.js';
 import { admitPod, deletePod, replaceOtherInstances } from '../kuberuntime/lifecycle.js';
 import { instanceSelector } from '../kuberuntime/labels.js';
 import { listPodRecords } from '../kuberuntime/poddir.js';
@@ -182,6 +183,10 @@ export async function runOnce(opts: RunOnceOptions, deps: ServiceDeps): Promise<
   initialRead.catch(() => undefined);
   const records = await listPodRecords(ctx.rootDir, ctx.nodeName);
   const recordOf = new Map(records.map((r) => [r.pod.metadata?.uid ?? '', r]));
+  // One batch, admitted in the kubelet's order (creation time, then source
+  // order) whichever pod's start runs first: a host port two pods ask for
+  // goes to the same one every time.
+  const admission = batchAdmissionKeys(runnable.map((p) => p.pod));
   const started = await Promise.all(
     runnable.map(async (p) => {
       const key = podKey(p.pod);
@@ -192,7 +197,7 @@ export async function runOnce(opts: RunOnceOptions, deps: ServiceDeps): Promise<
       try {
         // A static pod's full name is unique on the node: an edited manifest's pod replaces the old one.
         await replaceOtherInstances(ctx, p.pod, records);
-        const rec = await admitPod(ctx, p.pod, p.source.path, recordOf.get(uid) ?? null);
+        const rec = await admitPod(ctx, p.pod, p.source.path, recordOf.get(uid) ?? null, admission.get(uid));
         deps.onEvent?.({
           kind: 'PodWaitStarted',
           pod: key,

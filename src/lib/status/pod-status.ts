@@ -212,6 +212,13 @@ function readyCondition(pod: V1Pod, containersReady: boolean, reason: string, me
 
 export function generatePodStatus(inputs: StatusInputs): V1PodStatus {
   const { pod, runtime } = inputs;
+  // Rejected at admission (NodePorts): the kubelet's rejectPod sets only the
+  // phase, reason and message (and the status manager a startTime); the pod
+  // never reaches a pod worker, so it has no container statuses or
+  // conditions, and nothing of it ran.
+  if (inputs.syncState.rejected === true && runtime.sandboxes.length === 0 && runtime.containers.length === 0) {
+    return { phase: 'Failed', reason: inputs.syncState.reason, message: inputs.syncState.message, startTime: inputs.startTime, qosClass: qosClass(pod) };
+  }
   const inits = pod.spec?.initContainers ?? [];
   const containers = pod.spec?.containers ?? [];
   const byName = (name: string) => runtime.containers.filter((c) => c.name === name);
