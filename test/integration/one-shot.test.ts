@@ -336,6 +336,83 @@ describe('deterministic admission', () => {
   }, 120_000);
 });
 
+describe('sidecars as Kubernetes 1.34 runs them (KEP-753)', () => {
+  it("a sidecar's startup probe holds the app back until it passes; the job's exit code is its own, not the stopped sidecar's", async () => {
+    const manifests = path.join(dir, 'sidecar-job');
+    fs.mkdirSync(manifests, { recursive: true });
+    const mount = ['      volumeMounts: [{ name: shared, mountPath: /shared }]'];
+    fs.writeFileSync(
+      path.join(manifests, 'job.yaml'),
+      [
+        'apiVersion: v1',
+        'kind: Pod',
+        'metadata:',
+        '  name: sidejob',
+        'spec:',
+        '  restartPolicy: Never',
+        '  terminationGracePeriodSeconds: 1',
+        '  volumes: [{ name: shared, emptyDir: {} }]',
+        '  initContainers:',
+        '    - name: shipper',
+        `      image: ${rt.images.busybox}`,
+        '      restartPolicy: Always',
+        // Ready only after 2 s; then sleep as PID 1, which ignores SIGTERM: stopped with 137.
+        '      command: ["sh", "-c", "sleep 2; touch /shared/ready; exec sleep 3600"]',
+        '      startupProbe: { exec: { command: ["test", "-f", "/shared/ready"] }, periodSeconds: 1, failureThreshold: 30 }',
+        ...mount,
+        '  containers:',
+        '    - name: c',
+        `      image: ${rt.images.busybox}`,
+        // Fails if it starts before the sidecar's startup probe has passed.
+        '      command: ["test", "-f", "/shared/ready"]',
+        ...mount,
+        '',
+      ].join('\n'),
+    );
+    const r = await runKlet(['runonce', '--manifest-dir', manifests, '--cleanup', '-o', 'json', ...common()]);
+    expect(r.code, explain(r)).toBe(0);
+    expect((JSON.parse(r.stdout) as { pods: (ReportRow & { phase: string })[] }).pods[0]).toMatchObject({ ok: true, phase: 'Succeeded', exitCode: 0 });
+  }, 120_000);
+
+  it('on deletion the app stops first, then the sidecars in reverse order', async () => {
+    const manifests = path.join(dir, 'sidecar-order');
+    const out = path.join(dir, 'sidecar-order-out');
+    fs.mkdirSync(manifests, { recursive: true });
+    fs.mkdirSync(out, { recursive: true });
+    const container = (name: string, onTerm: string, sidecar: boolean) => [
+      `    - name: ${name}`,
+      `      image: ${rt.images.busybox}`,
+      ...(sidecar ? ['      restartPolicy: Always'] : []),
+      `      command: ["sh", "-c", ${JSON.stringify(`trap '${onTerm}echo ${name} >> /out/order; exit 0' TERM; sleep 1000000 & wait`)}]`,
+      '      volumeMounts: [{ name: out, mountPath: /out }]',
+    ];
+    fs.writeFileSync(
+      path.join(manifests, 'p.yaml'),
+      [
+        'apiVersion: v1',
+        'kind: Pod',
+        'metadata:',
+        '  name: sidecars',
+        'spec:',
+        '  terminationGracePeriodSeconds: 20',
+        `  volumes: [{ name: out, hostPath: { path: ${out}, type: Directory } }]`,
+        '  initContainers:',
+        ...container('first', '', true),
+        ...container('second', '', true),
+        '  containers:',
+        // The app takes a second to stop: the sidecars must still wait for it.
+        ...container('app', 'sleep 1; ', false),
+        '',
+      ].join('\n'),
+    );
+    const r = await runKlet(['runonce', '--manifest-dir', manifests, '--settle', '0', ...common()]);
+    expect(r.code, explain(r)).toBe(0);
+    const del = await runKlet(['delete', `sidecars-${NODE}`, ...common()]);
+    expect(del.code, explain(del)).toBe(0);
+    expect(fs.readFileSync(path.join(out, 'order'), 'utf8')).toBe('app\nsecond\nfirst\n');
+  }, 120_000);
+});
+
 describe('the errors users grep for', () => {
   it('a missing envFrom ConfigMap names envFrom[0].configMapRef, not env', async () => {
     const manifests = path.join(dir, 'envfrom');

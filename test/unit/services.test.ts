@@ -108,6 +108,16 @@ describe('goal and blocker per restart policy', () => {
     expect(blocker(p, goalFor(p, waitReady))?.reason ?? null).toBe(blockedBy);
   });
 
+  it("a sidecar's exit code (137: stopped after the job) is not the pod's", () => {
+    const t = (name: string, exitCode: number) => ({ name, image: '', imageID: '', ready: false, restartCount: 0, state: { terminated: { exitCode } } });
+    const job: V1Pod = {
+      spec: { restartPolicy: 'Never', initContainers: [{ name: 'shipper', restartPolicy: 'Always' }, { name: 'setup' }], containers: [{ name: 'c' }] },
+      status: { initContainerStatuses: [t('shipper', 137), t('setup', 0)], containerStatuses: [t('c', 0)] },
+    };
+    expect(podExitCode(job)).toBe(0);
+    expect(podExitCode({ ...job, status: { ...job.status, initContainerStatuses: [t('shipper', 137), t('setup', 2)] } })).toBe(2);
+  });
+
   it('a finished pod exits with its first failing exit code, or 0', () => {
     const term = (exitCode: number) => ({ name: 'c', image: '', imageID: '', ready: false, restartCount: 0, state: { terminated: { exitCode } } });
     expect(podExitCode({ status: { containerStatuses: [term(0)] } })).toBe(0);

@@ -18,6 +18,7 @@ import { podKey } from '../pod/key.js';
 import { podLogDirOf } from '../logs/paths.js';
 import { listPodRecords, podDir, readPodRecord, removePodDir, writePodRecord, type PodRecord } from './poddir.js';
 import { killContainer, type SyncContext } from './sync-pod.js';
+import { terminationOrdering } from './termination-order.js';
 
 export type LifecycleContext = SyncContext;
 
@@ -176,11 +177,12 @@ export async function deletePod(
   const live = objs.containers.filter(
     (c) => c.state === ContainerState.CONTAINER_RUNNING || c.state === ContainerState.CONTAINER_UNKNOWN,
   );
+  const ordering = terminationOrdering(pod, live.map((c) => c.metadata?.name ?? ''));
   await Promise.all(
     live.map(async (c) => {
       const name = c.metadata?.name ?? '';
       const hasPreStop = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].some((x) => x.name === name && x.lifecycle?.preStop);
-      if (grace > 0 || hasPreStop) await killContainer(ctx, pod, { id: c.id, name }, grace, `Stopping container ${name}`);
+      if (grace > 0 || hasPreStop) await killContainer(ctx, pod, { id: c.id, name }, grace, `Stopping container ${name}`, true, ordering);
       else ctx.onEvent?.(podEvents.killing(pod, name, c.id, `Stopping container ${name}`));
     }),
   );

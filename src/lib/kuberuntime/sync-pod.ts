@@ -37,6 +37,7 @@ import { formatDuration } from '../util/duration.js';
 import { runHandler } from './hooks.js';
 import { POD_UID_LABEL, instanceSelector, kletInstance } from './labels.js';
 import { admitHostPorts, admittedKey, podHostPorts } from './admission.js';
+import { terminationOrdering, type TerminationOrdering } from './termination-order.js';
 import { ContainerState, PodSandboxState } from '../cri/gen/api.js';
 import { podLogDirOf } from '../logs/paths.js';
 import type { KletEventBody } from '../events/types.js';
@@ -180,7 +181,8 @@ export async function killPod(
 ): Promise<void> {
   const grace = gracePeriod(pod, opts.gracePeriodSeconds);
   const running = status.containers.filter((c) => c.state === 'running' || c.state === 'created' || c.state === 'unknown');
-  await Promise.all(running.map((c) => killContainer(ctx, pod, c, grace, `Stopping container ${c.name}`, c.state === 'running')));
+  const ordering = terminationOrdering(pod, running.map((c) => c.name));
+  await Promise.all(running.map((c) => killContainer(ctx, pod, c, grace, `Stopping container ${c.name}`, c.state === 'running', ordering)));
   // Every sandbox, as the kubelet's killPodWithSyncResult does: one left not
   // ready by a runtime crash still holds its network (netns, veth, IP lease)
   // until StopPodSandbox tears it down.
@@ -224,6 +226,7 @@ export async function killContainer(
   graceSeconds: number,
   message: string,
   runPreStop = true,
+  ordering?: TerminationOrdering,
 ): Promise<void> {
   let grace = graceSeconds;
   const spec = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].find((x) => x.name === c.name);
@@ -247,7 +250,20 @@ export async function killContainer(
     }
     grace = Math.max(MIN_GRACE_AFTER_HOOK_SECONDS, grace - Math.ceil((Date.now() - t0) / 1000));
   }
-  await stopContainer(ctx, c.id, grace);
+  try {
+    // A sidecar's SIGTERM waits for the containers that stop before it, at
+    // most what is left of its grace period (then with the kubelet's floor).
+    if (ordering !== undefined && grace > 0 && ordering.prerequisites(c.name).length > 0) {
+      const t0 = Date.now();
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([ordering.waitForTurn(c.name), new Promise<void>((r) => (timer = setTimeout(r, grace * 1000)))]);
+      clearTimeout(timer);
+      grace = Math.max(MIN_GRACE_AFTER_HOOK_SECONDS, grace - Math.floor((Date.now() - t0) / 1000));
+    }
+    await stopContainer(ctx, c.id, grace);
+  } finally {
+    ordering?.stopped(c.name);
+  }
 }
 
 /**

@@ -6,7 +6,7 @@
  */
 import type { V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
 import { errorMessage } from '../errors.js';
-import { restartPolicy } from '../kuberuntime/actions.js';
+import { isRestartableInit, restartPolicy } from '../kuberuntime/actions.js';
 import type { PodRecord } from '../kuberuntime/poddir.js';
 import { syncPod, type SyncContext } from '../kuberuntime/sync-pod.js';
 import { createdPodStatus, type RuntimePodStatus } from '../kuberuntime/runtime-status.js';
@@ -106,9 +106,21 @@ function failedBlocker(pod: V1Pod): Blocker {
   return { reason: 'PodFailed', message: problem, problem };
 }
 
-/** First failing exit code among the pod's containers (init first), or null. */
+/** The names of the pod's sidecars (restartable init containers). */
+function sidecarNames(pod: V1Pod): Set<string> {
+  return new Set((pod.spec?.initContainers ?? []).filter(isRestartableInit).map((c) => c.name));
+}
+
+/**
+ * First failing exit code among the pod's containers (init first), or null.
+ * Sidecars (restartable init containers) do not count: they are stopped
+ * when the regular containers are done, often with 137 (KEP-753: the pod's
+ * outcome is its regular containers').
+ */
 export function firstFailedExitCode(pod: V1Pod): number | null {
-  for (const cs of [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])]) {
+  const sidecars = sidecarNames(pod);
+  const inits = (pod.status?.initContainerStatuses ?? []).filter((c) => !sidecars.has(c.name));
+  for (const cs of [...inits, ...(pod.status?.containerStatuses ?? [])]) {
     const t = cs.state?.terminated ?? cs.lastState?.terminated;
     if (t && t.exitCode !== 0) return t.exitCode;
   }
@@ -134,7 +146,7 @@ export function podExitCode(pod: V1Pod): number | null {
  * that was restarted since the window began. Null while all still run.
  */
 export function exitedDuringSettle(pod: V1Pod, restartsAtStart: ReadonlyMap<string, number>): V1ContainerStatus | null {
-  const sidecars = new Set((pod.spec?.initContainers ?? []).filter((c) => c.restartPolicy === 'Always').map((c) => c.name));
+  const sidecars = sidecarNames(pod);
   const watched = [...(pod.status?.initContainerStatuses ?? []).filter((c) => sidecars.has(c.name)), ...(pod.status?.containerStatuses ?? [])];
   return watched.find((c) => c.state?.running === undefined || c.restartCount > (restartsAtStart.get(c.name) ?? 0)) ?? null;
 }
