@@ -11,6 +11,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { CriClient } from '../cri/client.js';
 import { ContainerState, PodSandboxState, type Container, type PodSandbox } from '../cri/gen/api.js';
 import { errorMessage } from '../errors.js';
+import { log } from '../log.js';
 import { podEvents } from '../events/pod-events.js';
 import { admittedKey } from './admission.js';
 import { KLET_INSTANCE_LABEL, POD_UID_LABEL, instanceSelector, kletInstance } from './labels.js';
@@ -173,7 +174,10 @@ export async function deletePod(
   const uid = pod.metadata?.uid ?? '';
   const objs = opts.objects ?? (await listPodRuntimeObjects(ctx, uid)).get(uid) ?? NO_OBJECTS;
   const grace = opts.gracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
-  await markTerminating(ctx, pod, grace);
+  // Killing a pod never needs a disk write: on a full (or read-only) root
+  // dir the pod is stopped and removed all the same, only not shown as
+  // Terminating meanwhile.
+  await markTerminating(ctx, pod, grace).catch((err: unknown) => log.warn(`${podKey(pod)}: not marked as terminating: ${errorMessage(err)}`));
   const live = objs.containers.filter(
     (c) => c.state === ContainerState.CONTAINER_RUNNING || c.state === ContainerState.CONTAINER_UNKNOWN,
   );
