@@ -27,7 +27,9 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
   ];
   static override flags = {
     'manifest-dir': Flags.string({
-      summary: 'Directory of static pod manifests to keep running. Default /etc/kubernetes/manifests unless only --manifest-url is given.',
+      summary:
+        "Directory of static pod manifests to keep running, or one manifest file (the kubelet's staticPodPath). Default /etc/kubernetes/manifests unless only --manifest-url is given. Alias: --pod-manifest-path.",
+      aliases: ['pod-manifest-path'],
     }),
     'manifest-url': Flags.string({ summary: 'URL serving pod manifests, polled every --http-check-frequency.' }),
     'manifest-url-header': Flags.string({ summary: "HTTP header for --manifest-url, 'Name: value' (repeatable).", multiple: true }),

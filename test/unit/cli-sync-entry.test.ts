@@ -37,6 +37,7 @@ describe('the sync entry declares the oclif command’s flags', () => {
     expect(spec.env).toBe(flag.env);
     expect(spec.options).toEqual(flag.options);
     expect(spec.multiple === true).toBe(flag.multiple === true);
+    expect(spec.aliases ?? []).toEqual(flag.aliases ?? []);
     expect(spec.min).toBe(flag.min);
     expect(flag.allowNo === true).toBe(false); // the entry takes no --no-FLAG
   });
@@ -63,6 +64,7 @@ describe('the sync entry declares the oclif command’s flags', () => {
 const TAKEN: string[][] = [
   ['--manifest-dir', '/etc/kubernetes/manifests'],
   ['--manifest-dir=/etc/kubernetes/manifests', '--kubeconfig', '/etc/kubernetes/kubelet.conf'],
+  ['--pod-manifest-path', '/etc/kubernetes/manifests', '--kubeconfig', '/etc/kubernetes/kubelet.conf'],
   ['--manifest-dir', 'm', '--root-dir', '/tmp/k', '--container-runtime-endpoint', 'unix:///tmp/k/containerd.sock', '--node-name', 'Node-A'],
   ['--manifest-url', 'https://config.example/node1.yaml', '--manifest-url-header', 'Authorization: Bearer x', '--manifest-url-header', 'X-A: b'],
   ['--listen', '127.0.0.1:10250', '--auth-token-file', '/etc/klet/token'],
