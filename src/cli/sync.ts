@@ -23,6 +23,7 @@ export interface SyncFlags extends NodeRegistrationFlagValues {
   'sync-frequency': number;
   'max-parallel-syncs': number;
   kubeconfig?: string;
+  'bootstrap-kubeconfig'?: string;
   listen?: string;
   'auth-token-file'?: string;
   address: string;
@@ -100,6 +101,10 @@ async function syncOptions(flags: SyncFlags, host: SyncHost): Promise<Omit<SyncO
   const manifestUrlHeaders = parseHeaders(flags['manifest-url-header']);
   const listen = await listenFlags(flags.listen, flags['auth-token-file']);
   let cluster: SyncOptions['cluster'];
+  if (flags['bootstrap-kubeconfig'] !== undefined) {
+    if (flags.kubeconfig === undefined) throw new InputError(`--bootstrap-kubeconfig "${flags['bootstrap-kubeconfig']}" needs --kubeconfig: the file the bootstrap writes the node's credentials to`);
+    await tlsBootstrap(flags.kubeconfig, flags['bootstrap-kubeconfig'], host);
+  }
   if (flags.kubeconfig !== undefined) {
     const { registrationOptions } = await import('./registration.js');
     const options = await registrationOptions({ ...flags, kubeconfig: flags.kubeconfig }, host.nodeName, true);
@@ -192,6 +197,23 @@ async function kubeletServerFlags(flags: SyncFlags, host: SyncHost, nodeIP: stri
   };
   const deps = await host.deps();
   return loadKubeletServerSettings(settings, { rootDir: deps.rootDir, hasApiServer: cluster, ...(nodeIP ? { nodeIP } : {}), hostname: host.nodeName });
+}
+
+/**
+ * The kubelet's TLS bootstrap (--bootstrap-kubeconfig): when --kubeconfig is
+ * missing or its client certificate expired, get one through a
+ * CertificateSigningRequest and write --kubeconfig (certificates in <root-dir>/pki).
+ */
+async function tlsBootstrap(kubeconfig: string, bootstrapKubeconfig: string, host: SyncHost): Promise<void> {
+  const deps = await host.deps();
+  const path = await import('node:path');
+  const { ensureClientCertificate } = await import('../lib/kube/tls-bootstrap.js');
+  const r = await ensureClientCertificate(
+    { kubeconfig, bootstrapKubeconfig, certDir: path.join(deps.rootDir, 'pki'), nodeName: host.nodeName },
+    deps.signal,
+    (line) => host.notice(`klet sync: ${line}`),
+  );
+  if (r.bootstrapped) host.notice(`klet sync: client certificate ${r.pairFile} issued (${r.csrName}); wrote ${kubeconfig}`);
 }
 
 /** --listen with its token from --auth-token-file (never one without the other). */
