@@ -7,12 +7,13 @@
  * server are one-line errors; the token's secret is written nowhere else than
  * bootstrap-kubelet.conf.
  */
+import { spawn } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, startTestCluster, type TestCluster } from '../helpers/cluster.js';
-import { explain, nonEmptyLines, runKlet } from '../helpers/cli.js';
+import { KLET_BIN, PROJECT_ROOT, cleanEnv, explain, nonEmptyLines, runKlet } from '../helpers/cli.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 import { killAllSyncs, startSync } from '../helpers/sync.js';
 
@@ -179,6 +180,42 @@ describe('klet join', () => {
     expect(fs.readlinkSync(path.join(rt.rootDir, 'pki', 'kubelet-client-current.pem'))).toBe(pair);
     expect((await sync.stop()).code, sync.tail()).toBe(0);
   }, 180_000);
+
+  it('waits for a request no controller approves: kubectl certificate deny is a one-line error naming it, approve completes the join', async () => {
+    // Tokens of this group may ask for certificates (system:node-bootstrapper) but are not auto-approved.
+    const group = 'system:bootstrappers:klet:manual';
+    await cluster.kubectl(['create', 'clusterrolebinding', 'klet-manual-bootstrap', '--clusterrole=system:node-bootstrapper', `--group=${group}`]);
+    const manual = await cluster.createBootstrapToken({ group });
+    await poll('cluster-info signed for the new token', 30_000, async () => {
+      const cm = await cluster.kubectlJson<{ data: Record<string, string> }>(['get', 'configmap', '-n', 'kube-public', 'cluster-info']);
+      return cm.data[`jws-kubeconfig-${manual.split('.')[0]}`] ? true : undefined;
+    });
+    const joinOnce = async (node: string, answer: 'deny' | 'approve') => {
+      const rootDir = fs.mkdtempSync(path.join(cluster.dir, 'manual-'));
+      const child = spawn(process.execPath, [KLET_BIN, 'join', server, '--token', manual, '--discovery-token-ca-cert-hash', hash, '--no-sync', '--root-dir', rootDir, '--node-name', node], {
+        cwd: PROJECT_ROOT,
+        env: cleanEnv(),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stderr = '';
+      let stdout = '';
+      child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+      child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
+      const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
+      const name = await poll('the wait line', 30_000, async () => /waiting for certificate signing request (node-csr-[\w-]+) to be approved and issued/.exec(stderr)?.[1]);
+      await cluster.kubectl(['certificate', answer, name]);
+      const code = await exited;
+      expect(stdout + stderr).not.toContain(manual.split('.')[1]!);
+      return { code, stderr, name, rootDir };
+    };
+    const denied = await joinOnce('klet-join-denied', 'deny');
+    expect(denied.code, denied.stderr).toBe(1);
+    expect(nonEmptyLines(denied.stderr).filter((l) => l.startsWith('error:'))).toEqual([`error: certificate signing request ${denied.name} is denied, reason: KubectlDeny, message: This CSR was denied by kubectl certificate deny.`]);
+    expect(fs.existsSync(path.join(denied.rootDir, 'kubelet.conf'))).toBe(false);
+    const approved = await joinOnce('klet-join-approved', 'approve');
+    expect(approved.code, approved.stderr).toBe(0);
+    checkPair(approved.rootDir, 'klet-join-approved');
+  }, 120_000);
 
   describe('bad input is a one-line error naming it, with nothing written and the secret never shown', () => {
     const joinArgs = (rootDir: string, ...more: string[]) => ['join', '--root-dir', rootDir, '--node-name', 'klet-join-bad', '--no-sync', ...more];

@@ -121,8 +121,8 @@ export interface TestCluster {
    * authenticate, and the pin of the cluster CA (sha256:<hex>).
    */
   bootstrap: { token: string; caCertHash: string; controllerManagerLog: string } | undefined;
-  /** With `bootstrap`: make another bootstrap token Secret (`expired`: its expiration is past). */
-  createBootstrapToken(o?: { expired?: boolean }): Promise<string>;
+  /** With `bootstrap`: make another bootstrap token Secret (`expired`: its expiration is past; `group`: its auth-extra-groups). */
+  createBootstrapToken(o?: { expired?: boolean; group?: string }): Promise<string>;
   /** Write a kubeconfig (token auth) to `file`. */
   writeKubeconfig(file: string, o: { token: string; caFile?: string; server?: string; user?: string }): Promise<void>;
   stop(): Promise<void>;
@@ -201,7 +201,7 @@ function stopProcess(p: ChildProcess | undefined, timeoutMs = 20_000): Promise<v
 }
 
 /** A bootstrap token Secret as kubeadm token create makes it (kube-system/bootstrap-token-<id>). */
-function bootstrapTokenSecret(id: string, secret: string, expiration?: Date): unknown {
+function bootstrapTokenSecret(id: string, secret: string, expiration?: Date, group = 'system:bootstrappers:kubeadm:default-node-token'): unknown {
   return {
     apiVersion: 'v1',
     kind: 'Secret',
@@ -212,7 +212,7 @@ function bootstrapTokenSecret(id: string, secret: string, expiration?: Date): un
       'token-secret': secret,
       'usage-bootstrap-authentication': 'true',
       'usage-bootstrap-signing': 'true',
-      'auth-extra-groups': 'system:bootstrappers:kubeadm:default-node-token',
+      'auth-extra-groups': group,
       ...(expiration ? { expiration: expiration.toISOString().replace(/\.\d+Z$/, 'Z') } : {}),
     },
   };
@@ -277,9 +277,11 @@ async function setUpTokenJoin(apply: (o: unknown) => Promise<unknown>, server: s
  * (for token joins and the TLS bootstrap: the API server also takes client
  * certificates of the CA, bootstrap tokens and anonymous requests, and
  * kube-controller-manager runs its CSR signing and approving, bootstrap
- * signer and token cleaner controllers; see setUpTokenJoin).
+ * signer and token cleaner controllers; see setUpTokenJoin), and
+ * `signingDuration` (kube-controller-manager's --cluster-signing-duration:
+ * how long the certificates it issues last).
  */
-export async function startTestCluster(opts: { nodes?: string[]; audit?: boolean; bootstrap?: boolean } = {}): Promise<TestCluster> {
+export async function startTestCluster(opts: { nodes?: string[]; audit?: boolean; bootstrap?: boolean; signingDuration?: string } = {}): Promise<TestCluster> {
   const missing = missingClusterInfra();
   if (missing.length > 0) throw new Error(`cluster tests need: ${missing.join(', ')}`);
   const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'klet-cluster-'));
@@ -389,9 +391,9 @@ export async function startTestCluster(opts: { nodes?: string[]; audit?: boolean
 
     let bootstrap: TestCluster['bootstrap'];
     const apply = (o: unknown) => kubectl(['apply', '-f', '-'], { input: JSON.stringify(o) });
-    const createBootstrapToken = async (o: { expired?: boolean } = {}): Promise<string> => {
+    const createBootstrapToken = async (o: { expired?: boolean; group?: string } = {}): Promise<string> => {
       const [id, secret] = [tokenPart(6), tokenPart(16)];
-      await apply(bootstrapTokenSecret(id, secret, o.expired ? new Date(Date.now() - 3600_000) : new Date(Date.now() + 3600_000)));
+      await apply(bootstrapTokenSecret(id, secret, o.expired ? new Date(Date.now() - 3600_000) : new Date(Date.now() + 3600_000), o.group));
       return `${id}.${secret}`;
     };
     if (opts.bootstrap) {
@@ -408,6 +410,7 @@ export async function startTestCluster(opts: { nodes?: string[]; audit?: boolean
           '--use-service-account-credentials=false',
           '--leader-elect=false',
           '--secure-port=0',
+          ...(opts.signingDuration ? [`--cluster-signing-duration=${opts.signingDuration}`] : []),
         ],
         { stdio: ['ignore', out, out] },
       );

@@ -18,7 +18,8 @@ import {
   pinnedCertificate,
   publicKeyPin,
 } from '../../src/lib/kube/bootstrap-token.js';
-import { CLIENT_USAGES, csrObjectName, issued, makeCsr, nodeClientSubject } from '../../src/lib/kube/tls-bootstrap.js';
+import { CLIENT_USAGES, clientConfigStillValid, csrObjectName, issued, makeCsr, nodeClientSubject } from '../../src/lib/kube/tls-bootstrap.js';
+import { retryDelayMs, rotationDeadline } from '../../src/lib/kube/cert-rotation.js';
 import { endpointUrl } from '../../src/lib/kube/discovery.js';
 import { checkJoinOptions } from '../../src/lib/services/join.js';
 
@@ -151,5 +152,39 @@ describe('the node client CSR (kubelet requestNodeCertificate)', () => {
     expect(() => issued('node-csr-a', { conditions: [{ type: 'Approved' }, { type: 'Failed', reason: 'SignerError', message: 'bad' }], certificate: cert })).toThrow(
       'certificate signing request node-csr-a failed, reason: SignerError, message: bad',
     );
+  });
+});
+
+describe('client certificate rotation (certificate_manager.go)', () => {
+  const notBefore = new Date('2026-01-01T00:00:00Z');
+  const notAfter = new Date('2026-01-01T01:40:00Z'); // 100 minutes
+
+  it('is due at 70–90 % of the lifetime from notBefore, by the jitter', () => {
+    expect(rotationDeadline(notBefore, notAfter, 0).toISOString()).toBe('2026-01-01T01:10:00.000Z');
+    expect(rotationDeadline(notBefore, notAfter, 0.5).toISOString()).toBe('2026-01-01T01:20:00.000Z');
+    expect(rotationDeadline(notBefore, notAfter, 1).toISOString()).toBe('2026-01-01T01:30:00.000Z');
+  });
+
+  it('retries after 2 s doubling for 5 steps, then every 32 s', () => {
+    expect([0, 1, 2, 3, 4, 5, 6, 20].map(retryDelayMs)).toEqual([2000, 4000, 8000, 16_000, 32_000, 32_000, 32_000, 32_000]);
+  });
+});
+
+describe('is the kubeconfig still valid? (isClientConfigStillValid)', () => {
+  it('yes with an unexpired client certificate; no when it expired, holds none, or is missing', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'klet-kc-'));
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', path.join(dir, 'c.key'), '-out', path.join(dir, 'c.crt'), '-subj', '/CN=system:node:n', '-days', '1'], { stdio: 'ignore' });
+    const kc = (user: string) =>
+      `apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\nusers:\n- name: u\n  user:\n${user}\n`;
+    fs.writeFileSync(path.join(dir, 'cert.conf'), kc('    client-certificate: c.crt\n    client-key: c.key'));
+    fs.writeFileSync(path.join(dir, 'token.conf'), kc('    token: abc'));
+    const now = new Date();
+    expect(await clientConfigStillValid(path.join(dir, 'cert.conf'), now)).toBe(true);
+    expect(await clientConfigStillValid(path.join(dir, 'cert.conf'), new Date(now.getTime() + 2 * 86400_000))).toBe(false);
+    expect(await clientConfigStillValid(path.join(dir, 'token.conf'), now)).toBe(false);
+    expect(await clientConfigStillValid(path.join(dir, 'missing.conf'), now)).toBe(false);
+    fs.rmSync(path.join(dir, 'c.key'));
+    expect(await clientConfigStillValid(path.join(dir, 'cert.conf'), now)).toBe(false);
+    fs.rmSync(dir, { recursive: true, force: true });
   });
 });

@@ -140,7 +140,7 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
    * connection). The first Agent, made from this kubeconfig's TLS settings,
    * serves them all, with keep-alive.
    */
-  let dispatcher: ReturnType<import('@kubernetes/client-node').RequestContext['getDispatcher']>;
+  let dispatcher: ReturnType<import('@kubernetes/client-node').RequestContext['getDispatcher']> | undefined;
   /** Per-request options: the caller's signal plus a deadline, and an optional Content-Type. */
   const options = (signal: AbortSignal, contentType?: string) => ({
     middleware: [
@@ -404,6 +404,12 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
         ),
       );
       return r.status?.allowed === true;
+    },
+    reloadCredentials: () => {
+      // The next request makes a new pool from the kubeconfig, reading its certificate files anew. The old
+      // pool is left to finish what it carries (a request may still be handed it); its idle connections
+      // close after undici's keep-alive timeout.
+      dispatcher = undefined;
     },
     close: () => {
       // client-node keeps no connection we own (undici's global dispatcher).

@@ -74,7 +74,7 @@ export function currentPairPath(certDir: string): string {
 }
 
 /** A new ECDSA P-256 key as SEC1 PEM ("EC PRIVATE KEY"), as keyutil makes it. */
-async function newKey(): Promise<string> {
+export async function newKey(): Promise<string> {
   const { privateKey } = (await webcrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
   const { KeyObject } = await import('node:crypto');
   return KeyObject.from(privateKey).export({ type: 'sec1', format: 'pem' }) as string;
@@ -165,14 +165,41 @@ export async function ensureClientCertificate(opts: TlsBootstrapOptions, signal:
   const now = opts.now ?? (() => new Date());
   if (await clientConfigStillValid(opts.kubeconfig, now())) return { bootstrapped: false };
   const certDir = path.resolve(opts.certDir);
-  const { kc, server, secrets } = await loadKubeconfig(opts.bootstrapKubeconfig);
+  const { kc } = await loadKubeconfig(opts.bootstrapKubeconfig);
   await fsp.mkdir(certDir, { recursive: true, mode: 0o700 });
   const keyPem = await bootstrapKey(certDir);
   const subject = nodeClientSubject(opts.nodeName);
   const spki = createPublicKey(keyPem).export({ type: 'spki', format: 'der' });
-  const name = csrObjectName(spki, subject, CLIENT_USAGES);
-  const request = await makeCsr(keyPem, subject);
+  const { name, certPem } = await requestClientCertificate(
+    { kubeconfig: opts.bootstrapKubeconfig, keyPem, subject, name: csrObjectName(spki, subject, CLIENT_USAGES), ...(opts.waitMs !== undefined ? { waitMs: opts.waitMs } : {}) },
+    signal,
+    progress,
+  );
+  const pairFile = await storePair(certDir, certPem, keyPem, now());
+  await fsp.rm(path.join(certDir, TMP_KEY), { force: true });
+  const cluster = kc.getCurrentCluster()!;
+  await writeCertKubeconfig(opts.kubeconfig, {
+    server: cluster.server,
+    ...(cluster.caFile ? { caFile: path.resolve(path.dirname(opts.bootstrapKubeconfig), cluster.caFile) } : cluster.caData ? { caData: cluster.caData } : {}),
+    ...(cluster.skipTLSVerify ? { insecure: true } : {}),
+    pairFile: currentPairPath(certDir),
+  });
+  return { bootstrapped: true, csrName: name, pairFile };
+}
 
+/**
+ * Ask for a node client certificate for `keyPem` with the identity of
+ * `kubeconfig` and wait until it is approved and issued (csr.RequestCertificate
+ * + WaitForCertificate): named `name` (reused when it exists), else
+ * generateName csr-. The issued certificate must be for this key and subject.
+ */
+export async function requestClientCertificate(
+  o: { kubeconfig: string; keyPem: string; subject: ClientSubject; name?: string; waitMs?: number },
+  signal: AbortSignal,
+  progress: (line: string) => void = () => {},
+): Promise<{ name: string; certPem: string }> {
+  const { kc, server, secrets } = await loadKubeconfig(o.kubeconfig);
+  const request = await makeCsr(o.keyPem, o.subject);
   const k8s = await import('@kubernetes/client-node');
   const api = kc.makeApiClient(k8s.CertificatesV1Api);
   const where = `API server ${server}`;
@@ -195,56 +222,48 @@ export async function ensureClientCertificate(opts: TlsBootstrapOptions, signal:
       throw toApiServerError(err, where, what, secrets);
     }
   };
+  let name = o.name ?? '';
   let uid: string | undefined;
   try {
-    const created = await call(`create certificatesigningrequest ${name}`, () =>
+    const created = await call(`create certificatesigningrequest ${name || '(generateName csr-)'}`, () =>
       api.createCertificateSigningRequest(
         {
           body: {
             apiVersion: 'certificates.k8s.io/v1',
             kind: 'CertificateSigningRequest',
-            metadata: { name },
+            metadata: o.name ? { name: o.name } : { generateName: 'csr-' },
             spec: { request: Buffer.from(request).toString('base64'), signerName: KUBELET_CLIENT_SIGNER, usages: [...CLIENT_USAGES] },
           },
         },
         options(),
       ),
     );
+    name = created.metadata?.name ?? name;
     uid = created.metadata?.uid;
   } catch (err) {
     // A retry with the same key: the request is there already (RequestCertificate reuses it).
-    if (!(err instanceof ApiServerError && err.status === 409)) throw err;
+    if (!(o.name && err instanceof ApiServerError && err.status === 409)) throw err;
     const existing = await call(`get certificatesigningrequest ${name}`, () => api.readCertificateSigningRequest({ name }, options()));
     if (existing.spec.signerName !== KUBELET_CLIENT_SIGNER) throw new KletError(`${where}: certificatesigningrequest ${name} exists with signer ${existing.spec.signerName}, not ${KUBELET_CLIENT_SIGNER}`);
     uid = existing.metadata?.uid;
   }
 
   progress(`waiting for certificate signing request ${name} to be approved and issued`);
-  const deadline = Date.now() + (opts.waitMs ?? WAIT_MS);
+  const waitMs = o.waitMs ?? WAIT_MS;
+  const deadline = Date.now() + waitMs;
   let certPem: string | undefined;
   for (;;) {
     const csr = await call(`get certificatesigningrequest ${name}`, () => api.readCertificateSigningRequest({ name }, options()));
     if (uid !== undefined && csr.metadata?.uid !== uid) throw new KletError(`${where}: certificate signing request ${name} was replaced while klet waited for it`);
     certPem = issued(name, csr.status as CsrStatus | undefined);
     if (certPem !== undefined) break;
-    if (Date.now() >= deadline) throw new KletError(`${where}: certificate signing request ${name} was not approved and issued within ${Math.round((opts.waitMs ?? WAIT_MS) / 1000)} s`);
+    if (Date.now() >= deadline) throw new KletError(`${where}: certificate signing request ${name} was not approved and issued within ${Math.round(waitMs / 1000)} s`);
     await pause(POLL_MS, signal);
     if (signal.aborted) throw new KletError(`waiting for certificate signing request ${name}: interrupted`);
   }
-
-  checkIssued(certPem, keyPem, subject, name);
-  const pairFile = await storePair(certDir, certPem, keyPem, now());
-  await fsp.rm(path.join(certDir, TMP_KEY), { force: true });
-  const cluster = kc.getCurrentCluster()!;
-  await writeCertKubeconfig(opts.kubeconfig, {
-    server: cluster.server,
-    ...(cluster.caFile ? { caFile: path.resolve(path.dirname(opts.bootstrapKubeconfig), cluster.caFile) } : cluster.caData ? { caData: cluster.caData } : {}),
-    ...(cluster.skipTLSVerify ? { insecure: true } : {}),
-    pairFile: currentPairPath(certDir),
-  });
-  return { bootstrapped: true, csrName: name, pairFile };
+  checkIssued(certPem, o.keyPem, o.subject, name);
+  return { name, certPem };
 }
-
 /** The issued certificate, undefined while waiting; a denied or failed request is an error naming it. */
 export function issued(name: string, status: CsrStatus | undefined): string | undefined {
   let approved = false;
@@ -298,7 +317,7 @@ async function bootstrapKey(certDir: string): Promise<string> {
 const pad = (n: number) => String(n).padStart(2, '0');
 
 /** Store cert+key as kubelet-client-<local time>.pem (0600) and point kubelet-client-current.pem at it. */
-async function storePair(certDir: string, certPem: string, keyPem: string, now: Date): Promise<string> {
+export async function storePair(certDir: string, certPem: string, keyPem: string, now: Date): Promise<string> {
   const ts = `${now.getFullYear()}-${pad(now.getMonth() + 1)}-${pad(now.getDate())}-${pad(now.getHours())}-${pad(now.getMinutes())}-${pad(now.getSeconds())}`;
   const file = path.join(certDir, `${PAIR_PREFIX}-${ts}.pem`);
   const certs = certPem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
