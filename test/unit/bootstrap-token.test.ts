@@ -18,9 +18,10 @@ import {
   pinnedCertificate,
   publicKeyPin,
 } from '../../src/lib/kube/bootstrap-token.js';
-import { CLIENT_USAGES, clientConfigStillValid, csrObjectName, issued, makeCsr, nodeClientSubject } from '../../src/lib/kube/tls-bootstrap.js';
+import { CLIENT_USAGES, checkIssued, clientConfigStillValid, csrObjectName, issued, makeCsr, nodeClientSubject } from '../../src/lib/kube/tls-bootstrap.js';
 import { retryDelayMs, rotationDeadline } from '../../src/lib/kube/cert-rotation.js';
 import { endpointUrl } from '../../src/lib/kube/discovery.js';
+import { loadKubeconfig } from '../../src/lib/kube/node-api.js';
 import { checkJoinOptions } from '../../src/lib/services/join.js';
 
 describe('detached JWS (k8s.io/cluster-bootstrap/token/jws test vectors)', () => {
@@ -185,6 +186,46 @@ describe('is the kubeconfig still valid? (isClientConfigStillValid)', () => {
     expect(await clientConfigStillValid(path.join(dir, 'missing.conf'), now)).toBe(false);
     fs.rmSync(path.join(dir, 'c.key'));
     expect(await clientConfigStillValid(path.join(dir, 'cert.conf'), now)).toBe(false);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+});
+
+describe('the issued certificate', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'klet-issued-'));
+  const make = (name: string, subj: string) => {
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', path.join(dir, `${name}.key`), '-out', path.join(dir, `${name}.crt`), '-subj', subj, '-days', '1'], { stdio: 'ignore' });
+    return { cert: fs.readFileSync(path.join(dir, `${name}.crt`), 'utf8'), key: fs.readFileSync(path.join(dir, `${name}.key`), 'utf8') };
+  };
+  const mine = make('mine', '/O=system:nodes/CN=system:node:n1');
+  const other = make('other', '/O=system:nodes/CN=system:node:n2');
+  fs.rmSync(dir, { recursive: true, force: true });
+
+  it('is taken for this key and node', () => {
+    expect(() => checkIssued(mine.cert, mine.key, nodeClientSubject('n1'), 'node-csr-x')).not.toThrow();
+  });
+
+  it('is refused when signed for another node name, or for another key', () => {
+    expect(() => checkIssued(other.cert, other.key, nodeClientSubject('n1'), 'node-csr-x')).toThrow('certificate signing request node-csr-x: the issued certificate is for "system:node:n2", not "system:node:n1"');
+    expect(() => checkIssued(mine.cert, other.key, nodeClientSubject('n1'), 'node-csr-x')).toThrow('certificate signing request node-csr-x: the issued certificate is not for the requested key');
+    expect(() => checkIssued('junk', mine.key, nodeClientSubject('n1'), 'node-csr-x')).toThrow('the issued certificate is not a PEM certificate');
+  });
+});
+
+describe('kubeconfigs with client certificates (loadKubeconfig)', () => {
+  it('loads one whose files are there; a missing or half pair is an error naming the kubeconfig and the file', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'klet-kcc-'));
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', path.join(dir, 'c.key'), '-out', path.join(dir, 'c.crt'), '-subj', '/CN=system:node:n', '-days', '1'], { stdio: 'ignore' });
+    const kc = (user: string) =>
+      `apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\nusers:\n- name: u\n  user:\n${user}\n`;
+    const file = path.join(dir, 'k.conf');
+    fs.writeFileSync(file, kc('    client-certificate: c.crt\n    client-key: c.key'));
+    expect((await loadKubeconfig(file)).server).toBe('https://127.0.0.1:1');
+    fs.writeFileSync(file, kc('    client-certificate: missing.crt\n    client-key: c.key'));
+    await expect(loadKubeconfig(file)).rejects.toThrow(`kubeconfig ${file}: user "u" client-certificate ${path.join(dir, 'missing.crt')}: no such file`);
+    fs.writeFileSync(file, kc('    client-certificate: c.crt'));
+    await expect(loadKubeconfig(file)).rejects.toThrow(`kubeconfig ${file}: user "u" has a client certificate without its key`);
+    fs.writeFileSync(file, kc('    client-certificate: c.key\n    client-key: c.key'));
+    await expect(loadKubeconfig(file)).rejects.toThrow(`kubeconfig ${file}: user "u" client-certificate ${path.join(dir, 'c.key')}: not PEM`);
     fs.rmSync(dir, { recursive: true, force: true });
   });
 });

@@ -278,7 +278,7 @@ export function issued(name: string, status: CsrStatus | undefined): string | un
 }
 
 /** The issued certificate must be for this key and this node (a certificate for another node is refused). */
-function checkIssued(certPem: string, keyPem: string, subject: ClientSubject, name: string): void {
+export function checkIssued(certPem: string, keyPem: string, subject: ClientSubject, name: string): void {
   let cert: X509Certificate;
   try {
     cert = new X509Certificate(certPem);
