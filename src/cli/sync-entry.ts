@@ -33,6 +33,8 @@ export const SYNC_FLAGS: Readonly<Record<string, ArgvFlagSpec>> = {
   'sync-frequency': { type: 'duration', default: '1m' },
   'max-parallel-syncs': { type: 'integer', default: '8', min: 1 },
   kubeconfig: { type: 'string' },
+  'bootstrap-kubeconfig': { type: 'string' },
+  'rotate-certificates': { type: 'option', options: ['true', 'false'] },
   'node-labels': { type: 'string' },
   'register-with-taints': { type: 'string' },
   'kube-reserved': { type: 'string' },

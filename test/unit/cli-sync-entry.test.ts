@@ -72,6 +72,7 @@ const TAKEN: string[][] = [
   ['--manifest-dir', 'm', '--max-parallel-syncs', '2', '--max-pods=250'],
   ['--manifest-dir', 'm', '--max-parallel-syncs', '08'],
   ['--kubeconfig', 'k', '--node-labels', 'a=b,c=d', '--register-with-taints', 'k=v:NoSchedule', '--kube-reserved', 'cpu=100m', '--system-reserved=memory=1Gi', '--node-ip', '10.0.0.5'],
+  ['--bootstrap-kubeconfig', '/var/lib/klet/bootstrap-kubelet.conf', '--kubeconfig', '/var/lib/klet/kubelet.conf'],
   ['--manifest-dir', 'm', '--tui', '--log-level', 'debug'],
   ['--manifest-dir', 'm', '--crash-loop-backoff-initial', '100ms', '--crash-loop-backoff-max', '1s', '--crash-loop-backoff-reset', '5s'],
   ['--log-level', 'warn', '--manifest-dir', 'm', '--root-dir', '/tmp/k'],
