@@ -4,7 +4,7 @@
  * them, parsed once to milliseconds; a bad value is a usage error naming the flag.
  */
 import { Flags } from '@oclif/core';
-import { positiveDurationMs } from './cli/duration.js';
+import { durationFlagMs } from './cli/duration.js';
 
 export interface DurationFlagOptions {
   summary: string;
@@ -12,17 +12,19 @@ export interface DurationFlagOptions {
   default: string;
   hidden?: boolean;
   helpGroup?: string;
+  /** Take 0 (off) as well. */
+  allowZero?: boolean;
 }
 
-/** A positive duration flag, in milliseconds. */
+/** A positive (or with allowZero, non-negative) duration flag, in milliseconds. */
 export function durationFlag(opts: DurationFlagOptions) {
   return Flags.custom<number>({
     summary: opts.summary,
     hidden: opts.hidden,
     helpGroup: opts.helpGroup,
     helpValue: '<value>',
-    default: async (ctx) => positiveDurationMs(ctx.options.name, opts.default),
+    default: async (ctx) => durationFlagMs(ctx.options.name, opts.default, opts.allowZero),
     defaultHelp: async () => opts.default,
-    parse: async (input, _ctx, flag) => positiveDurationMs(flag.name, input),
+    parse: async (input, _ctx, flag) => durationFlagMs(flag.name, input, opts.allowZero),
   })();
 }

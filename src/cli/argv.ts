@@ -15,7 +15,7 @@
 import { DEFAULT_RUNTIME_ENDPOINT } from '../lib/cri/endpoint.js';
 import { LOG_LEVELS, type LogLevel } from '../lib/log.js';
 import { DEFAULT_ROOT_DIR } from './defaults.js';
-import { positiveDurationMs } from './duration.js';
+import { durationFlagMs } from './duration.js';
 
 export interface ArgvFlagSpec {
   type: 'string' | 'boolean' | 'option' | 'duration' | 'integer';
@@ -27,6 +27,10 @@ export interface ArgvFlagSpec {
   char?: string;
   /** Integers: the smallest value oclif takes. */
   min?: number;
+  /** Durations: 0 is taken too (durationFlag's allowZero). */
+  allowZero?: boolean;
+  /** Other long names of the flag (oclif's aliases: the kubelet's name for it). */
+  aliases?: readonly string[];
 }
 
 export type ArgvValue = string | boolean | number | string[];
@@ -69,7 +73,8 @@ export function parseArgv(specs: Readonly<Record<string, ArgvFlagSpec>>, argv: r
     const a = argv[i] as string;
     if (a.startsWith('--')) {
       const eq = a.indexOf('=');
-      const name = a.slice(2, eq === -1 ? undefined : eq);
+      const typed = a.slice(2, eq === -1 ? undefined : eq);
+      const name = Object.hasOwn(specs, typed) ? typed : (Object.keys(specs).find((n) => specs[n]?.aliases?.includes(typed)) ?? typed);
       const spec = Object.hasOwn(specs, name) ? specs[name] : undefined;
       if (spec === undefined) return undefined;
       if (spec.type === 'boolean') {
@@ -102,7 +107,7 @@ export function parseArgv(specs: Readonly<Record<string, ArgvFlagSpec>>, argv: r
       flags[name] = raw === 'true' || raw === true;
     } else if (spec.type === 'duration') {
       try {
-        flags[name] = positiveDurationMs(name, String(raw));
+        flags[name] = durationFlagMs(name, String(raw), spec.allowZero);
       } catch {
         return undefined;
       }

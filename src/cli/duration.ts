@@ -12,3 +12,15 @@ export function positiveDurationMs(flag: string, value: string): number {
   if (ms === null || ms <= 0) throw new InputError(`--${flag} "${value}": not a positive duration (e.g. 5m, 30s)`);
   return ms;
 }
+
+/** Milliseconds of a duration that may be zero ("0", "0s": off), or a one-line error naming the flag and the value. */
+export function nonNegativeDurationMs(flag: string, value: string): number {
+  const ms = parseDuration(value);
+  if (ms === null || ms < 0) throw new InputError(`--${flag} "${value}": not a duration (e.g. 3s, 500ms, 0 for none)`);
+  return ms;
+}
+
+/** A duration flag's value in milliseconds: positive, or with allowZero also zero. */
+export function durationFlagMs(flag: string, value: string, allowZero = false): number {
+  return allowZero ? nonNegativeDurationMs(flag, value) : positiveDurationMs(flag, value);
+}

@@ -17,6 +17,8 @@ export interface RunOnceFlags {
   'manifest-url-header'?: string[];
   objects?: string;
   wait: 'running' | 'ready';
+  /** Milliseconds; 0 for none. */
+  settle: number;
   /** Milliseconds. */
   timeout: number;
   'exit-code-from'?: string;
@@ -31,8 +33,9 @@ export interface RunOnceHost {
 /** Run `klet runonce`; the exit code of the report (errors are thrown). */
 export async function runOnceCommand(flags: RunOnceFlags, host: RunOnceHost): Promise<number> {
   const dir = flags['manifest-dir'] ?? (flags['manifest-url'] ? undefined : '/etc/kubernetes/manifests');
-  if (dir !== undefined && !fs.existsSync(dir)) throw new InputError(`--manifest-dir ${dir}: no such directory`);
-  if (dir !== undefined && !fs.statSync(dir).isDirectory()) throw new InputError(`--manifest-dir ${dir}: not a directory`);
+  // A directory or one manifest file, as the kubelet's staticPodPath.
+  if (dir !== undefined && !fs.existsSync(dir)) throw new InputError(`--manifest-dir ${dir}: no such file or directory`);
+  if (dir !== undefined && !fs.statSync(dir).isDirectory() && !fs.statSync(dir).isFile()) throw new InputError(`--manifest-dir ${dir}: not a directory or a file`);
   const { parseHeaders } = await import('../lib/config/manifest-url.js');
   const manifestUrlHeaders = parseHeaders(flags['manifest-url-header']);
 
@@ -47,6 +50,7 @@ export async function runOnceCommand(flags: RunOnceFlags, host: RunOnceHost): Pr
       manifestUrlHeaders,
       objectsDir: flags.objects,
       waitReady: flags.wait === 'ready',
+      settleMs: flags.settle,
       timeoutMs: flags.timeout,
       exitCodeFrom: flags['exit-code-from'],
       cleanup: flags.cleanup,

@@ -24,7 +24,7 @@ import type { SyncFlags } from './sync.js';
 /** Every flag `klet sync` takes, global ones included. */
 export const SYNC_FLAGS: Readonly<Record<string, ArgvFlagSpec>> = {
   ...GLOBAL_FLAGS,
-  'manifest-dir': { type: 'string' },
+  'manifest-dir': { type: 'string', aliases: ['pod-manifest-path'] },
   'manifest-url': { type: 'string' },
   'manifest-url-header': { type: 'string', multiple: true },
   'file-check-frequency': { type: 'duration', default: '20s' },
@@ -33,6 +33,8 @@ export const SYNC_FLAGS: Readonly<Record<string, ArgvFlagSpec>> = {
   'sync-frequency': { type: 'duration', default: '1m' },
   'max-parallel-syncs': { type: 'integer', default: '8', min: 1 },
   kubeconfig: { type: 'string' },
+  'bootstrap-kubeconfig': { type: 'string' },
+  'rotate-certificates': { type: 'option', options: ['true', 'false'] },
   'node-labels': { type: 'string' },
   'register-with-taints': { type: 'string' },
   'kube-reserved': { type: 'string' },

@@ -23,6 +23,8 @@ export interface SyncFlags extends NodeRegistrationFlagValues {
   'sync-frequency': number;
   'max-parallel-syncs': number;
   kubeconfig?: string;
+  'bootstrap-kubeconfig'?: string;
+  'rotate-certificates'?: string;
   listen?: string;
   'auth-token-file'?: string;
   address: string;
@@ -63,6 +65,8 @@ export async function syncCommand(flags: SyncFlags, host: SyncHost): Promise<voi
   let tui: Promise<void> | undefined;
   let kubelet: string | undefined;
   deps.signal.addEventListener('abort', () => host.notice(`klet sync: ${host.interruptedBy()}: stopping the sync loop; pods keep running`), { once: true });
+  const signal = AbortSignal.any([deps.signal, controller.signal]);
+  const rotation = options.cluster && flags.kubeconfig !== undefined && flags['rotate-certificates'] !== 'false' ? await certificateRotation(flags.kubeconfig, options.cluster.api, deps.rootDir, host, signal) : undefined;
   const { runSync } = await import('../lib/syncloop/run-sync.js');
   const sources = [options.manifestDir, options.manifestUrl].filter(Boolean).join(', ');
   const server = options.cluster ? `, API server ${options.cluster.api.server}` : '';
@@ -80,9 +84,10 @@ export async function syncCommand(flags: SyncFlags, host: SyncHost): Promise<voi
         else host.notice(`klet sync: node ${deps.nodeName}, sources ${sources}${server}; local API on ${a.socketPath}${a.tcp ? ` and ${a.tcp}` : ''}${kubelet ? `; kubelet server on ${kubelet}` : ''}`);
       },
     },
-    AbortSignal.any([deps.signal, controller.signal]),
+    signal,
   );
   await tui;
+  await rotation?.done;
   // Everything is stopped: the process ends when nothing holds the event loop. Something left
   // open (a connection, a timer) must not keep it running: name it, and exit.
   setTimeout(() => {
@@ -100,6 +105,10 @@ async function syncOptions(flags: SyncFlags, host: SyncHost): Promise<Omit<SyncO
   const manifestUrlHeaders = parseHeaders(flags['manifest-url-header']);
   const listen = await listenFlags(flags.listen, flags['auth-token-file']);
   let cluster: SyncOptions['cluster'];
+  if (flags['bootstrap-kubeconfig'] !== undefined) {
+    if (flags.kubeconfig === undefined) throw new InputError(`--bootstrap-kubeconfig "${flags['bootstrap-kubeconfig']}" needs --kubeconfig: the file the bootstrap writes the node's credentials to`);
+    await tlsBootstrap(flags.kubeconfig, flags['bootstrap-kubeconfig'], host);
+  }
   if (flags.kubeconfig !== undefined) {
     const { registrationOptions } = await import('./registration.js');
     const options = await registrationOptions({ ...flags, kubeconfig: flags.kubeconfig }, host.nodeName, true);
@@ -192,6 +201,55 @@ async function kubeletServerFlags(flags: SyncFlags, host: SyncHost, nodeIP: stri
   };
   const deps = await host.deps();
   return loadKubeletServerSettings(settings, { rootDir: deps.rootDir, hasApiServer: cluster, ...(nodeIP ? { nodeIP } : {}), hostname: host.nodeName });
+}
+
+/**
+ * The kubelet's TLS bootstrap (--bootstrap-kubeconfig): when --kubeconfig is
+ * missing or its client certificate expired, get one through a
+ * CertificateSigningRequest and write --kubeconfig (certificates in <root-dir>/pki).
+ */
+async function tlsBootstrap(kubeconfig: string, bootstrapKubeconfig: string, host: SyncHost): Promise<void> {
+  const deps = await host.deps();
+  const path = await import('node:path');
+  const { ensureClientCertificate } = await import('../lib/kube/tls-bootstrap.js');
+  const r = await ensureClientCertificate(
+    { kubeconfig, bootstrapKubeconfig, certDir: path.join(deps.rootDir, 'pki'), nodeName: host.nodeName },
+    deps.signal,
+    (line) => host.notice(`klet sync: ${line}`),
+  );
+  if (r.bootstrapped) host.notice(`klet sync: client certificate ${r.pairFile} issued (${r.csrName}); wrote ${kubeconfig}`);
+}
+
+/**
+ * --rotate-certificates (default on): when the kubeconfig's client
+ * certificate is the bootstrapped pair (<root-dir>/pki/kubelet-client-current.pem),
+ * renew it at 70–90 % of its lifetime in the background; the API client
+ * switches to each new one. Other kubeconfigs (tokens, certificates of their
+ * own) are left alone.
+ */
+async function certificateRotation(kubeconfig: string, api: { reloadCredentials?(): void }, rootDir: string, host: SyncHost, signal: AbortSignal): Promise<{ done: Promise<void> } | undefined> {
+  const path = await import('node:path');
+  const { loadKubeconfig } = await import('../lib/kube/node-api.js');
+  const { currentPairPath } = await import('../lib/kube/tls-bootstrap.js');
+  const certDir = path.join(rootDir, 'pki');
+  const user = (await loadKubeconfig(kubeconfig)).kc.getCurrentUser();
+  if (!user?.certFile || path.resolve(user.certFile) !== currentPairPath(certDir)) return undefined;
+  const { runClientCertificateRotation } = await import('../lib/kube/cert-rotation.js');
+  const { log } = await import('../lib/log.js');
+  const done = runClientCertificateRotation(
+    {
+      kubeconfig,
+      certDir,
+      nodeName: host.nodeName,
+      onRotated: (r) => {
+        api.reloadCredentials?.();
+        log.info(`client certificate rotated: ${r.pairFile} (${r.csrName}), valid until ${r.notAfter.toISOString()}`);
+      },
+      onError: (message) => log.warn(message),
+    },
+    signal,
+  );
+  return { done };
 }
 
 /** --listen with its token from --auth-token-file (never one without the other). */

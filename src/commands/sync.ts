@@ -11,6 +11,8 @@ With --kubeconfig it also joins that cluster as klet register-node --heartbeat d
 
 With --kubeconfig it also serves the kubelet server on --address:--port (0.0.0.0:10250; the Node's daemonEndpoints say where): kubectl logs, exec, attach, port-forward and the node proxy (/healthz, /pods, /configz, /metrics) reach the node there, with the kubelet's paths and answers. Clients authenticate with a certificate from --client-ca-file or a bearer token the API server accepts (TokenReview); every request is authorized with a SubjectAccessReview on nodes/<name> (kubeadm's settings: no anonymous requests). The serving certificate is --tls-cert-file, else a self-signed one in <root-dir>/pki. Standalone it serves only when --port is given; --port 0 turns it off.
 
+With --bootstrap-kubeconfig (a kubeconfig holding a bootstrap token, as kubeadm writes /etc/kubernetes/bootstrap-kubelet.conf; klet join writes one) it first does the kubelet's TLS bootstrap when --kubeconfig is missing or its client certificate expired: an ECDSA P-256 key (0600), a CertificateSigningRequest node-csr-<digest> for CN system:node:<node name>, O system:nodes (signer kubernetes.io/kube-apiserver-client-kubelet, usages digital signature and client auth), a wait for its approval and certificate (one line on stderr; kube-controller-manager approves such requests of bootstrap tokens, or kubectl certificate approve), then <root-dir>/pki/kubelet-client-<time>.pem with the kubelet-client-current.pem link, and --kubeconfig written to use it. A denied or failed request is an error naming it. While it runs, that certificate is renewed at a jittered 70–90% of its lifetime (--rotate-certificates, as the kubelet's rotateCertificates): a new key and CSR with the node's own identity, a new kubelet-client-<time>.pem behind the link, and the API connections switched to it without a restart (watches resume with it).
+
 A source that cannot be read keeps its last good pods (an unreadable URL or a deleted directory never kills running pods). On start it adopts what is already running (after a crash, even a SIGKILL, or a runtime restart): containers whose spec hash matches are kept, changed ones restarted, pods no source wants killed once every source has answered. On SIGTERM or SIGINT it stops the loop within seconds (requests to the API server in flight are cancelled) and leaves the pods running, as the kubelet does.
 
 State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (a v1 PodList), /node (runtime version and conditions, pod sources, PLEG relist, pod-worker queue), /events (newline-delimited JSON of sync-loop iterations, PLEG, pod lifecycle and probe result events: the retained ones after ?since=SEQ, then it streams new ones until the client disconnects; ?follow=false returns after the retained ones), /metrics (Prometheus). --listen 127.0.0.1:PORT also serves it on loopback TCP, only with --auth-token-file (bearer token). Watch it with klet dashboard, or run it with --tui to see the dashboard in this terminal.`;
@@ -21,13 +23,16 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
     '<%= config.bin %> <%= command.id %> --listen 127.0.0.1:10250 --auth-token-file /etc/klet/token',
     '<%= config.bin %> <%= command.id %> --manifest-dir /etc/kubernetes/manifests --kubeconfig /etc/kubernetes/kubelet.conf',
     '<%= config.bin %> <%= command.id %> --kubeconfig /etc/kubernetes/kubelet.conf --client-ca-file /etc/kubernetes/pki/ca.crt --node-ip 10.0.0.5    # kubectl logs/exec/port-forward reach it on :10250',
+    '<%= config.bin %> <%= command.id %> --bootstrap-kubeconfig /var/lib/klet/bootstrap-kubelet.conf --kubeconfig /var/lib/klet/kubelet.conf',
     "curl --unix-socket /var/lib/klet/klet.sock 'http://klet/events?follow=false'",
     "curl -N --unix-socket /var/lib/klet/klet.sock 'http://klet/events?since=42'    # follows",
     '<%= config.bin %> <%= command.id %> --manifest-dir /etc/kubernetes/manifests --tui',
   ];
   static override flags = {
     'manifest-dir': Flags.string({
-      summary: 'Directory of static pod manifests to keep running. Default /etc/kubernetes/manifests unless only --manifest-url is given.',
+      summary:
+        "Directory of static pod manifests to keep running, or one manifest file (the kubelet's staticPodPath). Default /etc/kubernetes/manifests unless only --manifest-url is given. Alias: --pod-manifest-path.",
+      aliases: ['pod-manifest-path'],
     }),
     'manifest-url': Flags.string({ summary: 'URL serving pod manifests, polled every --http-check-frequency.' }),
     'manifest-url-header': Flags.string({ summary: "HTTP header for --manifest-url, 'Name: value' (repeatable).", multiple: true }),
@@ -42,6 +47,13 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
     }),
     kubeconfig: Flags.string({
       summary: 'Join the cluster of this kubeconfig: register the node and keep its Lease and status fresh, run the pods bound to it, mirror pods for static pods.',
+    }),
+    'bootstrap-kubeconfig': Flags.string({
+      summary: 'TLS bootstrap, as the kubelet: when --kubeconfig is missing or its client certificate expired, request one with this (bootstrap token) kubeconfig and write --kubeconfig.',
+    }),
+    'rotate-certificates': Flags.string({
+      summary: 'Renew the client certificate at 70–90% of its lifetime through the CSR API, switching the API connections to it (default true when the --kubeconfig certificate is the bootstrapped <root-dir>/pki/kubelet-client-current.pem).',
+      options: ['true', 'false'],
     }),
     ...nodeRegistrationFlags,
     listen: Flags.string({ summary: 'Also serve the local API on loopback TCP (127.0.0.1:PORT); needs --auth-token-file.' }),

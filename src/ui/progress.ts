@@ -31,6 +31,8 @@ function describe(e: PodEvent): string | null {
     case 'FailedMount':
     case 'Evicted':
       return `${e.reason}: ${e.message}`;
+    case 'FailedPreStopHook':
+      return `container ${e.container}: ${e.message}`;
     default:
       return e.containerReason !== undefined ? `container ${e.container}: ${e.containerReason}: ${e.message}` : null;
   }

@@ -12,7 +12,7 @@
  * clusterInfraPresent and vitest.config.ts), and always in CI, which builds it.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { X509Certificate, createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import net from 'node:net';
@@ -59,6 +59,8 @@ export function missingClusterInfra(): string[] {
   const missing: string[] = [];
   const apiserver = path.join(k8sBinDir(), 'kube-apiserver');
   if (!fs.existsSync(apiserver)) missing.push(`${apiserver} (run scripts/build-k8s.sh)`);
+  const controllerManager = path.join(k8sBinDir(), 'kube-controller-manager');
+  if (!fs.existsSync(controllerManager)) missing.push(`${controllerManager} (run scripts/build-k8s.sh)`);
   if (!fs.existsSync(path.join(k8sBinDir(), 'kubectl')) && !onPath('kubectl')) missing.push(`${path.join(k8sBinDir(), 'kubectl')} (run scripts/build-k8s.sh)`);
   for (const cmd of ['etcd', 'openssl']) if (!onPath(cmd)) missing.push(`${cmd} (scripts/install-deps.sh)`);
   return missing;
@@ -113,6 +115,14 @@ export interface TestCluster {
   stopApiServer(): Promise<void>;
   /** Start kube-apiserver again on the same port and etcd, and wait for /readyz. */
   startApiServer(): Promise<void>;
+  /**
+   * With `bootstrap`: what kubeadm sets up for nodes that join with a token
+   * (see startTestCluster): a bootstrap token (ID.SECRET) that may sign and
+   * authenticate, and the pin of the cluster CA (sha256:<hex>).
+   */
+  bootstrap: { token: string; caCertHash: string; controllerManagerLog: string } | undefined;
+  /** With `bootstrap`: make another bootstrap token Secret (`expired`: its expiration is past; `group`: its auth-extra-groups). */
+  createBootstrapToken(o?: { expired?: boolean; group?: string }): Promise<string>;
   /** Write a kubeconfig (token auth) to `file`. */
   writeKubeconfig(file: string, o: { token: string; caFile?: string; server?: string; user?: string }): Promise<void>;
   stop(): Promise<void>;
@@ -190,12 +200,94 @@ function stopProcess(p: ChildProcess | undefined, timeoutMs = 20_000): Promise<v
   });
 }
 
-export async function startTestCluster(opts: { nodes?: string[]; audit?: boolean } = {}): Promise<TestCluster> {
+/** A bootstrap token Secret as kubeadm token create makes it (kube-system/bootstrap-token-<id>). */
+function bootstrapTokenSecret(id: string, secret: string, expiration?: Date, group = 'system:bootstrappers:kubeadm:default-node-token'): unknown {
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: `bootstrap-token-${id}`, namespace: 'kube-system' },
+    type: 'bootstrap.kubernetes.io/token',
+    stringData: {
+      'token-id': id,
+      'token-secret': secret,
+      'usage-bootstrap-authentication': 'true',
+      'usage-bootstrap-signing': 'true',
+      'auth-extra-groups': group,
+      ...(expiration ? { expiration: expiration.toISOString().replace(/\.\d+Z$/, 'Z') } : {}),
+    },
+  };
+}
+
+/** A random token part of `n` characters of [a-z0-9]. */
+function tokenPart(n: number): string {
+  const abc = 'abcdefghijklmnopqrstuvwxyz0123456789';
+  return [...randomBytes(n)].map((b) => abc[b % abc.length]).join('');
+}
+
+/**
+ * What kubeadm init sets up for token joins (its bootstrap-token phase):
+ * the RBAC of bootstrap tokens (create and auto-approve node CSRs; nodes renew
+ * their own), anonymous read of kube-public/cluster-info, and cluster-info
+ * itself (the bootstrapsigner controller adds the tokens' signatures).
+ */
+async function setUpTokenJoin(apply: (o: unknown) => Promise<unknown>, server: string, caFile: string): Promise<void> {
+  const group = (name: string) => ({ kind: 'Group', apiGroup: 'rbac.authorization.k8s.io', name });
+  const crb = (name: string, role: string, subject: string) => ({
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: { name },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+    subjects: [group(subject)],
+  });
+  await apply(crb('kubeadm:kubelet-bootstrap', 'system:node-bootstrapper', 'system:bootstrappers:kubeadm:default-node-token'));
+  await apply(crb('kubeadm:node-autoapprove-bootstrap', 'system:certificates.k8s.io:certificatesigningrequests:nodeclient', 'system:bootstrappers:kubeadm:default-node-token'));
+  await apply(crb('kubeadm:node-autoapprove-certificate-rotation', 'system:certificates.k8s.io:certificatesigningrequests:selfnodeclient', 'system:nodes'));
+  await apply({
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'Role',
+    metadata: { name: 'kubeadm:bootstrap-signer-clusterinfo', namespace: 'kube-public' },
+    rules: [{ apiGroups: [''], resources: ['configmaps'], resourceNames: ['cluster-info'], verbs: ['get'] }],
+  });
+  await apply({
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'RoleBinding',
+    metadata: { name: 'kubeadm:bootstrap-signer-clusterinfo', namespace: 'kube-public' },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'kubeadm:bootstrap-signer-clusterinfo' },
+    subjects: [{ kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'system:anonymous' }],
+  });
+  const kubeconfig = [
+    'apiVersion: v1',
+    'clusters:',
+    '- cluster:',
+    `    certificate-authority-data: ${fs.readFileSync(caFile).toString('base64')}`,
+    `    server: ${server}`,
+    '  name: ""',
+    'contexts: null',
+    'current-context: ""',
+    'kind: Config',
+    'preferences: {}',
+    'users: null',
+    '',
+  ].join('\n');
+  await apply({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'cluster-info', namespace: 'kube-public' }, data: { kubeconfig } });
+}
+
+/**
+ * Options: `nodes` (token identities), `audit` (an audit log), `bootstrap`
+ * (for token joins and the TLS bootstrap: the API server also takes client
+ * certificates of the CA, bootstrap tokens and anonymous requests, and
+ * kube-controller-manager runs its CSR signing and approving, bootstrap
+ * signer and token cleaner controllers; see setUpTokenJoin), and
+ * `signingDuration` (kube-controller-manager's --cluster-signing-duration:
+ * how long the certificates it issues last).
+ */
+export async function startTestCluster(opts: { nodes?: string[]; audit?: boolean; bootstrap?: boolean; signingDuration?: string } = {}): Promise<TestCluster> {
   const missing = missingClusterInfra();
   if (missing.length > 0) throw new Error(`cluster tests need: ${missing.join(', ')}`);
   const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'klet-cluster-'));
   let etcd: ChildProcess | undefined;
   let apiserver: ChildProcess | undefined;
+  let controllerManager: ChildProcess | undefined;
   try {
     await makeCerts(dir);
     const [clientPort, peerPort, securePort] = [await freePort(), await freePort(), await freePort()];
@@ -230,7 +322,7 @@ export async function startTestCluster(opts: { nodes?: string[]; audit?: boolean
       fs.closeSync(etcdOut);
       return child;
     };
-    const procs: { etcd?: ChildProcess; apiserver?: ChildProcess } = {};
+    const procs: { etcd?: ChildProcess; apiserver?: ChildProcess; controllerManager?: ChildProcess } = {};
     etcd = procs.etcd = spawnEtcd();
     await etcdHealthy();
 
@@ -254,7 +346,8 @@ export async function startTestCluster(opts: { nodes?: string[]; audit?: boolean
         `--service-account-key-file=${path.join(dir, 'sa.pub')}`,
         `--service-account-signing-key-file=${path.join(dir, 'sa.key')}`,
         '--service-cluster-ip-range=10.96.0.0/24',
-        '--anonymous-auth=false',
+        // Token joins read cluster-info anonymously (kubeadm's RBAC allows exactly that); nodes authenticate with certificates.
+        ...(opts.bootstrap ? ['--anonymous-auth=true', '--enable-bootstrap-token-auth', `--client-ca-file=${path.join(dir, 'ca.crt')}`] : ['--anonymous-auth=false']),
         // Logs, exec and port-forward reach the node's kubelet server with this client certificate, at its InternalIP.
         `--kubelet-client-certificate=${path.join(dir, 'kubelet-client.crt')}`,
         `--kubelet-client-key=${path.join(dir, 'kubelet-client.key')}`,
@@ -296,6 +389,44 @@ export async function startTestCluster(opts: { nodes?: string[]; audit?: boolean
     // The system namespaces controller creates kube-node-lease shortly after start.
     await waitFor('namespace kube-node-lease', 60_000, async () => (await kubectl(['get', 'namespace', 'kube-node-lease', '-o', 'name'])).trim() !== '');
 
+    let bootstrap: TestCluster['bootstrap'];
+    const apply = (o: unknown) => kubectl(['apply', '-f', '-'], { input: JSON.stringify(o) });
+    const createBootstrapToken = async (o: { expired?: boolean; group?: string } = {}): Promise<string> => {
+      const [id, secret] = [tokenPart(6), tokenPart(16)];
+      await apply(bootstrapTokenSecret(id, secret, o.expired ? new Date(Date.now() - 3600_000) : new Date(Date.now() + 3600_000), o.group));
+      return `${id}.${secret}`;
+    };
+    if (opts.bootstrap) {
+      await setUpTokenJoin(apply, server, caFile);
+      const controllerManagerLog = path.join(dir, 'kube-controller-manager.log');
+      const out = fs.openSync(controllerManagerLog, 'a');
+      controllerManager = spawn(
+        path.join(k8sBinDir(), 'kube-controller-manager'),
+        [
+          `--kubeconfig=${adminKubeconfig}`,
+          '--controllers=certificatesigningrequest-signing-controller,certificatesigningrequest-approving-controller,bootstrap-signer-controller,token-cleaner-controller',
+          `--cluster-signing-cert-file=${caFile}`,
+          `--cluster-signing-key-file=${path.join(dir, 'ca.key')}`,
+          '--use-service-account-credentials=false',
+          '--leader-elect=false',
+          '--secure-port=0',
+          ...(opts.signingDuration ? [`--cluster-signing-duration=${opts.signingDuration}`] : []),
+        ],
+        { stdio: ['ignore', out, out] },
+      );
+      fs.closeSync(out);
+      procs.controllerManager = controllerManager;
+      const token = await createBootstrapToken();
+      // The bootstrapsigner controller signs cluster-info for the token: then joins can start.
+      const id = token.split('.')[0]!;
+      await waitFor('cluster-info signed for the bootstrap token', 60_000, async () => {
+        const cm = JSON.parse(await kubectl(['get', 'configmap', '-n', 'kube-public', 'cluster-info', '-o', 'json'])) as { data?: Record<string, string> };
+        return Boolean(cm.data?.[`jws-kubeconfig-${id}`]);
+      }, controllerManager, controllerManagerLog);
+      const spki = new X509Certificate(fs.readFileSync(caFile)).publicKey.export({ type: 'spki', format: 'der' });
+      bootstrap = { token, caCertHash: `sha256:${createHash('sha256').update(spki).digest('hex')}`, controllerManagerLog };
+    }
+
     const ready = () => waitFor('kube-apiserver /readyz', 120_000, async () => (await kubectl(['get', '--raw', '/readyz'])).trim() === 'ok', procs.apiserver, apiLog);
     return {
       dir,
@@ -311,6 +442,8 @@ export async function startTestCluster(opts: { nodes?: string[]; audit?: boolean
         return JSON.parse(await kubectl([...args, '-o', 'json'], o)) as T;
       },
       auditLog: opts.audit ? path.join(dir, 'audit.log') : undefined,
+      bootstrap,
+      createBootstrapToken,
       async stopEtcd() {
         await stopProcess(procs.etcd);
       },
@@ -329,12 +462,14 @@ export async function startTestCluster(opts: { nodes?: string[]; audit?: boolean
         await fsp.writeFile(file, kubeconfigYaml(o.server ?? server, o.caFile ?? caFile, o.user ?? 'klet', o.token), { mode: 0o600 });
       },
       async stop() {
+        await stopProcess(procs.controllerManager);
         await stopProcess(procs.apiserver);
         await stopProcess(procs.etcd);
         await fsp.rm(dir, { recursive: true, force: true });
       },
     };
   } catch (err) {
+    await stopProcess(controllerManager);
     await stopProcess(apiserver);
     await stopProcess(etcd);
     await fsp.rm(dir, { recursive: true, force: true });

@@ -26,6 +26,8 @@ export interface SyncOptions {
   readyTimeoutMs?: number;
   /** More environment variables. */
   env?: Record<string, string>;
+  /** The command words in place of `sync` (e.g. ['join', SERVER]: klet join goes on as klet sync). */
+  command?: string[];
 }
 
 export interface SyncExit {
@@ -161,7 +163,7 @@ export class SyncProcess {
 /** The argv of `klet sync` for these options (without `node bin/run.js`). */
 export function syncArgs(opts: SyncOptions): string[] {
   return [
-    'sync',
+    ...(opts.command ?? ['sync']),
     ...(opts.manifestDir !== undefined ? ['--manifest-dir', opts.manifestDir] : []),
     ...(opts.manifestUrl !== undefined ? ['--manifest-url', opts.manifestUrl] : []),
     '--root-dir',

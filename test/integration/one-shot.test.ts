@@ -146,6 +146,300 @@ describe('one-off runs', () => {
 });
 
 /**
+ * A pod manifest: metadata lines (indented under `metadata:`, the name
+ * first), one container `c` (the busybox image unless `image`) running
+ * `script` (sleep by default), `extra` lines under it, then `tail` lines.
+ */
+function podText(name: string, opts: { meta?: string[]; image?: string; script?: string; extra?: string[]; tail?: string[] } = {}): string {
+  return [
+    'apiVersion: v1',
+    'kind: Pod',
+    'metadata:',
+    `  name: ${name}`,
+    ...(opts.meta ?? []),
+    'spec:',
+    '  terminationGracePeriodSeconds: 1',
+    '  containers:',
+    '    - name: c',
+    `      image: ${opts.image ?? rt.images.busybox}`,
+    `      command: ["sh", "-c", ${JSON.stringify(opts.script ?? 'sleep 3600')}]`,
+    ...(opts.extra ?? []),
+    ...(opts.tail ?? []),
+    '',
+  ].join('\n');
+}
+
+/** A one-container pod of restartPolicy Always running `script`, or with image `image`. */
+function alwaysPod(where: string, name: string, opts: { script?: string; image?: string }): void {
+  fs.mkdirSync(where, { recursive: true });
+  fs.writeFileSync(path.join(where, `${name}.yaml`), podText(name, opts));
+}
+
+interface ReportRow {
+  name: string;
+  ok: boolean;
+  reason: string | null;
+  message: string | null;
+  problem: string | null;
+  exitCode: number | null;
+  logTail: string[];
+}
+
+describe('runonce tells the truth', () => {
+  // What a control-plane pod does with a bad flag or a port in use: starts, prints why, exits ~1 s later.
+  // One stream: stdout and stderr lines may reach the log in either order.
+  const DIES = 'echo starting >&2; echo "listen tcp :2379: bind: address already in use" >&2; sleep 1; exit 3';
+
+  it('a container that exits within the settle window fails its pod with reason, exit code and last log lines; the others stay ok', async () => {
+    const manifests = path.join(dir, 'settle');
+    alwaysPod(manifests, 'dies', { script: DIES });
+    alwaysPod(manifests, 'lives', {});
+    const r = await runKlet(['runonce', '--manifest-dir', manifests, '-o', 'json', ...common()]);
+    expect(r.code, explain(r)).toBe(1);
+    const report = JSON.parse(r.stdout) as { ok: boolean; pods: ReportRow[] };
+    const rows = Object.fromEntries(report.pods.map((p) => [p.name, p]));
+    expect(report.ok).toBe(false);
+    expect(rows[`lives-${NODE}`]).toMatchObject({ ok: true, reason: null });
+    expect(rows[`dies-${NODE}`]).toMatchObject({ ok: false, reason: 'Error', exitCode: 3 });
+    expect(rows[`dies-${NODE}`]?.problem).toMatch(/^container c exited within the 3s settle window: Error, exit code 3/);
+    expect(rows[`dies-${NODE}`]?.logTail).toEqual(['starting', 'listen tcp :2379: bind: address already in use']);
+    // The pod is left as it ended (not restarted), which is what `klet status` shows.
+    const pod = await podOf('dies');
+    expect(pod.status?.containerStatuses?.[0]?.state?.terminated?.exitCode).toBe(3);
+    await runKlet(['delete', `dies-${NODE}`, `lives-${NODE}`, ...common()]);
+  }, 120_000);
+
+  it('the table: FAILED with the reason, the log lines under it, the summary last', async () => {
+    const manifests = path.join(dir, 'settle-table');
+    alwaysPod(manifests, 'dies2', { script: DIES });
+    alwaysPod(manifests, 'lives2', {});
+    const table = await runKlet(['runonce', '--manifest-dir', manifests, '--settle', '2500ms', '--cleanup', ...common()]);
+    expect(table.code, explain(table)).toBe(1);
+    expect(table.stdout).toMatch(new RegExp(`\\ndefault +dies2-${NODE} +Always +FAILED +Running +3 +[0-9.]+s +container c exited within the 2.5s settle window: Error, exit code 3\\n`));
+    expect(table.stdout).toContain(`default/dies2-${NODE}: last 2 log lines:\n  starting\n  listen tcp :2379: bind: address already in use\n`);
+    expect(table.stdout).toMatch(/\n1\/2 pods ok, 0 invalid, [0-9.]+s\n?$/);
+  }, 120_000);
+
+  it('--settle 0 reports a running pod at once, as before', async () => {
+    const manifests = path.join(dir, 'settle-0');
+    alwaysPod(manifests, 'dies0', { script: DIES });
+    const r = await runKlet(['runonce', '--manifest-dir', manifests, '--settle', '0', '--cleanup', '-o', 'json', ...common()]);
+    expect(r.code, explain(r)).toBe(0);
+  }, 60_000);
+
+  it('an image that cannot be pulled fails its pod at once with the pull error, not at the timeout', async () => {
+    const manifests = path.join(dir, 'no-image');
+    // Nothing listens on port 1: the pull fails, and the image is nowhere else.
+    alwaysPod(manifests, 'noimage', { image: '127.0.0.1:1/klet/absent:v1' });
+    const r = await runKlet(['runonce', '--manifest-dir', manifests, '--timeout', '10m', '--cleanup', '-o', 'json', ...common()], { timeoutMs: 90_000 });
+    expect(r.code, explain(r)).toBe(1);
+    const row = (JSON.parse(r.stdout) as { pods: ReportRow[] }).pods[0];
+    expect(row).toMatchObject({ ok: false, reason: 'ErrImagePull' });
+    expect(row?.problem).toContain('failed to pull image "127.0.0.1:1/klet/absent:v1"');
+  }, 120_000);
+});
+
+describe('manifest paths as the kubelet takes them', () => {
+  it('--pod-manifest-path names one manifest file (the kubelet\'s staticPodPath may), through both entries', async () => {
+    const manifests = path.join(dir, 'single-file');
+    alwaysPod(manifests, 'single', {});
+    alwaysPod(manifests, 'other', {});
+    const file = path.join(manifests, 'single.yaml');
+    for (const extraEnv of [{}, { KLET_ENTRY: 'oclif' }]) {
+      const r = await runKlet(['runonce', '--pod-manifest-path', file, '--settle', '0', '--cleanup', '-o', 'json', ...common()], { extraEnv });
+      expect(r.code, explain(r)).toBe(0);
+      // Only that file's pod: not the directory's.
+      expect((JSON.parse(r.stdout) as { pods: ReportRow[] }).pods.map((p) => [p.name, p.ok])).toEqual([[`single-${NODE}`, true]]);
+    }
+  }, 120_000);
+
+  it('a pod dumped with kubectl get -o yaml: a mirror pod is not run (the kubelet skips it); an old creationTimestamp does not age a new pod', async () => {
+    const manifests = path.join(dir, 'dumped');
+    fs.mkdirSync(manifests, { recursive: true });
+    const dumped = (name: string, mirror: boolean) =>
+      podText(name, {
+        meta: [
+          '  annotations:',
+          `    kubernetes.io/config.hash: 0123abcd${name}`,
+          ...(mirror ? [`    kubernetes.io/config.mirror: 0123abcd${name}`] : []),
+          '    kubernetes.io/config.source: file',
+          '  creationTimestamp: "2024-12-30T10:00:00Z"',
+          '  namespace: default',
+        ],
+        tail: ['status:', '  phase: Running'],
+      });
+    fs.writeFileSync(path.join(manifests, 'mirror.yaml'), dumped('mirror', true));
+    fs.writeFileSync(path.join(manifests, 'edited.yaml'), dumped('edited', false));
+    const r = await runKlet(['runonce', '--manifest-dir', manifests, '--settle', '0', '-o', 'json', ...common()]);
+    expect(r.code, explain(r)).toBe(1);
+    const report = JSON.parse(r.stdout) as { pods: ReportRow[]; invalid: { file: string; line: number; fieldPath: string; message: string }[] };
+    expect(report.pods.map((p) => [p.name, p.ok])).toEqual([[`edited-${NODE}`, true]]);
+    expect(report.invalid).toEqual([
+      {
+        file: path.join(manifests, 'mirror.yaml'),
+        line: 7,
+        fieldPath: 'metadata.annotations[kubernetes.io/config.mirror]',
+        message: 'Forbidden: a mirror pod (as kubectl get -o yaml writes a static pod back) is never run from a manifest, as the kubelet skips it: remove this annotation',
+      },
+    ]);
+    const gone = await runKlet(['status', `mirror-${NODE}`, ...common()]);
+    expect(gone.code, explain(gone)).not.toBe(0);
+    // Born when klet first ran it, as its mirror pod would be by the API server: AGE in seconds, not 697d.
+    const pod = await podOf('edited');
+    const age = Date.now() - new Date(pod.metadata?.creationTimestamp ?? 0).getTime();
+    expect(age).toBeGreaterThanOrEqual(0);
+    expect(age).toBeLessThan(120_000);
+    const table = await runKlet(['status', ...common()]);
+    expect(table.stdout).toMatch(new RegExp(`\\ndefault +edited-${NODE} +1/1 +Running +0 +[0-9]+s\\b`));
+    await runKlet(['delete', `edited-${NODE}`, ...common()]);
+  }, 120_000);
+});
+
+describe('deterministic admission', () => {
+  const port = 32000 + Math.floor(Math.random() * 2000);
+  const portPod = (where: string, file: string, name: string, created?: string) => {
+    fs.mkdirSync(where, { recursive: true });
+    const meta = created ? [`  creationTimestamp: "${created}"`] : [];
+    fs.writeFileSync(path.join(where, file), podText(name, { meta, extra: [`      ports: [{ containerPort: 80, hostPort: ${port} }]`] }));
+  };
+  const outcome = async (manifests: string, extra: string[] = ['--cleanup']) => {
+    const r = await runKlet(['runonce', '--manifest-dir', manifests, '--settle', '0', ...extra, '-o', 'json', ...common()]);
+    expect(r.code, explain(r)).toBe(1);
+    return Object.fromEntries((JSON.parse(r.stdout) as { pods: ReportRow[] }).pods.map((p) => [p.name, p.ok ? 'ok' : p.reason]));
+  };
+
+  it('two pods asking for one hostPort: the one first in source order wins, every time', async () => {
+    const manifests = path.join(dir, 'ports-source-order');
+    // The names sort the other way round: the files' order, not the names' (or whichever start runs first), decides.
+    portPod(manifests, 'a.yaml', 'zz-first');
+    portPod(manifests, 'b.yaml', 'aa-second');
+    for (let i = 0; i < 4; i++) {
+      expect(await outcome(manifests), `run ${i}`).toEqual({ [`zz-first-${NODE}`]: 'ok', [`aa-second-${NODE}`]: 'NodePorts' });
+    }
+  }, 120_000);
+
+  it('an older creationTimestamp wins over source order; the loser has the kubelet\'s rejected-pod status', async () => {
+    const manifests = path.join(dir, 'ports-created');
+    portPod(manifests, 'a.yaml', 'newer', '2025-06-01T00:00:00Z');
+    portPod(manifests, 'b.yaml', 'older', '2025-01-01T00:00:00Z');
+    expect(await outcome(manifests, [])).toEqual({ [`newer-${NODE}`]: 'NodePorts', [`older-${NODE}`]: 'ok' });
+    const loser = await podOf('newer');
+    expect(loser.status?.phase).toBe('Failed');
+    expect(loser.status?.reason).toBe('NodePorts');
+    expect(loser.status?.message).toMatch(/^Pod was rejected: Predicate NodePorts failed: /);
+    // No waiting container statuses (nothing of it ever ran), no conditions: STATUS is the reason.
+    expect(loser.status?.containerStatuses).toBeUndefined();
+    expect(loser.status?.conditions).toBeUndefined();
+    const table = await runKlet(['status', ...common()]);
+    expect(table.stdout).toMatch(new RegExp(`\\ndefault +newer-${NODE} +0/1 +NodePorts +0 `));
+    await runKlet(['delete', `newer-${NODE}`, `older-${NODE}`, ...common()]);
+  }, 120_000);
+});
+
+describe('sidecars as Kubernetes 1.34 runs them (KEP-753)', () => {
+  it("a sidecar's startup probe holds the app back until it passes; the job's exit code is its own, not the stopped sidecar's", async () => {
+    const manifests = path.join(dir, 'sidecar-job');
+    fs.mkdirSync(manifests, { recursive: true });
+    const mount = ['      volumeMounts: [{ name: shared, mountPath: /shared }]'];
+    fs.writeFileSync(
+      path.join(manifests, 'job.yaml'),
+      [
+        'apiVersion: v1',
+        'kind: Pod',
+        'metadata:',
+        '  name: sidejob',
+        'spec:',
+        '  restartPolicy: Never',
+        '  terminationGracePeriodSeconds: 1',
+        '  volumes: [{ name: shared, emptyDir: {} }]',
+        '  initContainers:',
+        '    - name: shipper',
+        `      image: ${rt.images.busybox}`,
+        '      restartPolicy: Always',
+        // Ready only after 2 s; then sleep as PID 1, which ignores SIGTERM: stopped with 137.
+        '      command: ["sh", "-c", "sleep 2; touch /shared/ready; exec sleep 3600"]',
+        '      startupProbe: { exec: { command: ["test", "-f", "/shared/ready"] }, periodSeconds: 1, failureThreshold: 30 }',
+        ...mount,
+        '  containers:',
+        '    - name: c',
+        `      image: ${rt.images.busybox}`,
+        // Fails if it starts before the sidecar's startup probe has passed.
+        '      command: ["test", "-f", "/shared/ready"]',
+        ...mount,
+        '',
+      ].join('\n'),
+    );
+    const r = await runKlet(['runonce', '--manifest-dir', manifests, '--cleanup', '-o', 'json', ...common()]);
+    expect(r.code, explain(r)).toBe(0);
+    expect((JSON.parse(r.stdout) as { pods: (ReportRow & { phase: string })[] }).pods[0]).toMatchObject({ ok: true, phase: 'Succeeded', exitCode: 0 });
+  }, 120_000);
+
+  it('on deletion the app stops first, then the sidecars in reverse order', async () => {
+    const manifests = path.join(dir, 'sidecar-order');
+    const out = path.join(dir, 'sidecar-order-out');
+    fs.mkdirSync(manifests, { recursive: true });
+    fs.mkdirSync(out, { recursive: true });
+    const container = (name: string, onTerm: string, sidecar: boolean) => [
+      `    - name: ${name}`,
+      `      image: ${rt.images.busybox}`,
+      ...(sidecar ? ['      restartPolicy: Always'] : []),
+      `      command: ["sh", "-c", ${JSON.stringify(`trap '${onTerm}echo ${name} >> /out/order; exit 0' TERM; sleep 1000000 & wait`)}]`,
+      '      volumeMounts: [{ name: out, mountPath: /out }]',
+    ];
+    fs.writeFileSync(
+      path.join(manifests, 'p.yaml'),
+      [
+        'apiVersion: v1',
+        'kind: Pod',
+        'metadata:',
+        '  name: sidecars',
+        'spec:',
+        '  terminationGracePeriodSeconds: 20',
+        `  volumes: [{ name: out, hostPath: { path: ${out}, type: Directory } }]`,
+        '  initContainers:',
+        ...container('first', '', true),
+        ...container('second', '', true),
+        '  containers:',
+        // The app takes a second to stop: the sidecars must still wait for it.
+        ...container('app', 'sleep 1; ', false),
+        '',
+      ].join('\n'),
+    );
+    const r = await runKlet(['runonce', '--manifest-dir', manifests, '--settle', '0', ...common()]);
+    expect(r.code, explain(r)).toBe(0);
+    const del = await runKlet(['delete', `sidecars-${NODE}`, ...common()]);
+    expect(del.code, explain(del)).toBe(0);
+    expect(fs.readFileSync(path.join(out, 'order'), 'utf8')).toBe('app\nsecond\nfirst\n');
+  }, 120_000);
+});
+
+describe('the errors users grep for', () => {
+  it('a missing envFrom ConfigMap names envFrom[0].configMapRef, not env', async () => {
+    const manifests = path.join(dir, 'envfrom');
+    fs.mkdirSync(manifests, { recursive: true });
+    fs.writeFileSync(path.join(manifests, 'p.yaml'), podText('envfrom', { extra: ['      envFrom:', '        - configMapRef:', '            name: settings'] }));
+    const r = await runKlet(['runonce', '--manifest-dir', manifests, '-o', 'json', ...common()]);
+    expect(r.code, explain(r)).toBe(1);
+    const { invalid } = JSON.parse(r.stdout) as { invalid: { fieldPath: string; message: string }[] };
+    expect(invalid).toEqual([expect.objectContaining({ fieldPath: 'spec.containers[0].envFrom[0].configMapRef', message: 'configmap "settings" not found' })]);
+  });
+
+  it('an image volume is refused for what it needs: a runtime that mounts images', async () => {
+    const manifests = path.join(dir, 'imagevol');
+    fs.mkdirSync(manifests, { recursive: true });
+    fs.writeFileSync(
+      path.join(manifests, 'p.yaml'),
+      podText('imagevol', { tail: ['  volumes:', '    - name: models', '      image:', `        reference: ${rt.images.busybox}`] }),
+    );
+    const r = await runKlet(['runonce', '--manifest-dir', manifests, '--cleanup', '-o', 'json', ...common()]);
+    expect(r.code, explain(r)).toBe(1);
+    const row = (JSON.parse(r.stdout) as { pods: ReportRow[] }).pods[0];
+    expect(row?.reason).toBe('FailedMount');
+    expect(row?.message).toContain('volume "models": an image volume needs a container runtime that mounts images as volumes (containerd 2.1 or later)');
+  });
+});
+
+/**
  * bin/run.js runs `klet runonce` without oclif when src/cli/runonce-entry.ts
  * takes its arguments (KLET_ENTRY=oclif forces the oclif command). The same
  * invocations through both must end the same: exit code, stdout, stderr

@@ -863,7 +863,7 @@ spec:
 
   it('runonce --manifest-dir that does not exist: names the dir', async () => {
     const { line, r } = await refused(['runonce', '--manifest-dir', '/nonexistent']);
-    expect(line).toBe('error: --manifest-dir /nonexistent: no such directory');
+    expect(line).toBe('error: --manifest-dir /nonexistent: no such file or directory');
     expect(r.code).toBe(2);
   });
 

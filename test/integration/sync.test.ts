@@ -444,12 +444,14 @@ describe('klet sync: manifest directory', () => {
               volumeMounts: [{ name: 'hooks', mountPath: '/hooks' }],
             },
           },
+          // A preStop hook that fails (its output must not reach the event).
+          { name: 'badhook', extra: { lifecycle: { preStop: { exec: { command: ['sh', '-c', 'echo secret-ish; exit 7'] } } } } },
         ],
         volumes: [{ name: 'hooks', hostPath: { path: hooks, type: 'Directory' } }],
       }),
     );
     const s = await sync({ manifestDir: dir });
-    const pod = await eventually(() => runningPod('term', ['stubborn', 'hooked']), 20_000);
+    const pod = await eventually(() => runningPod('term', ['stubborn', 'hooked', 'badhook']), 20_000);
     expect(fs.existsSync(path.join(hooks, 'prestop'))).toBe(false);
 
     const t0 = Date.now();
@@ -477,9 +479,62 @@ describe('klet sync: manifest directory', () => {
     await sleep(2500);
     const events = await eventsWhere(s, (e) => e.uid === pod.uid);
     expect(events.filter((e) => e.kind === 'PodLifecycle').map((e) => e.state)).toEqual(['SyncPod', 'TerminatingPod', 'TerminatedPod', 'Removed']);
-    expect(events.filter((e) => e.kind === 'Event' && e.reason === 'Killing').length).toBe(2);
+    const killing = events.filter((e) => e.kind === 'Event' && e.reason === 'Killing');
+    expect(killing.map((e) => e.container).sort()).toEqual(['badhook', 'hooked', 'stubborn']);
+    // Recorded as the kill starts, as the kubelet does: while the TERM-ignoring container still ran, not when it was SIGKILLed.
+    const stubbornKilling = Date.parse(killing.find((e) => e.container === 'stubborn')!.time);
+    expect(stubbornKilling, 'Killing recorded only after the container stopped').toBeLessThan(lastRunning);
+    // A failed preStop hook: the kubelet's reason and fixed message, after the Killing of its container.
+    const hookFailed = events.filter((e) => e.kind === 'Event' && e.container === 'badhook' && e.type === 'Warning');
+    expect(hookFailed.map((e) => [e.reason, e.message])).toEqual([['FailedPreStopHook', 'PreStopHook failed']]);
+    expect(hookFailed[0]!.seq).toBeGreaterThan(killing.find((e) => e.container === 'badhook')!.seq);
     const h = await apiHealth(s.socketPath);
     expect(typeof h.body === 'object' && h.body.checks?.syncloop?.message).toBe('pod workers {"SyncPod":0,"TerminatingPod":0,"TerminatedPod":0}');
+    await stopOk(s);
+  }, 60_000);
+
+  it('a sandbox the runtime refuses: ContainerCreating, a FailedCreatePodSandBox event, retried after a back-off', async () => {
+    const dir = tempDir('m');
+    const pod = JSON.parse(podManifest('nosandbox')) as V1Pod;
+    // runc cannot write a sysctl the kernel does not have: RunPodSandbox fails.
+    pod.spec!.securityContext = { sysctls: [{ name: 'net.ipv4.klet_no_such_sysctl', value: '1' }] };
+    writeAtomic(dir, 'nosandbox.yaml', JSON.stringify(pod));
+    const s = await sync({ manifestDir: dir, args: ['--crash-loop-backoff-initial', '1s', '--crash-loop-backoff-max', '2s'] });
+    const failed = await eventually(async () => {
+      const e = await eventsWhere(s, (x) => x.kind === 'Event' && x.reason === 'FailedCreatePodSandBox');
+      expect(e.length, s.tail()).toBeGreaterThanOrEqual(2);
+      return e;
+    }, 30_000);
+    expect(failed[0]).toMatchObject({ type: 'Warning', pod: `${NS}/nosandbox-${NODE}` });
+    expect(String(failed[0]!.message)).toMatch(/^Failed to create pod sandbox: .*klet_no_such_sysctl/);
+    const st = await status('nosandbox');
+    expect(st.status?.phase).toBe('Pending');
+    expect(st.status?.containerStatuses?.[0]?.state?.waiting).toEqual({ reason: 'ContainerCreating' });
+    const table = await klet(['status']);
+    expect(table.stdout).toMatch(new RegExp(`nosandbox-${NODE} +0/1 +ContainerCreating `));
+    await stopOk(s);
+  }, 60_000);
+
+  it('pods of one update asking for one hostPort are admitted in the kubelet order: the older creationTimestamp wins', async () => {
+    const dir = tempDir('m');
+    const port = 34000 + Math.floor(Math.random() * 2000);
+    const portPod = (name: string, created: string) => {
+      const pod = JSON.parse(podManifest(name)) as V1Pod;
+      pod.metadata!.creationTimestamp = created as unknown as Date;
+      pod.spec!.containers[0]!.ports = [{ containerPort: 80, hostPort: port }];
+      return JSON.stringify(pod);
+    };
+    writeAtomic(dir, 'a.yaml', portPod('newer', '2025-06-01T00:00:00Z'));
+    writeAtomic(dir, 'b.yaml', portPod('older', '2025-01-01T00:00:00Z'));
+    const s = await sync({ manifestDir: dir });
+    await eventually(() => runningPod('older'), 20_000);
+    const loser = await eventually(async () => {
+      const p = await status('newer');
+      expect(p.status?.reason, s.tail()).toBe('NodePorts');
+      return p;
+    }, 20_000);
+    expect(loser.status?.phase).toBe('Failed');
+    expect(loser.status?.containerStatuses).toBeUndefined();
     await stopOk(s);
   }, 60_000);
 

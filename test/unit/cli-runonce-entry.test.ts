@@ -27,6 +27,7 @@ describe('the entry declares the oclif command’s flags', () => {
     expect(spec.env).toBe(flag.env);
     expect(spec.options).toEqual(flag.options);
     expect(spec.multiple === true).toBe(flag.multiple === true);
+    expect(spec.aliases ?? []).toEqual(flag.aliases ?? []);
     expect(flag.allowNo === true).toBe(false); // the entry takes no --no-FLAG
   });
 
@@ -34,7 +35,7 @@ describe('the entry declares the oclif command’s flags', () => {
     const { entry, oclif } = await both([]);
     expect(oclif.error).toBeUndefined();
     expect(entry).toEqual(oclif.flags);
-    expect(entry).toMatchObject({ 'root-dir': '/var/lib/klet', 'runtime-request-timeout': 120_000, timeout: 300_000, wait: 'running', output: 'table', cleanup: false });
+    expect(entry).toMatchObject({ 'root-dir': '/var/lib/klet', 'runtime-request-timeout': 120_000, timeout: 300_000, settle: 3000, wait: 'running', output: 'table', cleanup: false });
   });
 });
 
@@ -48,6 +49,11 @@ const TAKEN: string[][] = [
   ['--manifest-dir', 'm', '--json'],
   ['--manifest-dir', 'm', '--output', 'yaml', '--log-level', 'debug'],
   ['--manifest-dir', 'm', '--wait', 'ready', '--timeout', '10m'],
+  ['--manifest-dir', 'm', '--settle', '0'],
+  ['--pod-manifest-path', '/etc/kubernetes/manifests/etcd.yaml'],
+  ['--pod-manifest-path=m', '-o', 'json'],
+  ['--manifest-dir', 'm', '--settle=0s', '--wait', 'ready'],
+  ['--manifest-dir', 'm', '--settle', '500ms'],
   ['--manifest-dir', 'm', '--timeout=1m30s', '--runtime-request-timeout', '500ms'],
   ['--manifest-dir', 'm', '--exit-code-from', 'migrate', '--cleanup', '-o', 'json'],
   ['--manifest-url', 'https://config.example/pods.yaml', '--manifest-url-header', 'Authorization: Bearer x', '--manifest-url-header', 'X-A: b'],
@@ -68,6 +74,9 @@ const REFUSED: string[][] = [
   ['--timeout', '0s'],
   ['--timeout', '5'],
   ['--timeout=-1s'],
+  ['--settle', '-1s'],
+  ['--manifest-dir', 'a', '--pod-manifest-path', 'b'],
+  ['--settle', '3'],
   ['--runtime-request-timeout', 'soon'],
   ['-x'],
 ];

@@ -37,6 +37,7 @@ describe('the sync entry declares the oclif command’s flags', () => {
     expect(spec.env).toBe(flag.env);
     expect(spec.options).toEqual(flag.options);
     expect(spec.multiple === true).toBe(flag.multiple === true);
+    expect(spec.aliases ?? []).toEqual(flag.aliases ?? []);
     expect(spec.min).toBe(flag.min);
     expect(flag.allowNo === true).toBe(false); // the entry takes no --no-FLAG
   });
@@ -63,6 +64,7 @@ describe('the sync entry declares the oclif command’s flags', () => {
 const TAKEN: string[][] = [
   ['--manifest-dir', '/etc/kubernetes/manifests'],
   ['--manifest-dir=/etc/kubernetes/manifests', '--kubeconfig', '/etc/kubernetes/kubelet.conf'],
+  ['--pod-manifest-path', '/etc/kubernetes/manifests', '--kubeconfig', '/etc/kubernetes/kubelet.conf'],
   ['--manifest-dir', 'm', '--root-dir', '/tmp/k', '--container-runtime-endpoint', 'unix:///tmp/k/containerd.sock', '--node-name', 'Node-A'],
   ['--manifest-url', 'https://config.example/node1.yaml', '--manifest-url-header', 'Authorization: Bearer x', '--manifest-url-header', 'X-A: b'],
   ['--listen', '127.0.0.1:10250', '--auth-token-file', '/etc/klet/token'],
@@ -70,6 +72,7 @@ const TAKEN: string[][] = [
   ['--manifest-dir', 'm', '--max-parallel-syncs', '2', '--max-pods=250'],
   ['--manifest-dir', 'm', '--max-parallel-syncs', '08'],
   ['--kubeconfig', 'k', '--node-labels', 'a=b,c=d', '--register-with-taints', 'k=v:NoSchedule', '--kube-reserved', 'cpu=100m', '--system-reserved=memory=1Gi', '--node-ip', '10.0.0.5'],
+  ['--bootstrap-kubeconfig', '/var/lib/klet/bootstrap-kubelet.conf', '--kubeconfig', '/var/lib/klet/kubelet.conf'],
   ['--manifest-dir', 'm', '--tui', '--log-level', 'debug'],
   ['--manifest-dir', 'm', '--crash-loop-backoff-initial', '100ms', '--crash-loop-backoff-max', '1s', '--crash-loop-backoff-reset', '5s'],
   ['--log-level', 'warn', '--manifest-dir', 'm', '--root-dir', '/tmp/k'],

@@ -357,6 +357,21 @@ describe('computePodActions: sidecars (restartable init containers)', () => {
     expect(a.containersToKill).toEqual([{ id: stale.id, name: 'proxy', message: 'Init container proxy definition changed' }]);
   });
 
+  it('with a startup probe, a running sidecar holds the containers after it back until the probe passes; a failed one restarts it', () => {
+    const probed = ctr('proxy', { restartPolicy: 'Always', startupProbe: { exec: { command: ['true'] } } });
+    const gated = mkPod({ initContainers: [probed, setup], containers: [app] });
+    const st = running(probed);
+    const verdict = (v: 'Success' | 'Failure' | undefined) => ({ get: (type: 'Liveness' | 'Startup', id: string) => (type === 'Startup' && id === st.id ? v : undefined) });
+    expect(starts(computePodActions(gated, rt([sandbox()], [st]), verdict(undefined)))).toEqual({ init: [], app: [], kill: [], killPod: false });
+    expect(starts(computePodActions(gated, rt([sandbox()], [st]), verdict('Success')))).toEqual({ init: [1], app: [], kill: [], killPod: false });
+    const failed = computePodActions(gated, rt([sandbox()], [st]), verdict('Failure'));
+    expect(failed.initContainersToStart).toEqual([0]);
+    expect(failed.containersToKill).toEqual([{ id: st.id, name: 'proxy', message: 'Init container proxy failed startup probe' }]);
+    // Once the app has run, a restarted sidecar's startup probe holds nothing back.
+    const later = computePodActions(gated, rt([sandbox()], [running(app), exited(setup, 0), st]), verdict(undefined));
+    expect(isNoop(later)).toBe(true);
+  });
+
   it('does not keep a finished pod alive for its sidecar', () => {
     const never = mkPod({ restartPolicy: 'Never', initContainers: [side, setup], containers: [app] });
     const a = computePodActions(never, rt([sandbox()], [exited(app, 0), exited(side, 137), exited(setup, 0)]));

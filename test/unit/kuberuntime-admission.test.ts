@@ -1,6 +1,6 @@
 import type { V1ContainerPort, V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { admitHostPorts, podHostPorts, portsConflict } from '../../src/lib/kuberuntime/admission.js';
+import { admissionKey, admissionOrder, admittedKey, admitHostPorts, batchAdmissionKeys, podHostPorts, portsConflict } from '../../src/lib/kuberuntime/admission.js';
 
 function pod(name: string, ports: V1ContainerPort[], init: V1ContainerPort[] = []): V1Pod {
   return {
@@ -42,5 +42,32 @@ describe('hostPort admission (NodePorts)', () => {
     expect(admitHostPorts(second, [second])).toBeNull();
     expect(admitHostPorts(second, [pod('other', [{ containerPort: 80, hostPort: 8081 }])])).toBeNull();
     expect(admitHostPorts(pod('none', [{ containerPort: 80 }]), [first])).toBeNull();
+  });
+});
+
+describe('admission order (HandlePodAdditions: by creation time, then source order)', () => {
+  const pod = (name: string, creationTimestamp?: string): V1Pod => ({
+    metadata: { name, uid: `uid-${name}`, ...(creationTimestamp ? { creationTimestamp: new Date(creationTimestamp) } : {}) },
+  });
+  const cases: [string, V1Pod[], string[]][] = [
+    ['no creation times: source order', [pod('b'), pod('a'), pod('c')], ['b', 'a', 'c']],
+    ['older first', [pod('new', '2024-02-01T00:00:00Z'), pod('old', '2024-01-01T00:00:00Z')], ['old', 'new']],
+    ['none (the zero time) before any', [pod('dated', '2024-01-01T00:00:00Z'), pod('undated')], ['undated', 'dated']],
+    ['equal times keep source order', [pod('x', '2024-01-01T00:00:00Z'), pod('y', '2024-01-01T00:00:00Z'), pod('w', '2023-01-01T00:00:00Z')], ['w', 'x', 'y']],
+  ];
+  it.each(cases)('%s', (_name, pods, want) => {
+    expect(admissionOrder(pods, (p) => p).map((p) => p.metadata?.name)).toEqual(want);
+  });
+
+  it('keys compare as the order: a later batch after every pod of an earlier one, a record without a key by its firstSeen', () => {
+    const t = new Date('2026-11-27T10:00:00.000Z');
+    const keys = batchAdmissionKeys([pod('new', '2024-02-01T00:00:00Z'), pod('old', '2024-01-01T00:00:00Z')], t);
+    expect(keys).toEqual(new Map([['uid-old', admissionKey(t, 0)], ['uid-new', admissionKey(t, 1)]]));
+    expect(keys.get('uid-old')! < keys.get('uid-new')!).toBe(true);
+    const later = admissionKey(new Date(t.getTime() + 1), 0);
+    expect(keys.get('uid-new')! < later).toBe(true);
+    const legacy = admittedKey({ firstSeen: '2026-11-27T09:59:59.999Z' });
+    expect(legacy < keys.get('uid-old')!).toBe(true);
+    expect(admittedKey({ firstSeen: 'x', admitted: keys.get('uid-new')! })).toBe(keys.get('uid-new'));
   });
 });

@@ -182,8 +182,8 @@ describe('makeEnvironment', () => {
     ['missing secret', { name: 'A', valueFrom: { secretKeyRef: { name: 'nope', key: 'X' } } }, 'secret "nope" not found'],
     ['missing secret key', { name: 'A', valueFrom: { secretKeyRef: { name: 'creds', key: 'NOPE' } } }, "couldn't find key NOPE in Secret shop/creds"],
   ];
-  it.each(missing)('%s is a ContainerConfigError', (_name, v, message) => {
-    const c: V1Container = { name: 'app', env: [v] };
+  it.each(missing)('%s is a ContainerConfigError naming its env entry', (_name, v, message) => {
+    const c: V1Container = { name: 'app', env: [{ name: 'FIRST', value: '1' }, v] };
     let err: unknown;
     try {
       makeEnvironment(c, ctx(mkPod([c])));
@@ -193,6 +193,15 @@ describe('makeEnvironment', () => {
     expect(err).toBeInstanceOf(ContainerConfigError);
     expect((err as ContainerConfigError).message).toBe(message);
     expect((err as ContainerConfigError).code).toBe('CREATE_CONTAINER_CONFIG_ERROR');
+    expect((err as ContainerConfigError).field).toBe('env[1]');
+  });
+
+  it.each([
+    ['envFrom[1].configMapRef', { configMapRef: { name: 'nope' } }, 'configmap "nope" not found'],
+    ['envFrom[1].secretRef', { secretRef: { name: 'nope' } }, 'secret "nope" not found'],
+  ])('a missing %s names that field, not env', (field, from, message) => {
+    const c: V1Container = { name: 'app', envFrom: [{ configMapRef: { name: 'settings' } }, from] };
+    expect(() => makeEnvironment(c, ctx(mkPod([c])))).toThrow(expect.objectContaining({ message, field }));
   });
 
   it('looks objects up in the pod namespace only', () => {

@@ -262,6 +262,30 @@ describe('reading manifests', () => {
     expect(errorsOf(set)).toEqual(['http://h/p:3: metadata.name: Required value: static pods need a name; generateName is not supported']);
   });
 
+  it('does not run a mirror pod dumped with kubectl get -o yaml: names the annotation, as the kubelet skips it', async () => {
+    const body = [
+      'apiVersion: v1',
+      'kind: Pod',
+      'metadata:',
+      '  annotations:',
+      '    kubernetes.io/config.hash: 0123abcd',
+      '    kubernetes.io/config.mirror: 0123abcd',
+      '    kubernetes.io/config.source: file',
+      '  creationTimestamp: "2024-01-01T00:00:00Z"',
+      '  name: etcd-node1',
+      '  namespace: kube-system',
+      '  uid: 5f1e-mirror',
+      'spec: {containers: [{name: etcd, image: x}]}',
+      'status: {phase: Running}',
+      '',
+    ].join('\n');
+    const set = await loadManifests({ url: { body, url: 'http://h/etcd.yaml' }, nodeName: NODE });
+    expect(set.pods).toEqual([]);
+    expect(errorsOf(set)).toEqual([
+      'http://h/etcd.yaml:6: metadata.annotations[kubernetes.io/config.mirror]: Forbidden: a mirror pod (as kubectl get -o yaml writes a static pod back) is never run from a manifest, as the kubelet skips it: remove this annotation',
+    ]);
+  });
+
   it('treats a manifest from a URL as an http source', async () => {
     const set = await loadManifests({ url: { body: podYaml('web'), url: 'http://example.com/pods.yaml' }, nodeName: NODE, now: NOW });
     expect(errorsOf(set)).toEqual([]);

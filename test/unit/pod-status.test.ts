@@ -79,6 +79,13 @@ function app(st: V1PodStatus, name: string): V1ContainerStatus {
 }
 
 describe('generatePodStatus: phase', () => {
+  it("a pod rejected at admission has the kubelet's rejectPod shape: Failed, reason, message, no container statuses or conditions", () => {
+    const pod = mkPod({ containers: [ctr('a')] });
+    const message = "Pod was rejected: Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports";
+    const st = status(pod, [], { sandboxes: [], sync: { containers: {}, rejected: true, reason: 'NodePorts', message } });
+    expect(st).toEqual({ phase: 'Failed', reason: 'NodePorts', message, startTime: START, qosClass: 'BestEffort' });
+  });
+
   it('is Pending with ContainerCreating before anything runs', () => {
     const pod = mkPod({ containers: [ctr('a')] });
     const st = status(pod, [], { sandboxes: [] });

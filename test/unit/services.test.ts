@@ -19,7 +19,7 @@ import { deletePods } from '../../src/lib/services/delete-pods.js';
 import { podStatus } from '../../src/lib/services/pod-status.js';
 import { formatRunOnceReport, runOnce, runOnceExitCode } from '../../src/lib/services/run-once.js';
 import { runPod } from '../../src/lib/services/run-pod.js';
-import { blocker, goalFor, podExitCode } from '../../src/lib/services/wait.js';
+import { blocker, exitedDuringSettle, goalFor, podExitCode, settleBlocker } from '../../src/lib/services/wait.js';
 import { BatchedLines, PlainProgress } from '../../src/ui/progress.js';
 import { formatTable } from '../../src/lib/util/table.js';
 import { FakeCri } from '../helpers/fake-cri.js';
@@ -97,8 +97,8 @@ describe('goal and blocker per restart policy', () => {
     ['Always in a crash loop is blocked', 'Always', false, waiting('CrashLoopBackOff'), 'running', 'CrashLoopBackOff'],
     ['OnFailure in a crash loop keeps waiting (it may still succeed)', 'OnFailure', false, waiting('CrashLoopBackOff'), 'completed', null],
     ['Never with an image that may not be pulled is blocked', 'Never', false, waiting('ErrImageNeverPull'), 'completed', 'ErrImageNeverPull'],
-    ['a refused sandbox blocks any policy', 'OnFailure', false, waiting('CreatePodSandboxError'), 'completed', 'CreatePodSandboxError'],
-    ['a pull back-off keeps waiting', 'Always', false, waiting('ImagePullBackOff'), 'running', null],
+    ['a pull back-off is blocked: the image is nowhere to be had', 'Always', false, waiting('ImagePullBackOff'), 'running', 'ImagePullBackOff'],
+    ['a failed pull blocks a job too', 'Never', false, waiting('ErrImagePull'), 'completed', 'ErrImagePull'],
     ['Always that completed is blocked', 'Always', false, { phase: 'Succeeded' }, 'running', 'PodCompleted'],
     ['Always that failed is blocked', 'Always', false, { phase: 'Failed' }, 'running', 'PodFailed'],
   ];
@@ -108,11 +108,50 @@ describe('goal and blocker per restart policy', () => {
     expect(blocker(p, goalFor(p, waitReady))?.reason ?? null).toBe(blockedBy);
   });
 
+  it("a sidecar's exit code (137: stopped after the job) is not the pod's", () => {
+    const t = (name: string, exitCode: number) => ({ name, image: '', imageID: '', ready: false, restartCount: 0, state: { terminated: { exitCode } } });
+    const job: V1Pod = {
+      spec: { restartPolicy: 'Never', initContainers: [{ name: 'shipper', restartPolicy: 'Always' }, { name: 'setup' }], containers: [{ name: 'c' }] },
+      status: { initContainerStatuses: [t('shipper', 137), t('setup', 0)], containerStatuses: [t('c', 0)] },
+    };
+    expect(podExitCode(job)).toBe(0);
+    expect(podExitCode({ ...job, status: { ...job.status, initContainerStatuses: [t('shipper', 137), t('setup', 2)] } })).toBe(2);
+  });
+
   it('a finished pod exits with its first failing exit code, or 0', () => {
     const term = (exitCode: number) => ({ name: 'c', image: '', imageID: '', ready: false, restartCount: 0, state: { terminated: { exitCode } } });
     expect(podExitCode({ status: { containerStatuses: [term(0)] } })).toBe(0);
     expect(podExitCode({ status: { containerStatuses: [term(0), term(3)] } })).toBe(3);
     expect(podExitCode({ status: { containerStatuses: [{ ...term(0), state: { running: {} } }] } })).toBe(null);
+  });
+});
+
+describe('the settle window', () => {
+  const running = (name: string, restartCount = 0) => ({ name, image: '', imageID: '', ready: true, restartCount, state: { running: {} } });
+  const exited = (name: string, exitCode: number, reason: string) => ({ ...running(name), ready: false, state: { terminated: { exitCode, reason } } });
+  const pod = (init: V1Pod['status'], sidecar = true): V1Pod => ({
+    spec: { initContainers: [{ name: 'init' }, { name: 'side', ...(sidecar ? { restartPolicy: 'Always' } : {}) }], containers: [{ name: 'a' }, { name: 'b' }] },
+    status: init,
+  });
+  const atStart = new Map([['a', 0], ['b', 0], ['side', 0], ['init', 0]]);
+  const cases: [string, V1Pod, string | null][] = [
+    ['all running', pod({ initContainerStatuses: [exited('init', 0, 'Completed'), running('side')], containerStatuses: [running('a'), running('b')] }), null],
+    ['an app container exited', pod({ containerStatuses: [running('a'), exited('b', 3, 'Error')] }), 'b'],
+    ['a sidecar exited', pod({ initContainerStatuses: [exited('init', 0, 'Completed'), exited('side', 137, 'OOMKilled')], containerStatuses: [running('a')] }), 'side'],
+    ['a finished init container is no exit', pod({ initContainerStatuses: [exited('init', 0, 'Completed')], containerStatuses: [running('a')] }), null],
+    ['restarted since the window began (running again)', pod({ containerStatuses: [running('a', 1), running('b')] }), 'a'],
+  ];
+  it.each(cases)('%s', (_name, p, want) => {
+    expect(exitedDuringSettle(p, atStart)?.name ?? null).toBe(want);
+  });
+
+  it("fails with the container's reason and exit code", () => {
+    expect(settleBlocker(exited('b', 3, 'Error'), 3000)).toEqual({
+      reason: 'Error',
+      message: 'container b exited within the 3s settle window: Error, exit code 3',
+      problem: 'container b exited within the 3s settle window: Error, exit code 3',
+    });
+    expect(settleBlocker({ ...running('a', 2), lastState: { terminated: { exitCode: 137, reason: 'OOMKilled' } } }, 500).reason).toBe('OOMKilled');
   });
 });
 
@@ -130,6 +169,8 @@ describe('runOnce', () => {
     expect(exitCode).toBe(1);
     const table = formatRunOnceReport(report, formatTable);
     expect(table).toMatch(new RegExp(`job-${NODE} +Never +ok +Succeeded +0 `));
+    expect(table).toMatch(/\n2\/3 pods ok, 0 invalid, [0-9.]+s$/);
+    expect(report.pods.every((p) => p.logTail.length === 0)).toBe(true);
 
     const again = await runOnce({ manifestDir: dir, waitReady: false, timeoutMs: 10_000, cleanup: true, exitCodeFrom: 'fail' }, deps());
     expect(again.exitCode).toBe(3);
@@ -339,7 +380,7 @@ describe('deletePods', () => {
 });
 
 describe('sync of a pod whose sandbox the runtime refuses', () => {
-  it('status shows the kubelet reason and message; a FailedCreatePodSandBox event is emitted', async () => {
+  it('status shows ContainerCreating, as the kubelet does; the FailedCreatePodSandBox event carries the reason', async () => {
     const file = manifest(path.join(tmp, 'm'), 'hn.yaml', pod('hostnet', 'sleep 3600'));
     fake.sandboxFailures.set('hostnet', 'unable to set hostname');
     const { loadManifests } = await import('../../src/lib/pod/index.js');
@@ -352,10 +393,7 @@ describe('sync of a pod whose sandbox the runtime refuses', () => {
     expect(res.sandboxError?.reason).toBe('CreatePodSandboxError');
     expect(res.requeueAfterMs).toBeGreaterThan(0);
     const [st] = await podStatus({ pod: `hostnet-${NODE}` }, d);
-    expect(st?.status?.containerStatuses?.[0]?.state?.waiting).toEqual({
-      reason: 'CreatePodSandboxError',
-      message: 'Failed to create pod sandbox: RunPodSandbox: unable to set hostname',
-    });
+    expect(st?.status?.containerStatuses?.[0]?.state?.waiting).toEqual({ reason: 'ContainerCreating' });
     expect(events).toContainEqual(
       expect.objectContaining({ kind: 'Event', type: 'Warning', reason: 'FailedCreatePodSandBox', message: 'Failed to create pod sandbox: RunPodSandbox: unable to set hostname' }),
     );

@@ -32,6 +32,15 @@ describe('atomic writer', () => {
     expect(fs.statSync(path.join(dir, 'app.conf')).mode & 0o777).toBe(0o644);
   });
 
+  it('a generation that cannot be written whole (ENOSPC) is removed, and the published payload stands', async () => {
+    await writePayload(dir, payload({ a: ['1'] }));
+    const published = fs.readlinkSync(path.join(dir, DATA_DIR_NAME));
+    const enospc = Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+    await expect(writePayload(dir, payload({ a: ['2'] }), { setPerms: () => Promise.reject(enospc) })).rejects.toThrow(/ENOSPC/);
+    expect(generations()).toEqual([published]);
+    expect(fs.readFileSync(path.join(dir, 'a'), 'utf8')).toBe('1');
+  });
+
   it('writes nothing when the payload is unchanged, swaps when it changes, and drops removed keys', async () => {
     await writePayload(dir, payload({ a: ['1'], b: ['2'] }));
     const first = fs.readlinkSync(path.join(dir, DATA_DIR_NAME));

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { V1Pod, V1Volume } from '@kubernetes/client-node';
 import type { EnvContext } from '../../src/lib/kuberuntime/env.js';
-import { localObjectSource, memoryVolumeSize, pluginOf, podMemoryLimit, volumePayload } from '../../src/lib/volume/plugins.js';
+import { localObjectSource, memoryVolumeSize, pluginOf, podMemoryLimit, unsupportedVolumeMessage, volumePayload } from '../../src/lib/volume/plugins.js';
 
 const MI = 1024 * 1024;
 
@@ -124,5 +124,16 @@ describe('payloads', () => {
     expect(pluginOf({ name: 'v', configMap: { name: 'c' } })).toMatchObject({ memory: false, readOnly: true });
     expect(pluginOf({ name: 'v', emptyDir: { medium: 'Memory' } })).toMatchObject({ memory: true, readOnly: false, updatable: false });
     expect(pluginOf({ name: 'v', nfs: { server: 's', path: '/x' } })).toBeNull();
+  });
+});
+
+describe('volumes klet cannot set up', () => {
+  it('an image volume names what it needs: a runtime that mounts images, not a cluster or a storage driver', () => {
+    expect(unsupportedVolumeMessage({ name: 'models', image: { reference: 'quay.io/x/models:1' } })).toBe(
+      'volume "models": an image volume needs a container runtime that mounts images as volumes (containerd 2.1 or later), which klet does not support yet',
+    );
+    expect(unsupportedVolumeMessage({ name: 'data', persistentVolumeClaim: { claimName: 'c' } })).toBe(
+      'volume "data": this volume type needs a cluster or a storage driver and is not supported by klet',
+    );
   });
 });

@@ -9,11 +9,10 @@
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import { ManifestError, type LoadedPod } from '../pod/manifest.js';
-import { CONFIG_SEEN_ANNOTATION, CONFIG_SOURCE_ANNOTATION } from '../pod/static-pod.js';
+import { CONFIG_MIRROR_ANNOTATION, CONFIG_SEEN_ANNOTATION, CONFIG_SOURCE_ANNOTATION } from '../pod/static-pod.js';
 import type { PodSource, SourceSink } from './source.js';
 
 export const API_SOURCE = 'api';
-const CONFIG_MIRROR_ANNOTATION = 'kubernetes.io/config.mirror';
 
 /** The list+watch an ApiSource runs (PodApi.watchNodePods for one node). */
 export type WatchNodePods = (on: { pods(pods: V1Pod[]): void; error(message: string): void }, signal: AbortSignal) => Promise<void>;

@@ -44,6 +44,14 @@ export const podEvents = {
     // "Container c failed liveness probe, will be restarted").
     return { ...base(pod), type: 'Normal', reason: 'Killing', message: killReason, container, containerId, killReason };
   },
+  /**
+   * The kubelet's FailedPreStopHook. Its message is fixed ("PreStopHook
+   * failed"): the kubelet keeps the hook's output out of the event so that
+   * secrets cannot leak through it.
+   */
+  failedPreStopHook(pod: V1Pod, container: string, containerId: string): PodEvent {
+    return { ...base(pod), type: 'Warning', reason: 'FailedPreStopHook', message: 'PreStopHook failed', container, containerId };
+  },
   /** The kubelet's FailedMount: a volume could not be set up (per volume), or the pod's volumes are not ready (per pod). */
   failedMount(pod: V1Pod, message: string): PodEvent {
     return { ...base(pod), type: 'Warning', reason: 'FailedMount', message };

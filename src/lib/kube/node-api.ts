@@ -72,6 +72,7 @@ export async function loadKubeconfig(path: string, k8sModule?: ClientNode): Prom
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new InputError(`kubeconfig ${path}: context "${ctx.name}" names cluster "${ctx.cluster}", which is not among its clusters`);
   if (ctx.user && !kc.getCurrentUser()) throw new InputError(`kubeconfig ${path}: context "${ctx.name}" names user "${ctx.user}", which is not among its users`);
+  await checkClientCertificate(path, kc.getCurrentUser());
   let url: URL;
   try {
     url = new URL(cluster.server);
@@ -82,6 +83,42 @@ export async function loadKubeconfig(path: string, k8sModule?: ClientNode): Prom
     throw new InputError(`kubeconfig ${path}: cluster "${cluster.name}" server "${cluster.server}" is not an http(s) URL`);
   }
   return { kc, server: cluster.server.replace(/\/+$/, ''), secrets };
+}
+
+/**
+ * A user with a client certificate (client-certificate/client-key files, as
+ * the kubelet's TLS bootstrap writes, or inline data): both halves present,
+ * readable and PEM, each error naming the kubeconfig and the file. client-node
+ * has made the paths absolute (relative to the kubeconfig's directory).
+ */
+async function checkClientCertificate(path: string, user: import('@kubernetes/client-node').User | null): Promise<void> {
+  if (!user) return;
+  const hasCert = Boolean(user.certFile || user.certData);
+  const hasKey = Boolean(user.keyFile || user.keyData);
+  if (hasCert !== hasKey) throw new InputError(`kubeconfig ${path}: user "${user.name}" has a client ${hasCert ? 'certificate without its key' : 'key without its certificate'}`);
+  const read = async (field: string, file: string | undefined, data: string | undefined, check: (pem: string) => unknown) => {
+    let pem: string;
+    if (file) {
+      try {
+        pem = await fs.readFile(file, 'utf8');
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        throw new InputError(`kubeconfig ${path}: user "${user.name}" ${field} ${file}: ${code === 'ENOENT' ? 'no such file' : errorMessage(err)}`);
+      }
+    } else if (data) {
+      pem = Buffer.from(data, 'base64').toString('utf8');
+    } else {
+      return;
+    }
+    try {
+      check(pem);
+    } catch {
+      throw new InputError(`kubeconfig ${path}: user "${user.name}" ${field}${file ? ` ${file}` : '-data'}: not PEM`);
+    }
+  };
+  const { X509Certificate, createPrivateKey } = await import('node:crypto');
+  await read('client-certificate', user.certFile, user.certData, (pem) => new X509Certificate(pem));
+  await read('client-key', user.keyFile, user.keyData, (pem) => createPrivateKey(pem));
 }
 
 /** Connect to the API server a kubeconfig names (no request is made yet). */
@@ -103,7 +140,7 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
    * connection). The first Agent, made from this kubeconfig's TLS settings,
    * serves them all, with keep-alive.
    */
-  let dispatcher: ReturnType<import('@kubernetes/client-node').RequestContext['getDispatcher']>;
+  let dispatcher: ReturnType<import('@kubernetes/client-node').RequestContext['getDispatcher']> | undefined;
   /** Per-request options: the caller's signal plus a deadline, and an optional Content-Type. */
   const options = (signal: AbortSignal, contentType?: string) => ({
     middleware: [
@@ -367,6 +404,12 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
         ),
       );
       return r.status?.allowed === true;
+    },
+    reloadCredentials: () => {
+      // The next request makes a new pool from the kubeconfig, reading its certificate files anew. The old
+      // pool is left to finish what it carries (a request may still be handed it); its idle connections
+      // close after undici's keep-alive timeout.
+      dispatcher = undefined;
     },
     close: () => {
       // client-node keeps no connection we own (undici's global dispatcher).

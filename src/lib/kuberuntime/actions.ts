@@ -100,9 +100,12 @@ export function podSandboxChanged(
 /**
  * Init containers, sidecar-aware: decides which init container runs next
  * and whether the pod counts as initialized. Returns true when every regular
- * init container has completed and every sidecar has started.
+ * init container has completed and every sidecar has started: is running
+ * and, with a startup probe, has passed it (KEP-753, as the kubelet's
+ * computeInitContainerActions: until then the containers after it wait; a
+ * failed startup probe restarts it).
  */
-function computeInitContainerActions(pod: V1Pod, status: RuntimePodStatus, changes: PodActions): boolean {
+function computeInitContainerActions(pod: V1Pod, status: RuntimePodStatus, changes: PodActions, probes?: ProbeVerdicts): boolean {
   const inits = pod.spec?.initContainers ?? [];
   // Only this sandbox's containers count: the kubelet purges init containers
   // when it creates a new sandbox (SyncPod's purgeInitContainers), so after
@@ -130,6 +133,14 @@ function computeInitContainerActions(pod: V1Pod, status: RuntimePodStatus, chang
         // A sidecar must be running before the init containers after it start.
         if (!appStarted) return false;
         initialized = false;
+      } else if (c.startupProbe !== undefined && !appStarted) {
+        // Running, but started only once its startup probe passes.
+        const startup = probes?.get('Startup', st.id);
+        if (startup === 'Failure') {
+          changes.containersToKill.push({ id: st.id, name: c.name, message: `Init container ${c.name} failed startup probe` });
+          if (!pod.metadata?.deletionTimestamp) changes.initContainersToStart.push(i);
+        }
+        if (startup !== 'Success') return false;
       }
       continue;
     }
@@ -225,7 +236,7 @@ function computeActions(pod: V1Pod, status: RuntimePodStatus, probes: ProbeVerdi
   const ephemeral = (pod.spec?.ephemeralContainers ?? []).flatMap((c, i) => (findContainerStatus(status, c.name) === undefined ? [i] : []));
   if (ephemeral.length > 0) changes.ephemeralContainersToStart = ephemeral;
 
-  const initialized = computeInitContainerActions(pod, status, changes);
+  const initialized = computeInitContainerActions(pod, status, changes, probes);
   if (changes.killPod || !initialized) return changes;
 
   let keepCount = 0;

@@ -42,6 +42,43 @@ export function portsConflict(a: HostPort, b: HostPort): boolean {
   return a.protocol === b.protocol && a.port === b.port && (a.hostIP === b.hostIP || wildcard(a.hostIP) || wildcard(b.hostIP));
 }
 
+/**
+ * Pods in the order the kubelet admits one config update's additions
+ * (HandlePodAdditions: sort.Sort(PodsByCreationTime)): by creationTimestamp,
+ * a pod without one first (Go's zero time), and in source order among equal
+ * times (for the file source, file name order, then document order). Stable.
+ */
+export function admissionOrder<T>(items: readonly T[], podOf: (item: T) => V1Pod): T[] {
+  const created = (t: T): number => {
+    const ts = podOf(t).metadata?.creationTimestamp;
+    const ms = ts === undefined ? Number.NaN : new Date(ts).getTime();
+    return Number.isNaN(ms) ? Number.NEGATIVE_INFINITY : ms;
+  };
+  return items
+    .map((item, i) => ({ item, i, at: created(item) }))
+    .sort((a, b) => (a.at === b.at ? a.i - b.i : a.at < b.at ? -1 : 1))
+    .map((x) => x.item);
+}
+
+/**
+ * A pod's place in admission order, comparable as a string: when its batch
+ * (one runonce, one config update) arrived, then its index in admissionOrder.
+ * A record without one compares by its firstSeen, as a batch of one.
+ */
+export function admissionKey(batchAt: Date, index: number): string {
+  return `${batchAt.toISOString()}#${String(index).padStart(5, '0')}`;
+}
+
+/** The admission key of a pod record (one without: its firstSeen, as a batch of one). */
+export function admittedKey(rec: { admitted?: string; firstSeen: string }): string {
+  return rec.admitted ?? `${rec.firstSeen}#${'0'.repeat(5)}`;
+}
+
+/** Each pod's admission key for a batch arriving now, by UID. */
+export function batchAdmissionKeys(pods: readonly V1Pod[], batchAt = new Date()): Map<string, string> {
+  return new Map(admissionOrder(pods, (p) => p).map((p, i) => [p.metadata?.uid ?? '', admissionKey(batchAt, i)]));
+}
+
 function podKey(pod: V1Pod): string {
   return `${pod.metadata?.namespace ?? 'default'}/${pod.metadata?.name ?? ''}`;
 }

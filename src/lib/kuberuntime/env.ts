@@ -17,6 +17,14 @@ export interface LocalObjects {
 /** A pod's env could not be built: the container gets CreateContainerConfigError. */
 export class ContainerConfigError extends KletError {
   override readonly code: string = 'CREATE_CONTAINER_CONFIG_ERROR';
+  /** The container's field the error is about (`envFrom[0].configMapRef`, `env[2]`), when known. */
+  field?: string;
+
+  /** This error, naming the container's field it is about (the first field named stands). */
+  at(field: string): this {
+    this.field ??= field;
+    return this;
+  }
 }
 
 export interface EnvContext {
@@ -214,23 +222,29 @@ function envVarValue(container: V1Container, v: V1EnvVar, ctx: EnvContext, looku
 /** The container's environment, in the kubelet's order, as name/value pairs. */
 export function makeEnvironment(container: V1Container, ctx: EnvContext): { key: string; value: string }[] {
   const env = new Map<string, string>();
-  for (const from of container.envFrom ?? []) {
+  for (const [i, from] of (container.envFrom ?? []).entries()) {
     const prefix = from.prefix ?? '';
     let data: Record<string, string> | undefined;
     if (from.configMapRef) {
       const cm = findConfigMap(ctx, from.configMapRef.name ?? '');
-      if (!cm && !from.configMapRef.optional) throw new ContainerConfigError(`configmap "${from.configMapRef.name}" not found`);
+      if (!cm && !from.configMapRef.optional) throw new ContainerConfigError(`configmap "${from.configMapRef.name}" not found`).at(`envFrom[${i}].configMapRef`);
       data = cm?.data;
     } else if (from.secretRef) {
       const s = findSecret(ctx, from.secretRef.name ?? '');
-      if (!s && !from.secretRef.optional) throw new ContainerConfigError(`secret "${from.secretRef.name}" not found`);
+      if (!s && !from.secretRef.optional) throw new ContainerConfigError(`secret "${from.secretRef.name}" not found`).at(`envFrom[${i}].secretRef`);
       data = s ? secretData(s) : undefined;
     }
     for (const [k, v] of Object.entries(data ?? {})) env.set(prefix + k, v);
   }
   const lookup = (n: string) => env.get(n);
-  for (const v of container.env ?? []) {
-    const value = envVarValue(container, v, ctx, lookup);
+  for (const [i, v] of (container.env ?? []).entries()) {
+    let value: string | undefined;
+    try {
+      value = envVarValue(container, v, ctx, lookup);
+    } catch (err) {
+      if (err instanceof ContainerConfigError) err.at(`env[${i}]`);
+      throw err;
+    }
     if (value !== undefined) env.set(v.name, value);
   }
   return [...env.entries()].map(([key, value]) => ({ key, value }));

@@ -11,12 +11,15 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { CriClient } from '../cri/client.js';
 import { ContainerState, PodSandboxState, type Container, type PodSandbox } from '../cri/gen/api.js';
 import { errorMessage } from '../errors.js';
+import { log } from '../log.js';
 import { podEvents } from '../events/pod-events.js';
+import { admittedKey } from './admission.js';
 import { KLET_INSTANCE_LABEL, POD_UID_LABEL, instanceSelector, kletInstance } from './labels.js';
 import { podKey } from '../pod/key.js';
 import { podLogDirOf } from '../logs/paths.js';
 import { listPodRecords, podDir, readPodRecord, removePodDir, writePodRecord, type PodRecord } from './poddir.js';
 import { killContainer, type SyncContext } from './sync-pod.js';
+import { terminationOrdering } from './termination-order.js';
 
 export type LifecycleContext = SyncContext;
 
@@ -24,12 +27,21 @@ export type LifecycleContext = SyncContext;
  * Record the pod under the root dir. A pod klet already knows keeps its
  * first-seen time (its startTime) and the source it came from. `prev` is the
  * pod's record when the caller has just read it (null: it has none); without
- * it, the record is read here.
+ * it, the record is read here. `admitted` is its place in admission order
+ * (admissionKey; a pod already recorded keeps its own).
  */
-export async function admitPod(ctx: Pick<SyncContext, 'rootDir'>, pod: V1Pod, source: string, prev?: PodRecord | null): Promise<PodRecord> {
+export async function admitPod(
+  ctx: Pick<SyncContext, 'rootDir'>,
+  pod: V1Pod,
+  source: string,
+  prev?: PodRecord | null,
+  admitted?: string,
+): Promise<PodRecord> {
   const uid = pod.metadata?.uid ?? '';
   if (prev === undefined) prev = await readPodRecord(ctx.rootDir, uid);
-  const rec: PodRecord = { pod, source: prev?.source ?? source, firstSeen: prev?.firstSeen ?? new Date().toISOString() };
+  const firstSeen = prev?.firstSeen ?? new Date().toISOString();
+  const key = prev ? prev.admitted : (admitted ?? admittedKey({ firstSeen }));
+  const rec: PodRecord = { pod, source: prev?.source ?? source, firstSeen, ...(key !== undefined ? { admitted: key } : {}) };
   await writePodRecord(ctx.rootDir, rec);
   return rec;
 }
@@ -162,15 +174,19 @@ export async function deletePod(
   const uid = pod.metadata?.uid ?? '';
   const objs = opts.objects ?? (await listPodRuntimeObjects(ctx, uid)).get(uid) ?? NO_OBJECTS;
   const grace = opts.gracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
-  await markTerminating(ctx, pod, grace);
+  // Killing a pod never needs a disk write: on a full (or read-only) root
+  // dir the pod is stopped and removed all the same, only not shown as
+  // Terminating meanwhile.
+  await markTerminating(ctx, pod, grace).catch((err: unknown) => log.warn(`${podKey(pod)}: not marked as terminating: ${errorMessage(err)}`));
   const live = objs.containers.filter(
     (c) => c.state === ContainerState.CONTAINER_RUNNING || c.state === ContainerState.CONTAINER_UNKNOWN,
   );
+  const ordering = terminationOrdering(pod, live.map((c) => c.metadata?.name ?? ''));
   await Promise.all(
     live.map(async (c) => {
       const name = c.metadata?.name ?? '';
       const hasPreStop = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].some((x) => x.name === name && x.lifecycle?.preStop);
-      if (grace > 0 || hasPreStop) await killContainer(ctx, pod, { id: c.id, name }, grace, `Stopping container ${name}`);
+      if (grace > 0 || hasPreStop) await killContainer(ctx, pod, { id: c.id, name }, grace, `Stopping container ${name}`, true, ordering);
       else ctx.onEvent?.(podEvents.killing(pod, name, c.id, `Stopping container ${name}`));
     }),
   );

@@ -31,6 +31,12 @@ export interface PodRecord {
   source: string;
   /** When klet first synced the pod (RFC 3339), the pod's startTime. */
   firstSeen: string;
+  /**
+   * The pod's place in admission order (admissionKey): pods admitted before
+   * it hold their host ports against it. Absent in records of older klets
+   * (firstSeen stands in).
+   */
+  admitted?: string;
   /** Set when klet started terminating the pod (delete, or no source wants it): its deletionTimestamp and grace. */
   deletion?: { at: string; gracePeriodSeconds: number };
 }

@@ -36,7 +36,8 @@ import { nodeCapacity } from '../node/machine.js';
 import { formatDuration } from '../util/duration.js';
 import { runHandler } from './hooks.js';
 import { POD_UID_LABEL, instanceSelector, kletInstance } from './labels.js';
-import { admitHostPorts, podHostPorts } from './admission.js';
+import { admitHostPorts, admittedKey, podHostPorts } from './admission.js';
+import { terminationOrdering, type TerminationOrdering } from './termination-order.js';
 import { ContainerState, PodSandboxState } from '../cri/gen/api.js';
 import { podLogDirOf } from '../logs/paths.js';
 import type { KletEventBody } from '../events/types.js';
@@ -124,8 +125,11 @@ export interface SyncPodResult {
 /**
  * The node's other active pods of this klet, as admission sees them: those
  * with a ready sandbox, and those admitted before this one that have no
- * sandbox yet (being started, e.g. by the same runonce). Rejected and
- * finished pods hold nothing.
+ * sandbox yet (being started, e.g. by the same runonce). "Before" is the
+ * kubelet's admission order (admittedKey: the batch, then creation time,
+ * then source order), not which pod's sync happened to run first, so the
+ * same pods always give the same winner. Rejected and finished pods hold
+ * nothing.
  */
 async function activePods(ctx: SyncContext, self: string): Promise<V1Pod[]> {
   const records = await listPodRecords(ctx.rootDir, ctx.nodeName);
@@ -133,8 +137,12 @@ async function activePods(ctx: SyncContext, self: string): Promise<V1Pod[]> {
   const { items } = await ctx.cri.listPodSandbox({ filter: { labelSelector: instanceSelector(ctx) } }, { signal: ctx.signal });
   const withSandbox = new Set(items.map((s) => s.labels[POD_UID_LABEL] ?? ''));
   const ready = new Set(items.filter((s) => s.state === PodSandboxState.SANDBOX_READY).map((s) => s.labels[POD_UID_LABEL] ?? ''));
-  const earlier = (r: PodRecord) =>
-    mine === undefined || r.firstSeen < mine.firstSeen || (r.firstSeen === mine.firstSeen && (r.pod.metadata?.uid ?? '') < self);
+  const mineKey = mine === undefined ? undefined : admittedKey(mine);
+  const earlier = (r: PodRecord) => {
+    if (mineKey === undefined) return true;
+    const k = admittedKey(r);
+    return k < mineKey || (k === mineKey && (r.pod.metadata?.uid ?? '') < self);
+  };
   const out: V1Pod[] = [];
   for (const r of records) {
     const uid = r.pod.metadata?.uid ?? '';
@@ -173,7 +181,8 @@ export async function killPod(
 ): Promise<void> {
   const grace = gracePeriod(pod, opts.gracePeriodSeconds);
   const running = status.containers.filter((c) => c.state === 'running' || c.state === 'created' || c.state === 'unknown');
-  await Promise.all(running.map((c) => killContainer(ctx, pod, c, grace, `Stopping container ${c.name}`, c.state === 'running')));
+  const ordering = terminationOrdering(pod, running.map((c) => c.name));
+  await Promise.all(running.map((c) => killContainer(ctx, pod, c, grace, `Stopping container ${c.name}`, c.state === 'running', ordering)));
   // Every sandbox, as the kubelet's killPodWithSyncResult does: one left not
   // ready by a runtime crash still holds its network (netns, veth, IP lease)
   // until StopPodSandbox tears it down.
@@ -205,7 +214,10 @@ const MIN_GRACE_AFTER_HOOK_SECONDS = 2;
 
 /**
  * Stop one container: its preStop hook first (within the grace period),
- * then SIGTERM and, after what is left of the grace period, SIGKILL.
+ * then SIGTERM and, after what is left of the grace period, SIGKILL. The
+ * Killing event is recorded as the kill starts, before the hook, as the
+ * kubelet's killContainer does (not once a container that ignores SIGTERM
+ * has been killed a grace period later).
  */
 export async function killContainer(
   ctx: SyncContext,
@@ -214,6 +226,7 @@ export async function killContainer(
   graceSeconds: number,
   message: string,
   runPreStop = true,
+  ordering?: TerminationOrdering,
 ): Promise<void> {
   let grace = graceSeconds;
   // Recorded first, as the kubelet's killContainer does: a container in its grace period is being killed.
@@ -234,11 +247,24 @@ export async function killContainer(
       });
     } catch (err) {
       log.warn(`preStop hook of ${podKey(pod)}/${c.name} failed: ${errorMessage(err)}`);
-      ctx.onEvent?.(podEvents.failed(pod, c.name, 'FailedPreStopHook', errorMessage(err)));
+      ctx.onEvent?.(podEvents.failedPreStopHook(pod, c.name, c.id));
     }
     grace = Math.max(MIN_GRACE_AFTER_HOOK_SECONDS, grace - Math.ceil((Date.now() - t0) / 1000));
   }
-  await stopContainer(ctx, c.id, grace);
+  try {
+    // A sidecar's SIGTERM waits for the containers that stop before it, at
+    // most what is left of its grace period (then with the kubelet's floor).
+    if (ordering !== undefined && grace > 0 && ordering.prerequisites(c.name).length > 0) {
+      const t0 = Date.now();
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([ordering.waitForTurn(c.name), new Promise<void>((r) => (timer = setTimeout(r, grace * 1000)))]);
+      clearTimeout(timer);
+      grace = Math.max(MIN_GRACE_AFTER_HOOK_SECONDS, grace - Math.floor((Date.now() - t0) / 1000));
+    }
+    await stopContainer(ctx, c.id, grace);
+  } finally {
+    ordering?.stopped(c.name);
+  }
 }
 
 /**

@@ -26,6 +26,8 @@ export interface NodeApi {
   createLease(lease: V1Lease, signal: AbortSignal): Promise<V1Lease>;
   /** Replace it (optimistic concurrency on metadata.resourceVersion: rejects with reason Conflict). */
   updateLease(lease: V1Lease, signal: AbortSignal): Promise<V1Lease>;
+  /** The kubeconfig's client certificate was rotated: new connections from now on (in-flight ones finish). */
+  reloadCredentials?(): void;
   close(): void;
 }
 

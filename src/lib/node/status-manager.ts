@@ -14,10 +14,10 @@
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { errorMessage } from '../errors.js';
 import { pause } from '../util/sleep.js';
-import { CONFIG_HASH_ANNOTATION, CONFIG_SEEN_ANNOTATION, CONFIG_SOURCE_ANNOTATION } from '../pod/static-pod.js';
+import { CONFIG_HASH_ANNOTATION, CONFIG_MIRROR_ANNOTATION, CONFIG_SEEN_ANNOTATION, CONFIG_SOURCE_ANNOTATION, isStaticPod } from '../pod/static-pod.js';
 import type { PodApi } from './api.js';
 
-export const CONFIG_MIRROR_ANNOTATION = 'kubernetes.io/config.mirror';
+export { CONFIG_MIRROR_ANNOTATION, isStaticPod };
 /**
  * The slow resync (the kubelet status manager's syncPeriod): a full pass
  * with a fresh LIST even when nothing was signalled. Between resyncs a pass
@@ -43,12 +43,6 @@ export type MirrorPodEvent =
 export type StatusManagerEvent = MirrorPodEvent;
 
 const key = (p: V1Pod) => `${p.metadata?.namespace ?? 'default'}/${p.metadata?.name ?? ''}`;
-
-/** Is this a static pod (from a file or http source), as kubetypes.IsStaticPod? */
-export function isStaticPod(p: V1Pod): boolean {
-  const src = p.metadata?.annotations?.[CONFIG_SOURCE_ANNOTATION];
-  return src !== undefined && src !== 'api';
-}
 
 /** A pod from the API server (config.source api, set by the api pod source). */
 export function isApiPod(p: V1Pod): boolean {

@@ -26,12 +26,20 @@ import { createHash } from 'node:crypto';
 import type { V1Pod, V1Toleration } from '@kubernetes/client-node';
 import { serializeModel } from './decode.js';
 import { cloneModel, DEFAULT_NAMESPACE } from './defaults.js';
-import { type FieldError, FieldPath, required } from './field.js';
+import { type FieldError, FieldPath, forbidden, required } from './field.js';
 import { canonicalJson } from '../util/json.js';
 
 export const CONFIG_SOURCE_ANNOTATION = 'kubernetes.io/config.source';
 export const CONFIG_HASH_ANNOTATION = 'kubernetes.io/config.hash';
 export const CONFIG_SEEN_ANNOTATION = 'kubernetes.io/config.seen';
+/** Set by the kubelet on a static pod's mirror pod in the API (kubetypes.ConfigMirrorAnnotationKey). */
+export const CONFIG_MIRROR_ANNOTATION = 'kubernetes.io/config.mirror';
+
+/** Is this a static pod (from a file or http source), as kubetypes.IsStaticPod? */
+export function isStaticPod(p: V1Pod): boolean {
+  const src = p.metadata?.annotations?.[CONFIG_SOURCE_ANNOTATION];
+  return src !== undefined && src !== 'api';
+}
 
 /** Where a static pod came from: a manifest file (absolute path) or a URL. */
 export interface StaticPodSource {
@@ -102,6 +110,16 @@ export function toStaticPod(pod: V1Pod, opts: StaticPodOptions): StaticPodResult
         ? 'static pods need a name; generateName is not supported'
         : 'name or generateName is required';
     return { pod: undefined, errors: [required(FieldPath.of('metadata', 'name'), detail)] };
+  }
+  // A pod read back from an API server (`kubectl get pod -o yaml` of a
+  // static pod's mirror) carries the mirror annotation. The kubelet's pod
+  // manager files such a pod as a mirror pod (kubetypes.IsMirrorPod) and,
+  // with no static pod of its full name, skips it ("Unable to find pod for
+  // mirror pod, skipping", at log level 2): it never runs. klet does not run
+  // it either, and says why, naming the annotation.
+  if (pod.metadata?.annotations?.[CONFIG_MIRROR_ANNOTATION] !== undefined) {
+    const detail = 'a mirror pod (as kubectl get -o yaml writes a static pod back) is never run from a manifest, as the kubelet skips it: remove this annotation';
+    return { pod: undefined, errors: [forbidden(FieldPath.of('metadata', 'annotations').key(CONFIG_MIRROR_ANNOTATION), detail)] };
   }
   const uid = (pod.metadata?.uid ?? '') !== '' ? (pod.metadata?.uid as string) : staticPodUID(pod, opts.source, opts.nodeName);
   const out = cloneModel(pod);

@@ -52,7 +52,7 @@ export async function preflightPod(ctx: SyncContext, pod: V1Pod): Promise<Prefli
         });
       } catch (err) {
         if (err instanceof ContainerConfigError) {
-          problems.push({ fieldPath: `spec.${field}[${i}].env`, message: err.message });
+          problems.push({ fieldPath: `spec.${field}[${i}].${err.field ?? 'env'}`, message: err.message });
         } else throw err;
       }
     }

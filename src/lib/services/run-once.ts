@@ -9,6 +9,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { fetchManifestUrl } from '../config/manifest-url.js';
 import { InputError } from '../errors.js';
 import type { LocalObjects } from '../kuberuntime/env.js';
+import { batchAdmissionKeys } from '../kuberuntime/admission.js';
 import { admitPod, deletePod, replaceOtherInstances } from '../kuberuntime/lifecycle.js';
 import { instanceSelector } from '../kuberuntime/labels.js';
 import { listPodRecords } from '../kuberuntime/poddir.js';
@@ -28,6 +29,11 @@ export interface RunOnceOptions {
   objectsDir?: string;
   /** Always pods: wait until Ready rather than running. */
   waitReady: boolean;
+  /**
+   * Always pods waited for until running: how long (ms) they must then keep
+   * running with no container exit to count as ok; 0 reports them at once.
+   */
+  settleMs?: number;
   timeoutMs: number;
   /** Exit with this pod's exit code: its name, ns/name, or the static pod's full name. */
   exitCodeFrom?: string;
@@ -64,6 +70,8 @@ export interface RunOncePodRow {
   exitCode: number | null;
   durationMs: number;
   containers: RunOnceContainerRow[];
+  /** The last log lines of the container whose exit failed the pod in its settle window; empty otherwise. */
+  logTail: string[];
 }
 
 export interface InvalidManifest {
@@ -175,6 +183,10 @@ export async function runOnce(opts: RunOnceOptions, deps: ServiceDeps): Promise<
   initialRead.catch(() => undefined);
   const records = await listPodRecords(ctx.rootDir, ctx.nodeName);
   const recordOf = new Map(records.map((r) => [r.pod.metadata?.uid ?? '', r]));
+  // One batch, admitted in the kubelet's order (creation time, then source
+  // order) whichever pod's start runs first: a host port two pods ask for
+  // goes to the same one every time.
+  const admission = batchAdmissionKeys(runnable.map((p) => p.pod));
   const started = await Promise.all(
     runnable.map(async (p) => {
       const key = podKey(p.pod);
@@ -185,7 +197,7 @@ export async function runOnce(opts: RunOnceOptions, deps: ServiceDeps): Promise<
       try {
         // A static pod's full name is unique on the node: an edited manifest's pod replaces the old one.
         await replaceOtherInstances(ctx, p.pod, records);
-        const rec = await admitPod(ctx, p.pod, p.source.path, recordOf.get(uid) ?? null);
+        const rec = await admitPod(ctx, p.pod, p.source.path, recordOf.get(uid) ?? null, admission.get(uid));
         deps.onEvent?.({
           kind: 'PodWaitStarted',
           pod: key,
@@ -196,7 +208,11 @@ export async function runOnce(opts: RunOnceOptions, deps: ServiceDeps): Promise<
         });
         const initial = await initialRead;
         if (listError !== undefined) throw listError;
-        out = await syncUntil(ctx, rec, goal, { timeoutMs: Math.max(1000, opts.timeoutMs - (Date.now() - t0)), initialStatus: initial.get(uid) });
+        out = await syncUntil(ctx, rec, goal, {
+          timeoutMs: Math.max(1000, opts.timeoutMs - (Date.now() - t0)),
+          initialStatus: initial.get(uid),
+          settleMs: opts.settleMs,
+        });
       } catch (err) {
         if (deps.signal.aborted) throw err;
         out = failedOutcome(p.pod, err, startedAt);
@@ -259,6 +275,7 @@ function podRow(loaded: LoadedPod, goal: WaitGoal, out: PodOutcome): RunOncePodR
       startedAt: c.state?.running?.startedAt ?? c.state?.terminated?.startedAt ?? null,
       finishedAt: c.state?.terminated?.finishedAt ?? null,
     })),
+    logTail: out.logTail ?? [],
   };
 }
 
@@ -276,5 +293,9 @@ export function formatRunOnceReport(report: RunOnceReport, formatTable: (head: s
   ]);
   for (const e of report.invalid) rows.push(['-', e.file, '-', 'INVALID', '-', '-', '-', `${e.fieldPath ? e.fieldPath + ': ' : ''}${e.message}`]);
   const summary = `${report.pods.filter((p) => p.ok).length}/${report.pods.length} pods ok, ${report.invalid.length} invalid, ${(report.durationMs / 1000).toFixed(1)}s`;
-  return formatTable(['NAMESPACE', 'NAME', 'RESTART', 'RESULT', 'PHASE', 'EXIT', 'TIME', 'DETAIL'], rows) + '\n' + summary;
+  // The log of a container that exited in its settle window, under the table: why it exited is usually there.
+  const logs = report.pods
+    .filter((p) => p.logTail.length > 0)
+    .map((p) => `\n${p.namespace ?? 'default'}/${p.name ?? ''}: last ${p.logTail.length} log lines:\n${p.logTail.map((l) => `  ${l}`).join('\n')}`);
+  return `${formatTable(['NAMESPACE', 'NAME', 'RESTART', 'RESULT', 'PHASE', 'EXIT', 'TIME', 'DETAIL'], rows)}${logs.join('\n')}\n${logs.length > 0 ? '\n' : ''}${summary}`;
 }

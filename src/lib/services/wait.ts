@@ -4,22 +4,33 @@
  * of what each restart policy waits for, what blocks it and which exit code
  * a pod ends with. Pure functions apart from syncUntil, unit-tested.
  */
-import type { V1Pod } from '@kubernetes/client-node';
+import type { V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
 import { errorMessage } from '../errors.js';
-import { restartPolicy } from '../kuberuntime/actions.js';
+import { isRestartableInit, restartPolicy } from '../kuberuntime/actions.js';
 import type { PodRecord } from '../kuberuntime/poddir.js';
-import { CREATE_POD_SANDBOX_ERROR, syncPod, type SyncContext } from '../kuberuntime/sync-pod.js';
+import { syncPod, type SyncContext } from '../kuberuntime/sync-pod.js';
 import { createdPodStatus, type RuntimePodStatus } from '../kuberuntime/runtime-status.js';
 import type { PodPhase } from '../status/pod-status.js';
 import { podWithStatus } from '../status/pods.js';
 import { hostIPs } from '../node/addresses.js';
+import { containerLogDir, latestLogFile, podLogDirOf } from '../logs/paths.js';
+import { readContainerLog } from '../logs/reader.js';
 import { ProberManager } from '../prober/manager.js';
 import { sleep } from './deps.js';
 
 export type WaitGoal = 'running' | 'ready' | 'completed' | 'none';
 
-/** Waiting reasons that no amount of retrying fixes without a change of spec or node. */
-const PERMANENT_REASONS = new Set(['ErrImageNeverPull', 'InvalidImageName', 'CreateContainerConfigError', CREATE_POD_SANDBOX_ERROR]);
+/**
+ * Waiting reasons that no amount of retrying fixes without a change of spec
+ * or node. A one-shot command has no image source but the registry: a pull
+ * that failed (ErrImagePull, then ImagePullBackOff) means the image is not
+ * present (or its policy is Always) and cannot be fetched, so waiting out
+ * the timeout would only delay the same answer.
+ */
+const PERMANENT_REASONS = new Set(['ErrImageNeverPull', 'InvalidImageName', 'ErrImagePull', 'ImagePullBackOff', 'CreateContainerConfigError']);
+
+/** How many of an exited container's last log lines a failure report carries. */
+export const EXIT_LOG_LINES = 10;
 
 export interface PodOutcome {
   pod: V1Pod;
@@ -32,6 +43,8 @@ export interface PodOutcome {
   message?: string;
   /** First non-zero exit code of a container, for --rm and --exit-code-from. */
   exitCode: number | null;
+  /** The last lines of the log of the container whose exit failed the wait (settle window), else empty. */
+  logTail?: string[];
   startedAt: number;
   finishedAt: number;
 }
@@ -93,9 +106,21 @@ function failedBlocker(pod: V1Pod): Blocker {
   return { reason: 'PodFailed', message: problem, problem };
 }
 
-/** First failing exit code among the pod's containers (init first), or null. */
+/** The names of the pod's sidecars (restartable init containers). */
+function sidecarNames(pod: V1Pod): Set<string> {
+  return new Set((pod.spec?.initContainers ?? []).filter(isRestartableInit).map((c) => c.name));
+}
+
+/**
+ * First failing exit code among the pod's containers (init first), or null.
+ * Sidecars (restartable init containers) do not count: they are stopped
+ * when the regular containers are done, often with 137 (KEP-753: the pod's
+ * outcome is its regular containers').
+ */
 export function firstFailedExitCode(pod: V1Pod): number | null {
-  for (const cs of [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])]) {
+  const sidecars = sidecarNames(pod);
+  const inits = (pod.status?.initContainerStatuses ?? []).filter((c) => !sidecars.has(c.name));
+  for (const cs of [...inits, ...(pod.status?.containerStatuses ?? [])]) {
     const t = cs.state?.terminated ?? cs.lastState?.terminated;
     if (t && t.exitCode !== 0) return t.exitCode;
   }
@@ -115,8 +140,37 @@ export function podExitCode(pod: V1Pod): number | null {
 }
 
 /**
+ * A container that stopped running while the pod was settling (goal
+ * `running` reached, the settle window not over): a regular container or a
+ * sidecar (restartable init container) that is no longer running, or one
+ * that was restarted since the window began. Null while all still run.
+ */
+export function exitedDuringSettle(pod: V1Pod, restartsAtStart: ReadonlyMap<string, number>): V1ContainerStatus | null {
+  const sidecars = sidecarNames(pod);
+  const watched = [...(pod.status?.initContainerStatuses ?? []).filter((c) => sidecars.has(c.name)), ...(pod.status?.containerStatuses ?? [])];
+  return watched.find((c) => c.state?.running === undefined || c.restartCount > (restartsAtStart.get(c.name) ?? 0)) ?? null;
+}
+
+/** Each container's restart count (init containers included), by name. */
+function restartCounts(pod: V1Pod): Map<string, number> {
+  return new Map([...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])].map((c) => [c.name, c.restartCount]));
+}
+
+/** Why the settle window failed, in the wait's terms: the container's own reason and exit code. */
+export function settleBlocker(cs: V1ContainerStatus, settleMs: number): Blocker {
+  const t = cs.state?.terminated ?? cs.lastState?.terminated;
+  const reason = t?.reason ?? cs.state?.waiting?.reason ?? 'ContainerExited';
+  const code = t ? `, exit code ${t.exitCode}` : '';
+  const message = `container ${cs.name} exited within the ${settleMs / 1000}s settle window: ${reason}${code}${t?.message ? `: ${t.message.trim()}` : ''}`;
+  return { reason, message, problem: message };
+}
+
+/**
  * Sync a pod again and again until it reaches the goal, cannot, or the
- * deadline passes. Between syncs it polls the runtime (run-pod and runonce
+ * deadline passes. With a settle window, goal `running` counts only once
+ * the pod has kept running for that long with no container exit; during
+ * the window the pod is not synced, so a container that exits is reported
+ * as it ended (not restarted first). Between syncs it polls the runtime (run-pod and runonce
  * have no PLEG of their own). Throws the signal's reason when it aborts.
  */
 export async function syncUntil(
@@ -129,6 +183,8 @@ export async function syncUntil(
     onStatus?: (pod: V1Pod) => void;
     /** The pod's runtime status read by the caller just before (runonce reads all pods' at once): the first sync uses it. */
     initialStatus?: RuntimePodStatus;
+    /** Goal `running`: how long (ms) the pod must keep running with no container exit before the goal counts (0: at once). */
+    settleMs?: number;
   },
 ): Promise<PodOutcome> {
   const startedAt = Date.now();
@@ -149,6 +205,7 @@ export async function syncUntil(
   });
   let current: V1Pod;
   let initialStatus = opts.initialStatus;
+  const settleMs = goal === 'running' ? (opts.settleMs ?? 0) : 0;
   try {
     for (;;) {
       ctx.signal?.throwIfAborted();
@@ -159,6 +216,14 @@ export async function syncUntil(
       }
       const res = await syncPod(pctx, rec.pod, { status: initialStatus });
       initialStatus = undefined;
+      // Nor the back-off of a sandbox the runtime refused (the pod shows
+      // ContainerCreating, as on the kubelet; the refusal is the answer).
+      if (res.sandboxError !== undefined) {
+        current = await podWithStatus(ctx, rec);
+        opts.onStatus?.(current);
+        const { reason, message } = res.sandboxError;
+        return done(current, { ok: false, problem: `${reason}: ${message}`, reason, message });
+      }
       // A one-shot command does not wait out mount retries: the volume problem is the answer.
       if (res.mountFailed !== undefined) {
         current = await podWithStatus(ctx, rec);
@@ -185,6 +250,13 @@ export async function syncUntil(
         await syncPod(pctx, rec.pod);
       }
       opts.onStatus?.(current);
+      if (goalReached(current, goal) && settleMs > 0) {
+        const settled = await settle(ctx, rec, current, settleMs);
+        opts.onStatus?.(settled.pod);
+        if (settled.exited === null) return done(settled.pod, { ok: true });
+        const logTail = await lastLogLines(ctx, rec.pod, settled.exited.name);
+        return { ...done(settled.pod, { ok: false, ...settleBlocker(settled.exited, settleMs) }), logTail };
+      }
       if (goalReached(current, goal)) {
         const ok = goal !== 'completed' || current.status?.phase === 'Succeeded';
         return done(current, ok ? { ok } : { ok, ...failedBlocker(current) });
@@ -200,6 +272,39 @@ export async function syncUntil(
   } finally {
     prober.stop();
     await prober.flush();
+  }
+}
+
+/**
+ * Let a running pod settle for `settleMs`, then look at it once: nothing
+ * syncs it meanwhile (nothing restarts a container), so a container that
+ * exited in the window is still seen exited, with its reason and code. One
+ * look rather than a poll: pods settle while others of the same runonce are
+ * still being created, and a poll would add CRI calls to that burst. The
+ * window runs in full even past the wait's deadline: a pod is never called
+ * settled early. The first container seen to have exited, or null.
+ */
+async function settle(ctx: SyncContext, rec: PodRecord, running: V1Pod, settleMs: number): Promise<{ pod: V1Pod; exited: V1ContainerStatus | null }> {
+  const restarts = restartCounts(running);
+  await sleep(settleMs, ctx.signal);
+  const current = await podWithStatus(ctx, rec);
+  return { pod: current, exited: exitedDuringSettle(current, restarts) };
+}
+
+/**
+ * The last EXIT_LOG_LINES lines of a container's latest log file; empty when
+ * it has none or it cannot be read (the report's exit reason and code stand
+ * without them).
+ */
+async function lastLogLines(ctx: SyncContext, pod: V1Pod, container: string): Promise<string[]> {
+  try {
+    const file = await latestLogFile(containerLogDir(podLogDirOf(pod, ctx.logRoot), container));
+    if (file === null) return [];
+    let text = '';
+    for await (const chunk of readContainerLog(file, { tail: EXIT_LOG_LINES, signal: ctx.signal })) text += chunk;
+    return text.split('\n').filter((l, i, all) => l !== '' || i < all.length - 1);
+  } catch {
+    return [];
   }
 }
 

@@ -79,11 +79,10 @@ function containerStatus(
     started: running,
     state: { waiting: { reason: defaultWaitingReason } },
   };
-  // The runtime refused the sandbox (and none runs): that is why the container waits.
-  const sandboxError = inputs.syncState.sandboxError;
-  if (!latest && sandboxError && !inputs.runtime.sandboxes.some((s) => s.ready)) {
-    st.state = { waiting: { reason: sandboxError.reason, message: sandboxError.message } };
-  }
+  // A sandbox the runtime refused leaves the containers ContainerCreating,
+  // as the kubelet shows them: its reasonCache records only container start
+  // results, and the refusal is the FailedCreatePodSandBox event (the sync
+  // retries after a back-off).
   if (latest) st.containerID = `${inputs.runtimeName}://${latest.id}`;
   if (latest) {
     if (running) st.state = { running: { startedAt: date(latest.startedAt) } };
@@ -213,6 +212,13 @@ function readyCondition(pod: V1Pod, containersReady: boolean, reason: string, me
 
 export function generatePodStatus(inputs: StatusInputs): V1PodStatus {
   const { pod, runtime } = inputs;
+  // Rejected at admission (NodePorts): the kubelet's rejectPod sets only the
+  // phase, reason and message (and the status manager a startTime); the pod
+  // never reaches a pod worker, so it has no container statuses or
+  // conditions, and nothing of it ran.
+  if (inputs.syncState.rejected === true && runtime.sandboxes.length === 0 && runtime.containers.length === 0) {
+    return { phase: 'Failed', reason: inputs.syncState.reason, message: inputs.syncState.message, startTime: inputs.startTime, qosClass: qosClass(pod) };
+  }
   const inits = pod.spec?.initContainers ?? [];
   const containers = pod.spec?.containers ?? [];
   const byName = (name: string) => runtime.containers.filter((c) => c.name === name);

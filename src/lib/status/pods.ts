@@ -10,6 +10,7 @@ import { getRuntimePodStatus, getRuntimePodStatuses, listRuntimePods, type Runti
 import { nodeHostIPs, type SyncContext } from '../kuberuntime/sync-pod.js';
 import { instanceSelector } from '../kuberuntime/labels.js';
 import { podKey } from '../pod/key.js';
+import { isStaticPod } from '../pod/static-pod.js';
 import { readProbeResults } from '../prober/results.js';
 import { generatePodStatus } from './pod-status.js';
 
@@ -43,8 +44,12 @@ export async function podWithStatus(ctx: StatusContext, rec: PodRecord, runtime?
     probes: await readProbeResults(ctx.rootDir, md.uid ?? ''),
     terminating: rec.deletion !== undefined,
   });
-  // Static pods have no API server to stamp creation: klet's first sync is their birth.
-  const metadata = { ...rec.pod.metadata, creationTimestamp: rec.pod.metadata?.creationTimestamp ?? new Date(rec.firstSeen) };
+  // Static pods have no API server to stamp creation: klet's first sync is
+  // their birth, as their mirror pod's creationTimestamp is the API
+  // server's. A creationTimestamp written in the manifest (one dumped with
+  // kubectl get -o yaml) is the old pod's and does not make AGE years.
+  const created = isStaticPod(rec.pod) ? undefined : rec.pod.metadata?.creationTimestamp;
+  const metadata = { ...rec.pod.metadata, creationTimestamp: created ?? new Date(rec.firstSeen) };
   // Being terminated: the deletionTimestamp an API server would have set (STATUS shows Terminating).
   if (rec.deletion !== undefined) {
     metadata.deletionTimestamp = new Date(rec.deletion.at);

@@ -16,6 +16,7 @@ import type { EventBus } from '../events/bus.js';
 import type { SyncLoopTrigger } from '../events/types.js';
 import { restartPolicy } from '../kuberuntime/actions.js';
 import type { LocalObjects } from '../kuberuntime/env.js';
+import { batchAdmissionKeys } from '../kuberuntime/admission.js';
 import { admitPod, markTerminating, removePod, removePodLogDir } from '../kuberuntime/lifecycle.js';
 import { instanceSelector } from '../kuberuntime/labels.js';
 import { listPodRecordUids, listPodRecords, readPodRecord, recordOfOtherNode, readSyncState, removePodDir, writeSyncState, type PodRecord } from '../kuberuntime/poddir.js';
@@ -79,6 +80,8 @@ export interface KubeletOptions {
 interface DesiredPod {
   pod: V1Pod;
   source: string;
+  /** Its place in admission order, given when its config update arrived (admissionKey). */
+  admitted?: string;
 }
 
 
@@ -218,7 +221,7 @@ export class Kubelet {
     // the removal of a previous instance of the same UID (also in its worker).
     let rec = await readPodRecord(this.opts.rootDir, uid);
     const fresh = rec === null;
-    if (type === 'create' || type === 'update' || rec === null) rec = await admitPod({ rootDir: this.opts.rootDir }, pod, d?.source ?? 'file', rec);
+    if (type === 'create' || type === 'update' || rec === null) rec = await admitPod({ rootDir: this.opts.rootDir }, pod, d?.source ?? 'file', rec, d?.admitted);
     if (type === 'create' && this.opts.onPodStatus) await this.reportStatusBeforeSync(rec, fresh);
     const firstSeen = rec ? Date.parse(rec.firstSeen) : undefined;
     const started = new Set<string>();
@@ -339,9 +342,12 @@ export class Kubelet {
    */
   private handleConfig(u: PodUpdate): string[] {
     const touched: string[] = [];
+    // The kubelet admits an update's additions in order (HandlePodAdditions);
+    // here each pod's worker admits it, so the order goes with the pod.
+    const admission = u.op === 'ADD' ? batchAdmissionKeys(u.pods) : undefined;
     for (const pod of u.pods) {
       try {
-        touched.push(...this.handleConfigPod(u, pod));
+        touched.push(...this.handleConfigPod(u, pod, admission?.get(pod.metadata?.uid ?? '')));
       } catch (err) {
         // One pod's failure never holds up the others of the same update.
         log.error(`pod config ${u.op} of ${key(pod)}: ${errorMessage(err)}`);
@@ -350,12 +356,12 @@ export class Kubelet {
     return touched;
   }
 
-  private handleConfigPod(u: PodUpdate, pod: V1Pod): string[] {
+  private handleConfigPod(u: PodUpdate, pod: V1Pod, admitted?: string): string[] {
     const uid = pod.metadata?.uid ?? '';
     switch (u.op) {
       case 'ADD':
       case 'UPDATE': {
-        this.desired.set(uid, { pod, source: u.source });
+        this.desired.set(uid, { pod, source: u.source, admitted: admitted ?? this.desired.get(uid)?.admitted });
         if (u.source === API_SOURCE) this.apiObjects?.registerPod(pod);
         this.workers.updatePod({ pod, type: u.op === 'ADD' ? 'create' : 'update' });
         // Labels and annotations reach downwardAPI files without a restart.

@@ -133,14 +133,21 @@ export async function writePayload(dir: string, payload: Payload, opts: WriteOpt
   const gen = timestampDirName(opts.now ?? new Date());
   const genDir = path.join(dir, gen);
   await fsp.mkdir(genDir, { mode: 0o755 });
-  await fsp.chmod(genDir, 0o755);
-  for (const [p, f] of payload) {
-    const file = path.join(genDir, p);
-    await fsp.mkdir(path.dirname(file), { recursive: true, mode: 0o755 });
-    await fsp.writeFile(file, f.data, { mode: f.mode });
-    await fsp.chmod(file, f.mode);
+  try {
+    await fsp.chmod(genDir, 0o755);
+    for (const [p, f] of payload) {
+      const file = path.join(genDir, p);
+      await fsp.mkdir(path.dirname(file), { recursive: true, mode: 0o755 });
+      await fsp.writeFile(file, f.data, { mode: f.mode });
+      await fsp.chmod(file, f.mode);
+    }
+    await opts.setPerms?.(genDir);
+  } catch (err) {
+    // A generation that could not be written whole (ENOSPC) is never
+    // published, and is not left to hold the space it took.
+    await fsp.rm(genDir, { recursive: true, force: true }).catch(() => undefined);
+    throw err;
   }
-  await opts.setPerms?.(genDir);
 
   // 2. The swap: a new symlink renamed over `..data` (rename(2) is atomic).
   const tmpLink = path.join(dir, DATA_DIR_TMP_NAME);

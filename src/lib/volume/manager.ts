@@ -40,6 +40,7 @@ import {
   VolumeSetupError,
   memoryVolumeSize,
   pluginOf,
+  unsupportedVolumeMessage,
   volumeDir,
   volumePayload,
 } from './plugins.js';
@@ -268,7 +269,7 @@ export class VolumeManager implements PodVolumes {
       signal?.throwIfAborted();
       const info = pluginOf(v);
       if (info === null) {
-        failed.push({ volume: v.name, message: `volume "${v.name}": this volume type needs a cluster or a storage driver and is not supported by klet` });
+        failed.push({ volume: v.name, message: unsupportedVolumeMessage(v) });
         continue;
       }
       try {

@@ -81,6 +81,20 @@ export function pluginOf(v: V1Volume): PluginInfo | null {
   return null;
 }
 
+/**
+ * Why a volume pluginOf() does not know cannot be set up. An image volume
+ * (KEP-4639) is mounted by the container runtime itself from an OCI image,
+ * not by a storage driver: klet does not ask the runtime for it (containerd
+ * supports it from 2.1). Every other type needs an API server, a cloud or a
+ * storage (CSI) driver.
+ */
+export function unsupportedVolumeMessage(v: V1Volume): string {
+  if (v.image) {
+    return `volume "${v.name}": an image volume needs a container runtime that mounts images as volumes (containerd 2.1 or later), which klet does not support yet`;
+  }
+  return `volume "${v.name}": this volume type needs a cluster or a storage driver and is not supported by klet`;
+}
+
 export function volumeDir(podDir: string, kind: PluginKind, name: string): string {
   return path.join(podDir, 'volumes', PLUGIN_DIRS[kind], name);
 }
