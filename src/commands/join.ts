@@ -69,7 +69,8 @@ A wrong CA hash, an unknown or expired token, an unreachable server: one-line er
     } = flags;
     const { syncCommand } = await import('../cli/sync.js');
     await syncCommand(
-      { ...rest, kubeconfig: r.kubeconfig },
+      // The kubelet server takes the API server's client certificate, signed by the cluster's CA (kubeadm's clientCAFile).
+      { ...rest, kubeconfig: r.kubeconfig, 'client-ca-file': rest['client-ca-file'] ?? r.caFile },
       {
         nodeName: this.nodeName(),
         kletVersion: this.config.version,

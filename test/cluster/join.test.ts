@@ -12,7 +12,7 @@ import { X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, startTestCluster, type TestCluster } from '../helpers/cluster.js';
+import { ensureNamespace, freePort, startTestCluster, type TestCluster } from '../helpers/cluster.js';
 import { KLET_BIN, PROJECT_ROOT, cleanEnv, explain, nonEmptyLines, runKlet } from '../helpers/cli.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 import { killAllSyncs, startSync } from '../helpers/sync.js';
@@ -123,6 +123,25 @@ describe('klet join', () => {
     // The node is its own certificate's identity, not the token's.
     const node = await cluster.kubectlJson<{ metadata: { name: string } }>(['get', 'node', NODE]);
     expect(node.metadata.name).toBe(NODE);
+    // As kubeadm join: the cluster's CA is written to pki/ca.crt and the kubelet server takes client certificates
+    // against it, so kubectl logs reaches the joined node (the API server's kubelet client certificate).
+    expect(fs.readFileSync(path.join(rt.rootDir, 'pki', 'ca.crt'), 'utf8')).toBe(fs.readFileSync(cluster.caFile, 'utf8'));
+    await ensureNamespace(cluster, 'joined');
+    await cluster.kubectl(['apply', '-f', '-'], {
+      input: JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'hello', namespace: 'joined' }, spec: { nodeName: NODE, terminationGracePeriodSeconds: 1, containers: [{ name: 'c', image: 'localhost/klet/busybox:1.36', command: ['sh', '-c', 'echo hello-from-joined-node; sleep 3600'] }] } }),
+    });
+    const logs = await (async () => {
+      const deadline = Date.now() + 90_000;
+      let last = '';
+      while (Date.now() < deadline) {
+        last = await cluster.kubectl(['logs', '-n', 'joined', 'hello']).catch((e: Error) => e.message);
+        if (last.includes('hello-from-joined-node')) return last;
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+      return last;
+    })();
+    expect(logs, sync.tail()).toContain('hello-from-joined-node');
+    await cluster.kubectl(['delete', 'pod', '-n', 'joined', 'hello', '--wait=true', '--timeout=60s']);
     const exit = await sync.stop();
     expect(exit.code, sync.tail()).toBe(0);
     const secret = token.split('.')[1]!;

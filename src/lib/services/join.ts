@@ -42,6 +42,8 @@ export interface JoinResult {
   caPin: string;
   bootstrapKubeconfig: string;
   kubeconfig: string;
+  /** The cluster's CA, written where the node's kubelet server reads client certificates against (kubeadm: pki/ca.crt). */
+  caFile: string;
   /** False when kubelet.conf was valid already. */
   bootstrapped: boolean;
   csrName?: string;
@@ -86,6 +88,10 @@ export async function join(o: JoinOptions, deps: JoinDeps): Promise<JoinResult> 
     users: [{ name: TOKEN_USER, user: { token: o.token } }],
   };
   await writeFileAtomic(paths.bootstrapKubeconfig, stringify(bootstrap), 0o600);
+  // As kubeadm join writes /etc/kubernetes/pki/ca.crt: the API server's kubelet client certificate verifies against it.
+  const caFile = path.join(paths.certDir, 'ca.crt');
+  await fsp.mkdir(paths.certDir, { recursive: true, mode: 0o700 });
+  await writeFileAtomic(caFile, info.caPem, 0o644);
 
   const { ensureClientCertificate } = await import('../kube/tls-bootstrap.js');
   const r = await ensureClientCertificate(
@@ -98,6 +104,7 @@ export async function join(o: JoinOptions, deps: JoinDeps): Promise<JoinResult> 
     caPin: info.caPin,
     bootstrapKubeconfig: paths.bootstrapKubeconfig,
     kubeconfig: paths.kubeconfig,
+    caFile,
     bootstrapped: r.bootstrapped,
     ...(r.csrName ? { csrName: r.csrName } : {}),
     ...(r.pairFile ? { pairFile: r.pairFile } : {}),
