@@ -148,6 +148,13 @@ describe('makeEnvironment', () => {
     expect(resourceFieldRefValue(c, { resource: 'requests.memory' }, e)).toBe('0');
   });
 
+  it('a zero divisor (how the API server serialises an unset one) means 1, as the kubelet takes it', () => {
+    const c: V1Container = { name: 'app', resources: { limits: { cpu: '1250m', memory: '64Mi' } } };
+    const e = ctx(mkPod([c]));
+    expect(resourceFieldRefValue(c, { resource: 'limits.cpu', divisor: '0' }, e)).toBe('2');
+    expect(resourceFieldRefValue(c, { resource: 'limits.memory', divisor: 0 }, e)).toBe(String(64 * 1024 * 1024));
+  });
+
   it('reads another container resources by containerName', () => {
     const app: V1Container = { name: 'app', env: [{ name: 'M', valueFrom: { resourceFieldRef: { containerName: 'side', resource: 'limits.memory', divisor: '1Mi' } } }] };
     const side: V1Container = { name: 'side', resources: { limits: { memory: '64Mi' } } };

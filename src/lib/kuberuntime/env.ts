@@ -146,8 +146,10 @@ export function resourceFieldRefValue(
   } else {
     value = 0;
   }
-  const divisor = ref.divisor === undefined || ref.divisor === '' ? 1 : parseQuantity(String(ref.divisor)).toNumber();
-  if (divisor === 0) throw new ContainerConfigError(`resourceFieldRef ${ref.resource}: divisor is zero`);
+  // An unset divisor reaches the kubelet as the zero quantity (the API server serialises it "0"): it means 1,
+  // as the kubelet's ExtractContainerResourceValue takes it.
+  const given = ref.divisor === undefined || ref.divisor === '' ? 0 : parseQuantity(String(ref.divisor)).toNumber();
+  const divisor = given === 0 ? 1 : given;
   return String(Math.ceil(value / divisor - 1e-9));
 }
 
