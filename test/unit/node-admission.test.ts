@@ -46,10 +46,20 @@ describe('admission (lifecycle/predicate.go)', () => {
     expect(admitPods([p], [], node, 'node1').rejected[0]?.reason).toBe('OutOfmemory');
   });
 
-  it('node selector, required node affinity and spec.os', () => {
+  it("the OS checks before the predicates, with the kubelet's reasons", () => {
+    const windows = admitPods([pod('w', undefined, { os: { name: 'windows' } })], [], node, 'node1').rejected[0];
+    expect(windows).toMatchObject({ reason: 'PodOSNotSupported', message: "Pod was rejected: Failed to admit pod as the OS field doesn't match node OS" });
+    const labelled = { ...pod('l'), metadata: { name: 'l', uid: 'l', labels: { 'kubernetes.io/os': 'windows' } } };
+    expect(admitPods([labelled], [], node, 'node1').rejected[0]).toMatchObject({
+      reason: 'PodOSSelectorNodeLabelDoesNotMatch',
+      message: "Pod was rejected: Failed to admit pod as the `kubernetes.io/os` label doesn't match node label",
+    });
+    expect(admitPods([pod('x', undefined, { os: { name: 'linux' } })], [], node, 'node1').admitted).toHaveLength(1);
+  });
+
+  it('node selector and required node affinity', () => {
     expect(matchesNode(pod('x', undefined, { nodeSelector: { zone: 'a' } }), node, 'node1')).toBe(true);
     expect(matchesNode(pod('x', undefined, { nodeSelector: { zone: 'b' } }), node, 'node1')).toBe(false);
-    expect(matchesNode(pod('x', undefined, { os: { name: 'windows' } }), node, 'node1')).toBe(false);
     const aff = (expr: object[], fields: object[] = []) =>
       pod('x', undefined, { affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: expr as never, matchFields: fields as never }] } } } });
     expect(matchesNode(aff([{ key: 'gen', operator: 'Gt', values: ['4'] }, { key: 'zone', operator: 'In', values: ['a', 'b'] }]), node, 'node1')).toBe(true);

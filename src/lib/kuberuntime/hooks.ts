@@ -49,13 +49,16 @@ export async function runHandler(
     for (const hd of g.httpHeaders ?? []) headers[hd.name] = hd.value;
     const url = `${scheme}://${host.includes(':') ? `[${host}]` : host}:${port}${path}`;
     const signals = [AbortSignal.timeout(opts.timeoutMs), ...(opts.signal ? [opts.signal] : [])];
-    let res: Response;
+    let res: { status: number };
     try {
-      res = await fetch(url, { headers, signal: AbortSignal.any(signals), redirect: 'manual' });
+      // The prober's HTTP/1.1 client: an HTTPS hook's certificate is not verified, as the kubelet's hook client
+      // does not (InsecureSkipVerify), where fetch refused a self-signed one.
+      const { http1Get } = await import('../prober/http1.js');
+      const hostHeader = `${host.includes(':') ? `[${host}]` : host}:${port}`;
+      res = await http1Get({ https: scheme === 'https', host, port, path, hostHeader, headers: Object.entries(headers), deadline: Date.now() + opts.timeoutMs, maxBody: 0, signal: AbortSignal.any(signals) });
     } catch (err) {
       throw new HookError(`Get "${url}": ${errorMessage(err)}`);
     }
-    await res.body?.cancel();
     if (res.status < 200 || res.status >= 400) throw new HookError(`HTTP lifecycle hook (${path}) for Container "${opts.container.name}" in Pod "${opts.pod.metadata?.name}" failed - error: received status code ${res.status}`);
     return;
   }

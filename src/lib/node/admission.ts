@@ -90,11 +90,9 @@ function matchRequirement(r: V1NodeSelectorRequirement, labels: Record<string, s
   }
 }
 
-/** nodeSelector, required node affinity (terms ORed, expressions ANDed; matchFields on metadata.name) and spec.os. */
+/** nodeSelector and required node affinity (terms ORed, expressions ANDed; matchFields on metadata.name). */
 export function matchesNode(pod: V1Pod, node: AdmissionNode, nodeName: string): boolean {
   for (const [k, v] of Object.entries(pod.spec?.nodeSelector ?? {})) if (node.labels[k] !== v) return false;
-  const os = pod.spec?.os?.name;
-  if (os !== undefined && node.labels['kubernetes.io/os'] !== undefined && os !== node.labels['kubernetes.io/os']) return false;
   const terms = pod.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms;
   if (terms === undefined) return true;
   return terms.some(
@@ -111,6 +109,9 @@ function tolerates(tolerations: V1Toleration[], taint: Taint): boolean {
     return t.key === taint.key && (t.value ?? '') === (taint.value ?? '');
   });
 }
+
+/** The OS this node runs (Go's runtime.GOOS spelling: linux). */
+const NODE_OS = process.platform === 'win32' ? 'windows' : process.platform;
 
 /** Admit `candidates` in order on a node already running `running` (counted against its resources). */
 export function admitPods(
@@ -129,6 +130,17 @@ export function admitPods(
   const rejected: Array<{ pod: V1Pod } & Rejection> = [];
   const reject = (pod: V1Pod, reason: string, detail: string) => rejected.push({ pod, reason, message: `Pod was rejected: ${detail}` });
   for (const pod of candidates) {
+    // The kubelet's OS checks come first (predicate.go): the pod's kubernetes.io/os label against the node's
+    // (taken as this OS whatever it says), then spec.os against this OS; its messages stand without "Predicate … failed".
+    const podOsLabel = pod.metadata?.labels?.['kubernetes.io/os'];
+    if (podOsLabel !== undefined && podOsLabel !== NODE_OS) {
+      reject(pod, 'PodOSSelectorNodeLabelDoesNotMatch', "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label");
+      continue;
+    }
+    if (pod.spec?.os?.name !== undefined && pod.spec.os.name !== NODE_OS) {
+      reject(pod, 'PodOSNotSupported', "Failed to admit pod as the OS field doesn't match node OS");
+      continue;
+    }
     if (!matchesNode(pod, node, nodeName)) {
       reject(pod, 'NodeAffinity', "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector");
       continue;
