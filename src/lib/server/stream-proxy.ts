@@ -47,7 +47,9 @@ export function proxyUpgrade(req: IncomingMessage, client: Duplex, head: Buffer,
       resolve();
       return;
     }
-    const upstream = net.connect({ host: target.hostname, port: Number(target.port || 80) });
+    // Interactive streams: small frames go at once both ways (Nagle's delay doubled exec's round trip; bench/README).
+    const upstream = net.connect({ host: target.hostname, port: Number(target.port || 80), noDelay: true });
+    (client as Partial<net.Socket>).setNoDelay?.(true);
     let connected = false;
     let done = 0;
     const closed = (): void => {
