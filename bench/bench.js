@@ -1116,7 +1116,9 @@ async function kubeletApi() {
       // 4. port-forward throughput: one GET of the file through a new kubectl port-forward.
       const pf2 = await portForward(names.web);
       let got;
+      let cpu0;
       try {
+        cpu0 = procStat(proc.pid).ticks;
         got = await download(pf2.port);
       } finally {
         await pf2.stop();
@@ -1131,6 +1133,8 @@ async function kubeletApi() {
         logP99: round(pct(logMs, 99)),
         logFileP50: round(pct(logFileMs, 50)),
         mbps: round(size.mb / (got.ms / 1000), 1),
+        // The agent's CPU (utime+stime, % of one core) over the transfer: what relaying it costs.
+        transferCpuPct: round(((procStat(proc.pid).ticks - cpu0) / CLK_TCK) * 1000 * 100 / got.ms),
         rssBeforeMB: round(rssBeforeMB),
         rssGrowthMB: round(rssWithMB - rssBeforeMB),
         execMs: execMs.map((x) => round(x)),
@@ -1150,7 +1154,7 @@ async function kubeletApi() {
       };
     }
     const runs = await alternate('kubelet-api', variants, opts.pairs);
-    const keys = ['execP50', 'execP99', 'logP50', 'logP99', 'logFileP50', 'mbps', 'rssBeforeMB', 'rssGrowthMB'];
+    const keys = ['execP50', 'execP99', 'logP50', 'logP99', 'logFileP50', 'mbps', 'transferCpuPct', 'rssBeforeMB', 'rssGrowthMB'];
     const klet = runs['klet sync --kubeconfig'].map((r) => r.rssGrowthMB);
     const growthCI = roundOut(medianCI(klet), 3);
     return {
