@@ -2,7 +2,7 @@
 // real kubelet in standalone mode — on ONE private containerd with the same
 // pre-imported images. See bench/README.md for every scenario and the method.
 //
-//   npm run bench -- [scenario...] [--pairs N] [--smoke] [--no-kubelet]
+//   npm run bench -- [scenario...] [--pairs N] [--smoke [kubelet-api]] [--no-kubelet]
 //                    [--steady-seconds S] [--churn-cycles N] [--cpu-prof DIR]
 //                    [--klet-b OTHER/bin/run.js] [--calibrate] [--variants "A,B"] [--out FILE]
 //
@@ -36,7 +36,7 @@ const RUNNING = 1; // CRI ContainerState.CONTAINER_RUNNING
 const SANDBOX_READY = 0; // CRI PodSandboxState.SANDBOX_READY
 
 // ---------------------------------------------------------------- arguments
-const ALL = ['startup-1', 'startup-10', 'startup-30', 'startup-110', 'steady-110', 'probes-110', 'exit-to-restart', 'teardown-30', 'cold-start', 'churn', 'api-start-30'];
+const ALL = ['startup-1', 'startup-10', 'startup-30', 'startup-110', 'steady-110', 'probes-110', 'exit-to-restart', 'teardown-30', 'cold-start', 'churn', 'api-start-30', 'kubelet-api'];
 function parseArgs(argv) {
   const o = { scenarios: [], pairs: 5, smoke: false, kubelet: true, steadySeconds: 60, churnCycles: 100, exitPods: 20, cpuProf: null, out: null, kletNodeFlags: [] };
   const num = (flag, v) => {
@@ -71,9 +71,12 @@ function parseArgs(argv) {
     else fail(`unknown scenario ${JSON.stringify(a)} (scenarios: ${ALL.join(', ')})`);
   }
   if (o.smoke) {
-    if (o.scenarios.length) fail('--smoke runs its own scenarios (startup-1 with the floor, cold-start); give no scenario with it');
-    o.scenarios = ['startup-1', 'cold-start'];
-    o.pairs = argv.includes('--pairs') || argv.some((x) => x.startsWith('--pairs=')) ? o.pairs : 2;
+    // kubelet-api's small sizes, klet alone, 1 pair (`--smoke kubelet-api`): not in the default smoke run,
+    // which it would take from ~30 s to over 2 minutes (a control plane and two agent runs).
+    if (o.scenarios.some((s) => s !== 'kubelet-api')) fail('--smoke runs its own scenarios (startup-1 with the floor, cold-start), or kubelet-api alone at small sizes; give no other scenario with it');
+    const pairsGiven = argv.includes('--pairs') || argv.some((x) => x.startsWith('--pairs='));
+    o.pairs = pairsGiven ? o.pairs : o.scenarios.length ? 1 : 2;
+    if (!o.scenarios.length) o.scenarios = ['startup-1', 'cold-start'];
     o.kubelet = false;
   }
   if (!o.scenarios.length) o.scenarios = [...ALL];
@@ -334,8 +337,15 @@ function findKubelet() {
   if (!fs.existsSync(p)) throw new Error(`no kubelet at ${p}: build it (scripts/build-k8s.sh on the cluster branch), set KLET_KUBELET, or run with --no-kubelet`);
   return p;
 }
-/** Start the real kubelet: standalone (static pod path, no kubeconfig) unless given a kubeconfig; our containerd, its own root dir and ports. */
-async function startKubelet({ kubeconfig } = {}) {
+/**
+ * Start the real kubelet: standalone (static pod path, no kubeconfig) unless
+ * given a kubeconfig; our containerd, its own root dir and ports. `server`
+ * ({ address, port, clientCaFile }): its kubelet server there, set up as a
+ * kubeadm node's and klet sync --kubeconfig's defaults (client certificates
+ * from that CA, bearer tokens by TokenReview, anonymous refused,
+ * SubjectAccessReview: test/helpers/kubelet-agent.ts), and --node-ip address.
+ */
+async function startKubelet({ kubeconfig, server } = {}) {
   const dir = path.join(tmp, `kubelet-${++kubeletRuns}`);
   fs.mkdirSync(dir, { recursive: true });
   const healthz = await freePort();
@@ -351,17 +361,22 @@ cgroupsPerQOS: false
 enforceNodeAllocatable: []
 failSwapOn: false
 failCgroupV1: false
-authentication: {anonymous: {enabled: true}, webhook: {enabled: false}}
-authorization: {mode: AlwaysAllow}
+${
+      server
+        ? `authentication: {anonymous: {enabled: false}, webhook: {enabled: true}, x509: {clientCAFile: ${server.clientCaFile}}}
+authorization: {mode: Webhook}`
+        : `authentication: {anonymous: {enabled: true}, webhook: {enabled: false}}
+authorization: {mode: AlwaysAllow}`
+    }
 readOnlyPort: 0
-address: 127.0.0.1
-port: ${port}
+address: ${server?.address ?? '127.0.0.1'}
+port: ${server?.port ?? port}
 healthzPort: ${healthz}
 healthzBindAddress: 127.0.0.1
 containerRuntimeEndpoint: ${target.endpoint}
 `,
   );
-  const proc = start(kubeletBin, ['--config', config, '--root-dir', path.join(dir, 'root'), '--hostname-override', NODE_NAME, ...(kubeconfig ? ['--kubeconfig', kubeconfig] : [])], { log: path.join(dir, 'kubelet.log') });
+  const proc = start(kubeletBin, ['--config', config, '--root-dir', path.join(dir, 'root'), '--hostname-override', NODE_NAME, ...(kubeconfig ? ['--kubeconfig', kubeconfig] : []), ...(server ? ['--node-ip', server.address] : [])], { log: path.join(dir, 'kubelet.log') });
   proc.healthz = `http://127.0.0.1:${healthz}/healthz`;
   proc.dir = dir;
   return proc;
@@ -761,9 +776,10 @@ function ratios(runs, a, b, key = 'ms') {
 }
 
 /**
- * Issue 14's budgets: klet / peer ≤ limit, for the median of the pairs. A
- * scenario's ratio that has one gets `budget` and a `verdict` from its 95 %
- * interval (bench/stats.js): met, missed, or undecided at this many pairs.
+ * Issue 14's and issue 35's budgets: klet / peer ≤ limit (≥ with `atLeast`:
+ * a throughput), for the median of the pairs. A scenario's ratio that has
+ * one gets `budget` and a `verdict` from its 95 % interval
+ * (bench/stats.js): met, missed, or undecided at this many pairs.
  */
 const BUDGETS = [
   { scenario: 'startup-30', klet: 'klet runonce', peer: 'floor', key: 'ms', limit: 1.1 },
@@ -772,12 +788,66 @@ const BUDGETS = [
   { scenario: 'steady-110', klet: 'klet sync', peer: 'kubelet', key: 'rssMB', limit: 1 },
   { scenario: 'exit-to-restart', klet: 'klet sync', peer: 'kubelet', key: 'p99', limit: 1 },
   { scenario: 'teardown-30', klet: 'klet delete --all', peer: 'floor', key: 'ms', limit: 1.1 },
+  { scenario: 'kubelet-api', klet: 'klet sync --kubeconfig', peer: 'kubelet --kubeconfig', key: 'execP50', limit: 1 },
+  { scenario: 'kubelet-api', klet: 'klet sync --kubeconfig', peer: 'kubelet --kubeconfig', key: 'execP99', limit: 1 },
+  { scenario: 'kubelet-api', klet: 'klet sync --kubeconfig', peer: 'kubelet --kubeconfig', key: 'logP50', limit: 1 },
+  { scenario: 'kubelet-api', klet: 'klet sync --kubeconfig', peer: 'kubelet --kubeconfig', key: 'mbps', limit: 0.9, atLeast: true },
 ];
 function withBudgets(scenario, ratiosOfScenario) {
   return ratiosOfScenario.map((q) => {
     const b = BUDGETS.find((x) => x.scenario === scenario && x.klet === q.klet && x.peer === q.peer && x.key === q.key);
-    return b ? { ...q, budget: b.limit, verdict: verdict(q.ci95, b.limit) } : q;
+    return b ? { ...q, budget: b.limit, ...(b.atLeast ? { atLeast: true } : {}), verdict: verdict(q.ci95, b.limit, { atLeast: b.atLeast }) } : q;
   });
+}
+
+// ---------------------------------------------------------- a control plane
+/** Control planes a scenario started and has not stopped yet (stopped in its `finally`, and by cleanup() on SIGINT/SIGTERM). */
+const testClusters = new Set();
+/**
+ * For the scenarios whose agent joins a cluster: a real kube-apiserver + etcd
+ * (test/helpers/cluster.ts) with a node identity for NODE_NAME. `fn` gets the
+ * cluster, an admin client (`core`), the kubectl binary, and
+ * `joined(label, startPeer, stopPeer, body)`: start the agent, wait for its
+ * Node Ready (+3 s: its start-up requests are done by then), `body(proc)`,
+ * then (untimed) delete the node's pods, wait until the agent removed them,
+ * stop it and forget its Node and Lease; returns what `body` returned.
+ */
+async function withControlPlane({ audit = false }, fn) {
+  const { startTestCluster, kubectlBin } = await import('../test/helpers/cluster.ts');
+  const k8s = await import('@kubernetes/client-node');
+  const cluster = await startTestCluster({ nodes: [NODE_NAME], audit });
+  testClusters.add(cluster);
+  try {
+    const kc = new k8s.KubeConfig();
+    kc.loadFromFile(cluster.adminKubeconfig);
+    const core = kc.makeApiClient(k8s.CoreV1Api);
+    const coordination = kc.makeApiClient(k8s.CoordinationV1Api);
+    await core.createNamespacedServiceAccount({ namespace: 'default', body: { metadata: { name: 'default' } } }).catch(() => undefined);
+    const nodeReady = async () => {
+      const node = await core.readNode({ name: NODE_NAME }).catch(() => null);
+      return node?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+    };
+    const joined = async (label, startPeer, stopPeer, body) => {
+      const proc = await startPeer();
+      await waitFor(`${label}: node Ready`, nodeReady, { timeoutMs: 120_000, everyMs: 200, proc });
+      await sleep(3000);
+      const result = await body(proc);
+      await core.deleteCollectionNamespacedPod({ namespace: 'default', fieldSelector: `spec.nodeName=${NODE_NAME}` });
+      await waitFor(`${label}: pods gone`, async () => (await core.listNamespacedPod({ namespace: 'default' })).items.length === 0, { timeoutMs: 180_000, everyMs: 500, proc });
+      await stopPeer(proc);
+      await core.deleteNode({ name: NODE_NAME }).catch(() => undefined);
+      await coordination.deleteNamespacedLease({ name: NODE_NAME, namespace: 'kube-node-lease' }).catch(() => undefined);
+      return result;
+    };
+    return await fn({ cluster, core, joined, kubectl: kubectlBin() });
+  } finally {
+    testClusters.delete(cluster);
+    await cluster.stop();
+  }
+}
+/** `klet sync --kubeconfig` joined as NODE_NAME; `extra`: more flags (its kubelet server's). */
+function startKletJoined(kubeconfig, extra = []) {
+  return start(NODE, [...opts.kletNodeFlags, KLET, 'sync', '--manifest-dir', MANIFESTS, '--kubeconfig', kubeconfig, ...kletGlobal(), ...extra], { log: path.join(tmp, 'klet-sync-api.log'), env: kletEnv() });
 }
 
 // ------------------------------------------------------------ api-start-N
@@ -792,17 +862,7 @@ function withBudgets(scenario, ratiosOfScenario) {
  * joined as the same node (Node and Lease deleted between runs).
  */
 async function apiStart(n) {
-  const { startTestCluster } = await import('../test/helpers/cluster.ts');
-  // Stopped in `finally`, and by cleanup() on SIGINT/SIGTERM.
-  const k8s = await import('@kubernetes/client-node');
-  const cluster = await startTestCluster({ nodes: [NODE_NAME], audit: true });
-  testClusters.add(cluster);
-  try {
-    const kc = new k8s.KubeConfig();
-    kc.loadFromFile(cluster.adminKubeconfig);
-    const core = kc.makeApiClient(k8s.CoreV1Api);
-    const coordination = kc.makeApiClient(k8s.CoordinationV1Api);
-    await core.createNamespacedServiceAccount({ namespace: 'default', body: { metadata: { name: 'default' } } }).catch(() => undefined);
+  return withControlPlane({ audit: true }, async ({ cluster, core, joined }) => {
     const podBody = (i) => ({
       metadata: { name: `${PREFIX}${String(i).padStart(3, '0')}`, namespace: 'default' },
       spec: {
@@ -811,10 +871,6 @@ async function apiStart(n) {
         containers: [{ name: 'app', image: BUSYBOX_IMAGE, imagePullPolicy: 'IfNotPresent', command: ['sh', '-c', "trap 'exit 0' TERM; sleep 2147483647 & wait"] }],
       },
     });
-    const nodeReady = async () => {
-      const node = await core.readNode({ name: NODE_NAME }).catch(() => null);
-      return node?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
-    };
     const auditFrom = () => (fs.existsSync(cluster.auditLog) ? fs.statSync(cluster.auditLog).size : 0);
     /** The node agent's requests in the audit log since byte `from`, by "verb resource[/subresource]". */
     const requestsSince = (from) => {
@@ -834,11 +890,8 @@ async function apiStart(n) {
       }
       return counts;
     };
-    /** One run: the peer is up and its node Ready; create N pods at once; wait for all Ready; clean up. */
-    const run = async (label, startPeer, stopPeer) => {
-      const proc = await startPeer();
-      await waitFor(`${label}: node Ready`, nodeReady, { timeoutMs: 120_000, everyMs: 200, proc });
-      await sleep(3000); // its start-up requests are done by then
+    /** One run, the peer up and its node Ready: create N pods at once; wait for all Ready. */
+    const measure = (label) => async (proc) => {
       const created = new Map();
       const ready = new Map();
       // The server's view, polled every 100 ms (as the admin: not counted against the node).
@@ -871,34 +924,14 @@ async function apiStart(n) {
       polling = false;
       await poller;
       const lat = [...created].map(([name, at]) => ready.get(name) - at);
-      // Clean-up (untimed): delete the pods, wait until the agent removed them, stop it, forget the Node.
-      await core.deleteCollectionNamespacedPod({ namespace: 'default', fieldSelector: `spec.nodeName=${NODE_NAME}` });
-      await waitFor(`${label}: pods gone`, async () => (await core.listNamespacedPod({ namespace: 'default' })).items.length === 0, { timeoutMs: 180_000, everyMs: 500, proc });
-      await stopPeer(proc);
-      await core.deleteNode({ name: NODE_NAME }).catch(() => undefined);
-      await coordination.deleteNamespacedLease({ name: NODE_NAME, namespace: 'kube-node-lease' }).catch(() => undefined);
       const total = Object.values(requests).reduce((a, b) => a + b, 0);
       return { ms: pct(lat, 99), latencyP50: round(pct(lat, 50)), latencyP99: round(pct(lat, 99)), allReadyMs: tEnd - t0, agentCpuMs, requests, requestsPerPod: round(total / n, 2) };
     };
+    const kubeconfig = cluster.nodes[NODE_NAME].kubeconfig;
     const variants = {
-      'klet sync --kubeconfig': () =>
-        run(
-          'klet sync --kubeconfig',
-          async () => start(NODE, [...opts.kletNodeFlags, KLET, 'sync', '--manifest-dir', MANIFESTS, '--kubeconfig', cluster.nodes[NODE_NAME].kubeconfig, ...kletGlobal()], { log: path.join(tmp, 'klet-sync-api.log'), env: kletEnv() }),
-          stopProc,
-        ),
+      'klet sync --kubeconfig': () => joined('klet sync --kubeconfig', async () => startKletJoined(kubeconfig), stopProc, measure('klet sync --kubeconfig')),
     };
-    if (opts.kubelet) {
-      variants['kubelet --kubeconfig'] = () =>
-        run(
-          'kubelet --kubeconfig',
-          async () => {
-            const p = await startKubelet({ kubeconfig: cluster.nodes[NODE_NAME].kubeconfig });
-            return p;
-          },
-          cleanKubelet,
-        );
-    }
+    if (opts.kubelet) variants['kubelet --kubeconfig'] = () => joined('kubelet --kubeconfig', () => startKubelet({ kubeconfig }), cleanKubelet, measure('kubelet --kubeconfig'));
     const runs = await alternate(`api-start-${n}`, variants, opts.pairs);
     const perVerb = mapValues(runs, (r) => {
       const keys = new Set(r.flatMap((x) => Object.keys(x.requests)));
@@ -920,13 +953,223 @@ async function apiStart(n) {
         ratios(runs, 'klet sync --kubeconfig', 'kubelet --kubeconfig', 'requestsPerPod'),
       ].filter(Boolean),
     };
-  } finally {
-    testClusters.delete(cluster);
-    await cluster.stop();
-  }
+  });
 }
-/** Control planes an api-start scenario started and has not stopped yet. */
-const testClusters = new Set();
+
+// ------------------------------------------------------------ kubelet-api
+/**
+ * kubelet-api: kubectl exec, logs -f and port-forward through the API server
+ * to the node agent's kubelet server (`klet sync --kubeconfig`'s, the
+ * kubelet's), at the machine's own non-loopback address (the API server's
+ * node proxy refuses loopback; the traffic never leaves the machine). Per
+ * run, on three pods created through the API, in this order: M sequential
+ * `kubectl exec POD -- true` (p50/p99 wall time, kubectl's start included);
+ * `kubectl logs -f` line latency (arrival at kubectl's stdout − the time the
+ * pod wrote the line, p50 over L lines); the agent's RSS growth with 20 idle
+ * port-forward connections open; `kubectl port-forward` throughput of one
+ * HTTP GET of a B MiB file. --smoke: small sizes.
+ */
+async function kubeletApi() {
+  const size = opts.smoke ? { execs: 5, lines: 10, conns: 20, mb: 10 } : { execs: 30, lines: 50, conns: 20, mb: 200 };
+  const { hostIPs } = await import('../dist/lib/node/addresses.js');
+  const nodeIP = hostIPs()[0];
+  if (!nodeIP || nodeIP.startsWith('127.')) throw new Error(`kubelet-api: no non-loopback IPv4 address on this machine (found ${nodeIP}); the API server's node proxy refuses loopback`);
+  return withControlPlane({}, async ({ cluster, core, joined, kubectl }) => {
+    const kubeconfig = cluster.nodes[NODE_NAME].kubeconfig;
+    const names = { exec: `${PREFIX}exec`, log: `${PREFIX}log`, web: `${PREFIX}web` };
+    const commands = {
+      exec: "trap 'exit 0' TERM; sleep 2147483647 & wait",
+      // The write time: busybox's date has no sub-second format, adjtimex (read only) gives the wall
+      // clock in µs; awk prints it at once (a few ms after the read: the same for both agents).
+      log: `trap 'exit 0' TERM; while true; do adjtimex | awk '/tv_sec/ {s = $2} /tv_usec/ {u = $2} END {print "t", s, u}'; usleep 200000; done`,
+      // The file in the container's writable layer (the same snapshotter for both agents).
+      web: `trap 'exit 0' TERM; { mkdir -p /www && dd if=/dev/zero of=/www/big bs=1M count=${size.mb} 2>/dev/null && echo serving && exec httpd -f -p 8080 -h /www; } & wait`,
+    };
+    const podBody = (name) => ({
+      metadata: { name, namespace: 'default' },
+      spec: {
+        nodeName: NODE_NAME,
+        automountServiceAccountToken: false,
+        terminationGracePeriodSeconds: 1,
+        containers: [{ name: 'app', image: BUSYBOX_IMAGE, imagePullPolicy: 'IfNotPresent', command: ['sh', '-c', commands[Object.keys(names).find((k) => names[k] === name)]] }],
+      },
+    });
+    /** kubectl as the admin; resolves with its exit code, output and wall time (ms). */
+    const kubectlRun = (args, timeoutMs = 60_000) =>
+      new Promise((resolve) => {
+        const t0 = now();
+        const child = spawn(kubectl, [`--kubeconfig=${cluster.adminKubeconfig}`, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (b) => (stdout += b));
+        child.stderr.on('data', (b) => (stderr += b));
+        const t = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+        child.once('close', (code) => {
+          clearTimeout(t);
+          resolve({ code, stdout, stderr, ms: now() - t0 });
+        });
+      });
+    /** A long-running kubectl (logs -f, port-forward) whose stdout `onOut` reads; stopped with stop(). */
+    const kubectlLong = (args, onOut) => {
+      const child = spawn(kubectl, [`--kubeconfig=${cluster.adminKubeconfig}`, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let stderr = '';
+      child.stdout.on('data', (b) => onOut(b, performance.timeOrigin + performance.now())); // wall clock, ms
+      child.stderr.on('data', (b) => (stderr += b));
+      const closed = new Promise((resolve) => child.once('close', resolve));
+      return { closed, stderr: () => stderr, stop: () => (child.kill('SIGTERM'), closed) };
+    };
+    /** `kubectl port-forward POD :8080`; resolves once it listens, with its local port. */
+    const portForward = async (pod) => {
+      let out = '';
+      let handled = 0;
+      const k = kubectlLong(['port-forward', '-n', 'default', `pod/${pod}`, ':8080'], (b) => {
+        out += b;
+        handled = (out.match(/^Handling connection for \d+$/gm) ?? []).length; // kubectl names the local port
+      });
+      let port;
+      await waitFor(`kubectl port-forward ${pod}`, async () => (port = /Forwarding from 127\.0\.0\.1:(\d+) -> 8080/.exec(out)?.[1]) !== undefined, { timeoutMs: 60_000 }).catch((e) => {
+        k.stop();
+        throw new Error(`${e.message}: ${k.stderr()}`);
+      });
+      return { port: Number(port), handled: () => handled, ...k };
+    };
+    /** One GET through the forwarded port: bytes received and ms from the request to the last byte. */
+    const download = (port) =>
+      new Promise((resolve, reject) => {
+        const t0 = now();
+        const req = http.get({ host: '127.0.0.1', port, path: '/big' }, (res) => {
+          let bytes = 0;
+          res.on('data', (d) => (bytes += d.length));
+          res.on('end', () => resolve({ status: res.statusCode, bytes, ms: now() - t0 }));
+          res.on('error', reject);
+        });
+        req.on('error', reject);
+        req.setTimeout(600_000, () => req.destroy(new Error('download: no data for 600 s')));
+      });
+
+    const measure = (label) => async (proc) => {
+      for (const name of Object.values(names)) await core.createNamespacedPod({ namespace: 'default', body: podBody(name) });
+      const ready = async (name) => (await core.readNamespacedPod({ name, namespace: 'default' })).status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+      await waitFor(`${label}: the pods Ready`, async () => (await Promise.all(Object.values(names).map(ready))).every(Boolean), { timeoutMs: 180_000, everyMs: 200, proc });
+      await waitFor(`${label}: the ${size.mb} MiB file written`, async () => (await kubectlRun(['logs', '-n', 'default', names.web])).stdout.includes('serving'), { timeoutMs: 180_000, everyMs: 500, proc });
+      await sleep(2000);
+
+      // 1. exec round trips.
+      const execMs = [];
+      for (let i = 0; i < size.execs; i++) {
+        const r = await kubectlRun(['exec', '-n', 'default', names.exec, '--', 'true']);
+        if (r.code !== 0) throw new Error(`${label}: kubectl exec ${names.exec} -- true: exit ${r.code}: ${r.stderr.trim()}`);
+        execMs.push(r.ms);
+      }
+
+      // 2. logs -f: each line's arrival at kubectl's stdout minus the pod's write time (wall clock,
+      // one kernel); also minus the runtime's timestamp in the CRI log file (--timestamps), the time
+      // the line reached the file the agent follows. The first line is not counted (it may have been
+      // written while the stream was being set up).
+      const logMs = [];
+      const logFileMs = [];
+      let buf = '';
+      let seen = 0;
+      const logs = kubectlLong(['logs', '-f', '--timestamps', '--tail=0', '-n', 'default', names.log], (b, wall) => {
+        buf += b;
+        const lines = buf.split('\n');
+        buf = lines.pop();
+        for (const l of lines) {
+          const m = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?Z t (\d+) (\d+)$/.exec(l);
+          if (!m || seen++ === 0) continue;
+          logMs.push(wall - (Number(m[3]) * 1000 + Number(m[4]) / 1000));
+          logFileMs.push(wall - (Date.parse(`${m[1]}Z`) + Number(`0.${m[2] ?? '0'}`) * 1000));
+        }
+      });
+      await waitFor(`${label}: ${size.lines} lines through kubectl logs -f`, async () => logMs.length >= size.lines, { timeoutMs: 60_000 + size.lines * 1000, everyMs: 100, proc }).catch((e) => {
+        logs.stop();
+        throw new Error(`${e.message}: ${logs.stderr().trim()}`);
+      });
+      await logs.stop();
+
+      // 3. RSS growth with idle port-forward connections open: VmRSS before kubectl port-forward
+      // starts and with its connections held (accepted, forwarded, no byte sent), 3 s after the last.
+      await sleep(2000);
+      const rssBeforeMB = procStatus(proc.pid, 'VmRSS');
+      const pf = await portForward(names.web);
+      const sockets = [];
+      try {
+        for (let i = 0; i < size.conns; i++) {
+          sockets.push(
+            await new Promise((resolve, reject) => {
+              const s = net.connect(pf.port, '127.0.0.1', () => resolve(s));
+              s.once('error', reject);
+            }),
+          );
+        }
+        await waitFor(`${label}: kubectl port-forward handling ${size.conns} connections`, async () => pf.handled() >= size.conns, { timeoutMs: 60_000, everyMs: 100, proc }).catch((e) => {
+          throw new Error(`${e.message} (it handled ${pf.handled()}): ${pf.stderr().trim()}`);
+        });
+        await sleep(3000);
+        if (sockets.some((s) => s.destroyed || s.readyState !== 'open')) throw new Error(`${label}: a port-forward connection closed while idle`);
+      } finally {
+        for (const s of sockets) s.destroy();
+      }
+      const rssWithMB = procStatus(proc.pid, 'VmRSS');
+      await pf.stop();
+
+      // 4. port-forward throughput: one GET of the file through a new kubectl port-forward.
+      const pf2 = await portForward(names.web);
+      let got;
+      let cpu0;
+      try {
+        cpu0 = procStat(proc.pid).ticks;
+        got = await download(pf2.port);
+      } finally {
+        await pf2.stop();
+      }
+      if (got.status !== 200 || got.bytes !== size.mb * 2 ** 20) throw new Error(`${label}: the download through port-forward gave HTTP ${got.status}, ${got.bytes} of ${size.mb * 2 ** 20} bytes`);
+
+      return {
+        ms: pct(execMs, 50),
+        execP50: round(pct(execMs, 50)),
+        execP99: round(pct(execMs, 99)),
+        logP50: round(pct(logMs, 50)),
+        logP99: round(pct(logMs, 99)),
+        logFileP50: round(pct(logFileMs, 50)),
+        mbps: round(size.mb / (got.ms / 1000), 1),
+        // The agent's CPU (utime+stime, % of one core) over the transfer: what relaying it costs.
+        transferCpuPct: round(((procStat(proc.pid).ticks - cpu0) / CLK_TCK) * 1000 * 100 / got.ms),
+        rssBeforeMB: round(rssBeforeMB),
+        rssGrowthMB: round(rssWithMB - rssBeforeMB),
+        execMs: execMs.map((x) => round(x)),
+        logMs: logMs.map((x) => round(x)),
+      };
+    };
+    const variants = {
+      'klet sync --kubeconfig': async () => {
+        const port = await freePort();
+        return joined('klet sync --kubeconfig', async () => startKletJoined(kubeconfig, ['--node-ip', nodeIP, '--address', nodeIP, '--port', String(port), '--client-ca-file', cluster.caFile]), stopProc, measure('klet sync --kubeconfig'));
+      },
+    };
+    if (opts.kubelet) {
+      variants['kubelet --kubeconfig'] = async () => {
+        const port = await freePort();
+        return joined('kubelet --kubeconfig', () => startKubelet({ kubeconfig, server: { address: nodeIP, port, clientCaFile: cluster.caFile } }), cleanKubelet, measure('kubelet --kubeconfig'));
+      };
+    }
+    const runs = await alternate('kubelet-api', variants, opts.pairs);
+    const keys = ['execP50', 'execP99', 'logP50', 'logP99', 'logFileP50', 'mbps', 'transferCpuPct', 'rssBeforeMB', 'rssGrowthMB'];
+    const klet = runs['klet sync --kubeconfig'].map((r) => r.rssGrowthMB);
+    const growthCI = roundOut(medianCI(klet), 3);
+    return {
+      unit: 'ms / MiB/s / MB',
+      sizes: size,
+      nodeIP,
+      runs,
+      summary: mapValues(runs, (r) => Object.fromEntries(keys.map((k) => [k, summarize(r, k)]))),
+      // Not of the RSS growth: about 0 for both agents, a ratio of noise.
+      ratios: keys.filter((k) => k !== 'rssGrowthMB').map((k) => ratios(runs, 'klet sync --kubeconfig', 'kubelet --kubeconfig', k)).filter(Boolean),
+      // Issue 35: klet's RSS growth with 20 idle port-forward connections ≤ 10 MB (an amount, not a ratio).
+      absolute: [{ variant: 'klet sync --kubeconfig', key: 'rssGrowthMB', median: round(median(klet)), ...(growthCI ? { ci95: growthCI } : {}), budget: 10, verdict: verdict(growthCI, 10) }],
+    };
+  });
+}
 
 // --------------------------------------------------------------- scenarios
 const results = { scenarios: {} };
@@ -984,6 +1227,7 @@ async function runScenario(s) {
   if (s === 'churn') return churn();
   const api = /^api-start-(\d+)$/.exec(s);
   if (api) return apiStart(Number(api[1]));
+  if (s === 'kubelet-api') return kubeletApi();
   throw new Error(`no scenario ${s}`);
 }
 const mapValues = (o, f) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, f(v)]));
@@ -1094,9 +1338,10 @@ function printTable(res) {
     }
     for (const q of r.ratios ?? []) {
       const ci = q.ci95 ? `  95% ${q.ci95[0]}–${q.ci95[1]}` : '';
-      const budget = q.budget !== undefined ? `  budget ≤ ${q.budget}×: ${q.verdict ?? 'no interval'}` : '';
+      const budget = q.budget !== undefined ? `  budget ${q.atLeast ? '≥' : '≤'} ${q.budget}×: ${q.verdict ?? 'no interval'}` : '';
       lines.push(`  ratio ${`${q.klet} / ${q.peer}${q.key !== 'ms' ? ` [${q.key}]` : ''}`.padEnd(60)} median ${q.median}×${ci}${budget}${q.pairs.length ? `  min ${q.min}  max ${q.max}  pairs ${q.pairs.join(' ')}` : ''}`);
     }
+    for (const a of r.absolute ?? []) lines.push(`  ${`${a.variant} [${a.key}]`.padEnd(66)} median ${a.median}${a.ci95 ? `  95% ${a.ci95[0]}–${a.ci95[1]}` : ''}  budget ≤ ${a.budget}: ${a.verdict ?? 'no interval'}`);
     if (r.leaks) for (const [k, v] of Object.entries(r.leaks)) lines.push(`  leaks after ${k}: ${JSON.stringify(v)}${r.rssGrowthMB !== undefined ? `; RSS growth ${r.rssGrowthMB} MB` : ''}`);
   }
   lines.push(`\nleaks at the end: ${JSON.stringify(res.leaks)}`);
@@ -1148,7 +1393,7 @@ results.date = started.toISOString();
 results.options = { ...opts };
 results.loadBefore = os.loadavg().map((x) => round(x, 2));
 try {
-  if (opts.kubelet && opts.scenarios.some((s) => /^(startup|steady|exit|teardown|api-start)/.test(s))) {
+  if (opts.kubelet && opts.scenarios.some((s) => /^(startup|steady|exit|teardown|api-start|kubelet-api)/.test(s))) {
     kubeletBin = findKubelet();
     kubeletVersion = spawnSync(kubeletBin, ['--version'], { encoding: 'utf8' }).stdout.trim();
   }

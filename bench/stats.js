@@ -67,11 +67,12 @@ export function roundOut(ci, digits = 3) {
  * Where a ratio stands against a budget "≤ limit", given its interval:
  * 'met' when the whole interval is at or under the limit, 'missed' when the
  * whole interval is over it, 'undecided' when the interval straddles it
- * (more pairs needed), null without an interval.
+ * (more pairs needed), null without an interval. With `atLeast` the budget
+ * is "≥ limit" (a throughput): met when the whole interval is at or over it.
  */
-export function verdict(ci, limit) {
+export function verdict(ci, limit, { atLeast = false } = {}) {
   if (!ci) return null;
-  if (ci[1] <= limit) return 'met';
-  if (ci[0] > limit) return 'missed';
+  if (atLeast ? ci[0] >= limit : ci[1] <= limit) return 'met';
+  if (atLeast ? ci[1] < limit : ci[0] > limit) return 'missed';
   return 'undecided';
 }

@@ -4,7 +4,7 @@ import { median, medianCI, prng, roundOut, verdict } from '../../bench/stats.js'
 
 const med = median as (xs: number[]) => number;
 const ci = medianCI as (xs: number[], o?: { level?: number; reps?: number; seed?: number }) => [number, number] | null;
-const judge = verdict as (ci: [number, number] | null, limit: number) => string | null;
+const judge = verdict as (ci: [number, number] | null, limit: number, o?: { atLeast?: boolean }) => string | null;
 
 describe('bench statistics', () => {
   it('median of odd, even and empty lists', () => {
@@ -49,6 +49,13 @@ describe('bench statistics', () => {
     expect(judge([1.11, 1.2], 1.1)).toBe('missed');
     expect(judge([1.09, 1.2], 1.1)).toBe('undecided');
     expect(judge(null, 1.1)).toBeNull();
+  });
+
+  it('a budget "at least" (a throughput): met when the whole interval is at or over the limit, missed when all under', () => {
+    expect(judge([0.9, 1.2], 0.9, { atLeast: true })).toBe('met');
+    expect(judge([0.7, 0.89], 0.9, { atLeast: true })).toBe('missed');
+    expect(judge([0.85, 1.0], 0.9, { atLeast: true })).toBe('undecided');
+    expect(judge(null, 0.9, { atLeast: true })).toBeNull();
   });
 
   it('intervals are rounded outwards, so a verdict from the interval shown is never kinder than the exact one', () => {
