@@ -182,7 +182,14 @@ function stopProcess(p: ChildProcess | undefined, timeoutMs = 20_000): Promise<v
   });
 }
 
-export async function startTestCluster(opts: { nodes?: string[]; audit?: boolean } = {}): Promise<TestCluster> {
+export async function startTestCluster(
+  opts: {
+    nodes?: string[];
+    audit?: boolean;
+    /** More kube-apiserver flags, made once the dir holds ca.crt/ca.key (e.g. a kubelet client certificate signed by it). */
+    apiServerArgs?: (dir: string) => Promise<string[]>;
+  } = {},
+): Promise<TestCluster> {
   const missing = missingClusterInfra();
   if (missing.length > 0) throw new Error(`cluster tests need: ${missing.join(', ')}`);
   const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'klet-cluster-'));
@@ -226,6 +233,7 @@ export async function startTestCluster(opts: { nodes?: string[]; audit?: boolean
     await etcdHealthy();
 
     const apiLog = path.join(dir, 'kube-apiserver.log');
+    const extraApiServerArgs = opts.apiServerArgs ? await opts.apiServerArgs(dir) : [];
     const spawnApiServer = (): ChildProcess => {
     const apiOut = fs.openSync(apiLog, 'a');
     const child = spawn(
@@ -246,6 +254,7 @@ export async function startTestCluster(opts: { nodes?: string[]; audit?: boolean
         `--service-account-signing-key-file=${path.join(dir, 'sa.key')}`,
         '--service-cluster-ip-range=10.96.0.0/24',
         '--anonymous-auth=false',
+        ...extraApiServerArgs,
         ...(opts.audit ? [`--audit-policy-file=${path.join(dir, 'audit-policy.yaml')}`, `--audit-log-path=${path.join(dir, 'audit.log')}`, '--audit-log-maxsize=1000'] : []),
       ],
       { stdio: ['ignore', apiOut, apiOut] },
