@@ -9,6 +9,8 @@
 #   agnhost, nonewprivs     static test image binaries (test/images/...)
 #   pause                   build/pause/linux/pause.c, static
 #   crane                   go-containerregistry's CLI: the local registry and the pushes
+#   nc-openbsd              Debian's netcat-openbsd nc (apt-get download), for agnhost:
+#                           the UDP specs run `nc -u`, which busybox's nc lacks
 # Everything is stamped with the module's version (client-go cannot parse an
 # unstamped one). Each file is renamed into place only when it is complete;
 # nothing present is rebuilt. Prints the directory.
@@ -20,7 +22,7 @@ version=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" { print $3 }' go.mod
 [ -n "$version" ] || { echo "build-conformance: no k8s.io/kubernetes version in test/cluster/go.mod" >&2; exit 1; }
 out="${KLET_K8S_CACHE:-/var/cache/klet-k8s}/$version"
 crane_version=v0.20.6
-names=${ONLY:-"e2e.test ginkgo kube-controller-manager kube-scheduler agnhost nonewprivs pause crane"}
+names=${ONLY:-"e2e.test ginkgo kube-controller-manager kube-scheduler agnhost nonewprivs pause crane nc-openbsd"}
 missing=()
 for n in $names; do [ -x "$out/$n" ] || missing+=("$n"); done
 if [ ${#missing[@]} -eq 0 ]; then
@@ -48,6 +50,8 @@ for n in "${missing[@]}"; do
     agnhost|nonewprivs) go build -trimpath -ldflags "-s -w" -o "$tmp/$n" "k8s.io/kubernetes/test/images/$n" ;;
     pause) gcc -Os -static -Wall -DVERSION="$version" -o "$tmp/pause" "$src/build/pause/linux/pause.c" && strip "$tmp/pause" ;;
     crane) GOFLAGS= GOBIN="$tmp" go install "github.com/google/go-containerregistry/cmd/crane@$crane_version" ;;
+    nc-openbsd) (cd "$tmp" && apt-get download -q netcat-openbsd >/dev/null && dpkg-deb -x netcat-openbsd_*.deb nc-root \
+        && cp nc-root/bin/nc.openbsd nc-openbsd && rm -rf nc-root netcat-openbsd_*.deb) ;;
     *) echo "build-conformance: unknown name $n" >&2; exit 2 ;;
   esac
   place "$n"

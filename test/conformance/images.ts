@@ -8,7 +8,8 @@
  *    Conformance specs set; bash keeps them);
  *  - agnhost and nonewprivs: the static binaries scripts/build-conformance.sh
  *    builds from the module's test/images sources, laid out as their
- *    Dockerfiles do;
+ *    Dockerfiles do; agnhost also has curl and netcat-openbsd's nc (the UDP
+ *    networking specs run `nc -u`, which busybox's nc lacks);
  *  - pause: the module's build/pause/linux/pause.c, static, USER 65535;
  *  - nonroot: busybox with USER 1234;
  *  - nginx and httpd: stand-ins, busybox httpd behind the upstream commands.
@@ -123,7 +124,7 @@ export async function conformanceImages(binDir: string, k8sSrc: string): Promise
   for (const tag of ['3.10.1', '3.10']) {
     add(`registry.k8s.io/pause:${tag}`, [{ path: 'pause', mode: 0o755, content: { fromFile: bin('pause') } }], { entrypoint: ['/pause'], user: '65535:65535' });
   }
-  const curl = await hostFiles('/usr/bin/curl', 'usr/bin/curl');
+  const curl = merge(await hostFiles('/usr/bin/curl', 'usr/bin/curl'), await hostFiles(bin('nc-openbsd'), 'usr/bin/nc'));
   const porter = path.join(k8sSrc, 'test', 'images', 'agnhost', 'porter');
   add(
     'registry.k8s.io/e2e-test-images/agnhost:2.56',
