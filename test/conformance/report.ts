@@ -27,7 +27,28 @@ interface GinkgoReport {
 export interface SpecVerdict {
   state: string;
   seconds?: number;
+  /** The failure message's first line. */
   failure?: string;
+  /** A coarse cause read from the whole failure message (see causeOf). */
+  cause?: string;
+}
+
+/**
+ * Causes recognised in a failure message, first match wins. Coarse on
+ * purpose: it sorts a baseline's failures into piles, the message says the rest.
+ */
+const CAUSES: [RegExp, string][] = [
+  [/failed to get logs|GetPodLogs|failed to get output for container|\/log\?|pods\/log|\(get pods [^)]*\)/, 'container logs through the API server (needs the kubelet server)'],
+  [/Failed to open websocket.*\/log/, 'container logs through the API server (needs the kubelet server)'],
+  [/ExecWithOptions|\/exec\?|unable to upgrade connection|error dialing backend|error sending request/, 'exec through the API server (needs the kubelet server)'],
+  [/port-?forward/i, 'port-forward (needs the kubelet server)'],
+  [/\/proxy\//, 'node proxy (needs the kubelet server)'],
+  [/Expected\s+<string>: \n\s*to equal/, 'empty container output (logs through the API server: needs the kubelet server)'],
+];
+
+export function causeOf(message: string): string {
+  for (const [re, cause] of CAUSES) if (re.test(message)) return cause;
+  return 'other';
 }
 
 /** ginkgo's FullText(): the container texts and the leaf text joined by spaces. */
@@ -45,7 +66,10 @@ export async function readGinkgoReport(file: string): Promise<Map<string, SpecVe
       const v: SpecVerdict = { state: r.State ?? 'unknown' };
       if (typeof r.RunTime === 'number') v.seconds = Math.round(r.RunTime / 1e7) / 100;
       const msg = r.Failure?.Message?.trim();
-      if (msg && r.State !== 'passed') v.failure = msg.split('\n')[0]!.slice(0, 400);
+      if (msg && r.State !== 'passed') {
+        v.failure = msg.split('\n')[0]!.slice(0, 400);
+        if (r.State !== 'skipped') v.cause = causeOf(msg);
+      }
       out.set(fullText(r), v);
     }
   }
@@ -154,6 +178,16 @@ export function summary(res: ResultsFile): string {
       `| ${agent} ${r.version ?? ''} | ${ran} | ${r.passed} | ${r.failed} | ${r.skipped} | ${r.notRun} | ${Math.round(r.wallSeconds)} s | ${r.procs} | ` +
         `${r.peakRssMiB ?? '?'} MiB | ${r.cpuSeconds ?? '?'} s | ${r.focus ? `\`${r.focus}\`` : 'whole set'} |`,
     );
+  }
+  for (const agent of ['kubelet', 'klet'] as const) {
+    const causes = new Map<string, number>();
+    for (const s of res.specs) {
+      const v = s[agent];
+      if (v && v.state !== 'passed' && v.state !== 'skipped') causes.set(v.cause ?? v.state, (causes.get(v.cause ?? v.state) ?? 0) + 1);
+    }
+    if (causes.size === 0) continue;
+    lines.push('', `Failures of ${agent} by cause:`, '');
+    for (const [cause, n] of [...causes].sort((a, b) => b[1] - a[1])) lines.push(`- ${n}: ${cause}`);
   }
   lines.push('', '## Specs not passed by an agent', '', '| spec | kubelet | klet |', '|---|---|---|');
   const cell = (v?: SpecVerdict) => (v ? (v.state === 'passed' ? 'passed' : `${v.state}${v.failure ? `: ${v.failure.replace(/\|/g, '\\|')}` : ''}`) : '');

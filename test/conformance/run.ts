@@ -562,7 +562,7 @@ async function runAgent(o: RunOptions): Promise<{ run: AgentRun; verdicts: Map<s
     const keepDir = path.join(ROOT, 'test', 'conformance', 'logs', o.agent);
     await fsp.rm(keepDir, { recursive: true, force: true });
     await fsp.mkdir(keepDir, { recursive: true });
-    for (const f of [ginkgoLog, agent.logFile]) await fsp.copyFile(f, path.join(keepDir, path.basename(f))).catch(() => undefined);
+    for (const f of [ginkgoLog, agent.logFile, path.join(reportDir, 'report.json')]) await fsp.copyFile(f, path.join(keepDir, path.basename(f))).catch(() => undefined);
     return { run, verdicts, dir };
   } finally {
     await cleanup.run();
