@@ -19,6 +19,7 @@ interface GinkgoSpecReport {
   State?: string;
   RunTime?: number;
   Failure?: { Message?: string; FailureNodeType?: string };
+  CapturedGinkgoWriterOutput?: string;
 }
 interface GinkgoReport {
   SpecReports?: GinkgoSpecReport[] | null;
@@ -34,20 +35,32 @@ export interface SpecVerdict {
 }
 
 /**
- * Causes recognised in a failure message, first match wins. Coarse on
- * purpose: it sorts a baseline's failures into piles, the message says the rest.
+ * Causes recognised in a failed spec, first match wins: in the failure
+ * message, or (`anywhere`) also in the spec's captured output, whose
+ * timeline has the pod's events, or (`inName`) in the spec's full text. Coarse on purpose: it sorts a baseline's
+ * failures into piles; the message says the rest.
  */
-const CAUSES: [RegExp, string][] = [
-  [/failed to get logs|GetPodLogs|failed to get output for container|\/log\?|pods\/log|\(get pods [^)]*\)/, 'container logs through the API server (needs the kubelet server)'],
-  [/Failed to open websocket.*\/log/, 'container logs through the API server (needs the kubelet server)'],
-  [/ExecWithOptions|\/exec\?|unable to upgrade connection|error dialing backend|error sending request/, 'exec through the API server (needs the kubelet server)'],
-  [/port-?forward/i, 'port-forward (needs the kubelet server)'],
-  [/\/proxy\//, 'node proxy (needs the kubelet server)'],
-  [/Expected\s+<string>: \n\s*to equal/, 'empty container output (logs through the API server: needs the kubelet server)'],
+const SERVER = '(needs the kubelet server)';
+const CAUSES: { re: RegExp; cause: string; anywhere?: boolean; inName?: boolean }[] = [
+  { re: /divisor is zero/, anywhere: true, cause: 'downward API resourceFieldRef with the default divisor: "divisor is zero" (the kubelet takes 0 as 1)' },
+  { re: /PostStartHook failed: Get "https|https:\/\/\S*msg=prestop"?: fetch failed/, anywhere: true, cause: 'HTTPS lifecycle hook: klet verifies the certificate (the kubelet does not)' },
+  { re: /^\[sig-node\] Ephemeral Containers/, inName: true, cause: 'ephemeral containers are not run' },
+  { re: /event for wrong-pod-os: .*NodeAffinity/, anywhere: true, cause: 'pod OS mismatch rejected as NodeAffinity, not PodOSNotSupported' },
+  { re: /unsafe, but not explicitly enabled sysctls[\s\S]*FailedCreatePodSandBox/, anywhere: true, cause: 'unsafe sysctls not rejected (SysctlForbidden): the sandbox fails instead' },
+  { re: /<string>: DONE\\n\s*to equal\s*<string>: DONE/, cause: 'termination message from the log keeps its trailing newline' },
+  { re: /failed to get logs|GetPodLogs|failed to get output for container|\/log\?|pods\/log|\(get pods [^)]*\)|:10250\/containerLogs\//, cause: `container logs through the API server ${SERVER}` },
+  { re: /Failed to open websocket.*\/log/, cause: `container logs through the API server ${SERVER}` },
+  { re: /ExecWithOptions|\/exec\?|unable to upgrade connection|error dialing backend|error sending request/, cause: `exec through the API server ${SERVER}` },
+  { re: /:10250\/exec\//, anywhere: true, cause: `exec through the API server ${SERVER}` },
+  { re: /:10250\/portForward\/|port-?forward/i, cause: `port-forward ${SERVER}` },
+  { re: /Expected\s+<string>: \n\s*to equal/, cause: `empty container output: logs through the API server ${SERVER}` },
 ];
 
-export function causeOf(message: string): string {
-  for (const [re, cause] of CAUSES) if (re.test(message)) return cause;
+/** The cause of a failed spec from its full text, failure message and captured output. */
+export function causeOf(message: string, output = '', name = ''): string {
+  for (const { re, cause, anywhere, inName } of CAUSES) {
+    if (inName === true ? re.test(name) : re.test(message) || (anywhere === true && re.test(output))) return cause;
+  }
   return 'other';
 }
 
@@ -68,7 +81,7 @@ export async function readGinkgoReport(file: string): Promise<Map<string, SpecVe
       const msg = r.Failure?.Message?.trim();
       if (msg && r.State !== 'passed') {
         v.failure = msg.split('\n')[0]!.slice(0, 400);
-        if (r.State !== 'skipped') v.cause = causeOf(msg);
+        if (r.State !== 'skipped') v.cause = causeOf(msg, r.CapturedGinkgoWriterOutput ?? '', fullText(r));
       }
       out.set(fullText(r), v);
     }

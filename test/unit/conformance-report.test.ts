@@ -76,7 +76,14 @@ describe('conformance results', () => {
   it('sorts failures into causes, other when none is recognised', () => {
     expect(causeOf('Timed out after 30s.\nExpected\n    <string>: \nto equal\n    <string>: Hello World\\n')).toMatch(/empty container output/);
     expect(causeOf('unable to upgrade connection: pod does not exist')).toMatch(/^exec/);
-    expect(causeOf('Expected\n    <string>: DONE\\n\nto equal\n    <string>: DONE')).toBe('other');
+    expect(causeOf('Expected\n    <string>: DONE\\n\nto equal\n    <string>: DONE')).toMatch(/trailing newline/);
+    expect(causeOf('timed out waiting for the condition')).toBe('other');
+    // The pod's events are in the captured output, not in the message.
+    const events = 'event for pod-x: {kubelet node} FailedMount: MountVolume.SetUp failed for volume "podinfo" : resourceFieldRef limits.cpu: divisor is zero';
+    expect(causeOf('expected pod "pod-x" success: Timed out after 300.000s.', events)).toMatch(/divisor/);
+    // The dump after any failure dials the node's port: that alone is no cause.
+    expect(causeOf('Timed out after 60s.', 'Unable to retrieve kubelet pods for node n: dial tcp 10.92.0.2:10250: connect: connection refused')).toBe('other');
+    expect(causeOf('Timed out after 60s.', '', '[sig-node] Ephemeral Containers [NodeConformance] will start an ephemeral container')).toMatch(/ephemeral/);
   });
 
   it('counts a spec of the run that the report lacks as not run, and leaves out specs outside the run', () => {
