@@ -42,6 +42,8 @@ export interface SpecVerdict {
  */
 const SERVER = '(needs the kubelet server)';
 const CAUSES: { re: RegExp; cause: string; anywhere?: boolean; inName?: boolean }[] = [
+  { re: /RTNETLINK answers: Operation not supported/, cause: 'environment: this kernel has no dummy link type' },
+  { re: /line 1: \/file: Read-only file system/, cause: "image: the busybox image's /bin/sh is bash, whose message differs from ash's" },
   { re: /divisor is zero/, anywhere: true, cause: 'downward API resourceFieldRef with the default divisor: "divisor is zero" (the kubelet takes 0 as 1)' },
   { re: /PostStartHook failed: Get "https|https:\/\/\S*msg=prestop"?: fetch failed/, anywhere: true, cause: 'HTTPS lifecycle hook: klet verifies the certificate (the kubelet does not)' },
   { re: /^\[sig-node\] Ephemeral Containers/, inName: true, cause: 'ephemeral containers are not run' },

@@ -340,7 +340,7 @@ async function startKlet(o: { dir: string; endpoint: string; kubeconfig: string;
   const logFile = path.join(o.dir, 'klet.log');
   const proc = start(process.execPath, args, logFile);
   const commit = await execFileP('git', ['-C', ROOT, 'describe', '--always', '--dirty']).then((r) => r.stdout.trim(), () => 'unknown');
-  return { proc, logFile, version: `klet ${commit}` };
+  return { proc, logFile, version: commit };
 }
 
 /** Peak RSS and CPU of a process and its descendants, sampled every few seconds. */
@@ -541,8 +541,9 @@ async function runAgent(o: RunOptions): Promise<{ run: AgentRun; verdicts: Map<s
     const g = start(path.join(o.bin, 'ginkgo'), ginkgoArgs, ginkgoLog, { cwd: o.bin });
     cleanup.add('stop ginkgo', () => stop(g, 5000));
     const progress = setInterval(() => {
-      const done = (fs.readFileSync(ginkgoLog, 'utf8').match(/^(•|S|P|\[FAIL\]|\[PANICKED\]|\[TIMEDOUT\])/gm) ?? []).length;
-      log(`${o.agent}: ${Math.round((Date.now() - t0) / 60000)} min, ~${done} specs reported`);
+      // ginkgo prints one • per finished spec (passed or not); S for the skipped ones.
+      const done = (fs.readFileSync(ginkgoLog, 'utf8').match(/•/g) ?? []).length;
+      log(`${o.agent}: ${Math.round((Date.now() - t0) / 60000)} min, ${done} of ${o.set.length} specs done`);
     }, 60_000);
     const code = await Promise.race([new Promise<number | null>((resolve) => g.once('exit', (code) => resolve(code))), abort]).finally(() => clearInterval(progress));
     const wallSeconds = Math.round((Date.now() - t0) / 1000);

@@ -78,6 +78,10 @@ describe('conformance results', () => {
     expect(causeOf('unable to upgrade connection: pod does not exist')).toMatch(/^exec/);
     expect(causeOf('Expected\n    <string>: DONE\\n\nto equal\n    <string>: DONE')).toMatch(/trailing newline/);
     expect(causeOf('timed out waiting for the condition')).toBe('other');
+    expect(causeOf('cmd [ip link add dummy1 type dummy], stdout "", stderr "ip: RTNETLINK answers: Operation not supported"')).toMatch(/^environment/);
+    // bash's message as the actual value is the image's doing; an empty actual value is the logs request failing.
+    expect(causeOf('Expected\n    <string>: /bin/sh: line 1: /file: Read-only file system\\n\nto equal\n    <string>: /bin/sh: can\'t create /file: Read-only file system\\n')).toMatch(/^image/);
+    expect(causeOf('Expected\n    <string>: \nto equal\n    <string>: /bin/sh: can\'t create /file: Read-only file system\\n')).toMatch(/^empty container output/);
     // The pod's events are in the captured output, not in the message.
     const events = 'event for pod-x: {kubelet node} FailedMount: MountVolume.SetUp failed for volume "podinfo" : resourceFieldRef limits.cpu: divisor is zero';
     expect(causeOf('expected pod "pod-x" success: Timed out after 300.000s.', events)).toMatch(/divisor/);
