@@ -423,8 +423,13 @@ async function runAgent(o: RunOptions): Promise<{ run: AgentRun; verdicts: Map<s
     if (left.length > 0) throw new Error(`mounts left under ${dir}, not removed: ${left.join(' ')}`);
     await fsp.rm(dir, { recursive: true, force: true });
   });
-  const abort = new Promise<never>((_, reject) => o.signal.addEventListener('abort', () => reject(new Error('interrupted')), { once: true }));
+  const abort = new Promise<never>((_, reject) => {
+    if (o.signal.aborted) reject(new Error('interrupted'));
+    o.signal.addEventListener('abort', () => reject(new Error('interrupted')), { once: true });
+  });
   abort.catch(() => undefined);
+  /** Wait for `p` unless interrupted first (what `p` starts registers its own cleanup). */
+  const step = <T>(p: Promise<T>): Promise<T> => Promise.race([p, abort]);
   try {
     log(`${o.agent}: working in ${dir}`);
     // The local registry and the images.
@@ -433,12 +438,12 @@ async function runAgent(o: RunOptions): Promise<{ run: AgentRun; verdicts: Map<s
     const registry = `127.0.0.1:${regPort}`;
     const regProc = start(crane, ['registry', 'serve', '--address', registry], path.join(dir, 'registry.log'));
     cleanup.add('stop the registry', () => stop(regProc));
-    await waitUntil('registry', 30_000, async () => (await fetch(`http://${registry}/v2/`)).ok, regProc, path.join(dir, 'registry.log'));
-    await pushImages(crane, registry, o.archives, path.join(dir, 'push'));
+    await step(waitUntil('registry', 30_000, async () => (await fetch(`http://${registry}/v2/`)).ok, regProc, path.join(dir, 'registry.log')));
+    await step(pushImages(crane, registry, o.archives, path.join(dir, 'push')));
 
     // The control plane.
     await addNodeIp(cleanup);
-    const c: TestCluster = await startTestCluster({
+    const starting = startTestCluster({
         nodes: [NODE_NAME],
         audit: o.agent === 'klet',
         apiServerArgs: async (cdir) => {
@@ -453,7 +458,8 @@ async function runAgent(o: RunOptions): Promise<{ run: AgentRun; verdicts: Map<s
           ];
         },
     });
-    cleanup.add('stop etcd and kube-apiserver', () => c.stop());
+    cleanup.add('stop etcd and kube-apiserver', async () => (await starting.catch(() => undefined))?.stop());
+    const c: TestCluster = await step(starting);
     const kcm = start(
       path.join(o.bin, 'kube-controller-manager'),
       [
@@ -476,7 +482,7 @@ async function runAgent(o: RunOptions): Promise<{ run: AgentRun; verdicts: Map<s
       path.join(dir, 'kube-scheduler.log'),
     );
     cleanup.add('stop kube-scheduler', () => stop(sched));
-    await waitUntil('the default ServiceAccount', 120_000, async () => (await c.kubectl(['get', 'serviceaccount', 'default', '-o', 'name'])).trim() !== '', kcm, path.join(dir, 'kube-controller-manager.log'));
+    await step(waitUntil('the default ServiceAccount', 120_000, async () => (await c.kubectl(['get', 'serviceaccount', 'default', '-o', 'name'])).trim() !== '', kcm, path.join(dir, 'kube-controller-manager.log')));
 
     // The node. Cleanup runs last-added first: the agent stops, then containerd
     // (its pods), then the cgroups and pod log dirs they used are removed.
@@ -497,7 +503,7 @@ async function runAgent(o: RunOptions): Promise<{ run: AgentRun; verdicts: Map<s
         }
       });
     }
-    const endpoint = await startContainerd(path.join(dir, 'runtime'), registry, cleanup);
+    const endpoint = await step(startContainerd(path.join(dir, 'runtime'), registry, cleanup));
     const kubeconfig = c.nodes[NODE_NAME]!.kubeconfig;
     const agent =
       o.agent === 'kubelet'
@@ -506,13 +512,13 @@ async function runAgent(o: RunOptions): Promise<{ run: AgentRun; verdicts: Map<s
     cleanup.add(`stop ${o.agent}`, async () => {
       await stop(agent.proc, 30_000);
     });
-    await waitUntil(
+    await step(waitUntil(
       `node ${NODE_NAME} Ready`,
       180_000,
       async () => (await c.kubectl(['get', 'node', NODE_NAME, '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].status}'])).trim() === 'True',
       agent.proc,
       agent.logFile,
-    );
+    ));
     log(`${o.agent}: node ${NODE_NAME} is Ready (${agent.version})`);
 
     // The specs.
@@ -615,6 +621,16 @@ async function main(): Promise<number> {
       ac.abort();
     });
   }
+  try {
+    return await runAll(values, agents, procs, ac.signal);
+  } catch (err) {
+    if (!ac.signal.aborted) throw err;
+    log('interrupted; everything started was stopped and removed');
+    return 130;
+  }
+}
+
+async function runAll(values: { focus: string; keep: boolean }, agents: Agent[], procs: number, signal: AbortSignal): Promise<number> {
   const t0 = Date.now();
   const { bin, k8sSrc } = buildAll();
   log(`builds ready in ${bin} (${Math.round((Date.now() - t0) / 1000)} s)`);
@@ -632,15 +648,15 @@ async function main(): Promise<number> {
     const archives = await buildImages(await conformanceImages(bin, k8sSrc), path.join(bin, 'images'), log);
     const resultsDir = path.join(ROOT, 'test', 'conformance', 'results');
     for (const agent of agents) {
-      if (ac.signal.aborted) break;
-      const { run, verdicts } = await runAgent({ agent, bin, archives, set, focus: values.focus, procs, keep: values.keep, signal: ac.signal });
+      if (signal.aborted) break;
+      const { run, verdicts } = await runAgent({ agent, bin, archives, set, focus: values.focus, procs, keep: values.keep, signal });
       const file = await writeResults(resultsDir, { agent, set: fullSet, focus: SET_FOCUS, skip: SET_SKIP, run, verdicts });
       log(`${agent}: ${run.passed} passed, ${run.failed} failed, ${run.skipped} skipped, ${run.notRun} not run of ${set.length}, ${run.wallSeconds} s; ${file}`);
     }
   } finally {
     await fsp.rm(work, { recursive: true, force: true });
   }
-  return ac.signal.aborted ? 130 : 0;
+  return signal.aborted ? 130 : 0;
 }
 
 main().then(
