@@ -279,9 +279,19 @@ async function setUpTokenJoin(apply: (o: unknown) => Promise<unknown>, server: s
  * kube-controller-manager runs its CSR signing and approving, bootstrap
  * signer and token cleaner controllers; see setUpTokenJoin), and
  * `signingDuration` (kube-controller-manager's --cluster-signing-duration:
- * how long the certificates it issues last).
+ * how long the certificates it issues last), `apiServerArgs` (more
+ * kube-apiserver flags; a later flag wins over the defaults).
  */
-export async function startTestCluster(opts: { nodes?: string[]; audit?: boolean; bootstrap?: boolean; signingDuration?: string } = {}): Promise<TestCluster> {
+export async function startTestCluster(
+  opts: {
+    nodes?: string[];
+    audit?: boolean;
+    bootstrap?: boolean;
+    signingDuration?: string;
+    /** More kube-apiserver flags, made once the dir holds ca.crt/ca.key (e.g. a kubelet client certificate signed by it). */
+    apiServerArgs?: (dir: string) => Promise<string[]>;
+  } = {},
+): Promise<TestCluster> {
   const missing = missingClusterInfra();
   if (missing.length > 0) throw new Error(`cluster tests need: ${missing.join(', ')}`);
   const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'klet-cluster-'));
@@ -327,6 +337,7 @@ export async function startTestCluster(opts: { nodes?: string[]; audit?: boolean
     await etcdHealthy();
 
     const apiLog = path.join(dir, 'kube-apiserver.log');
+    const extraApiServerArgs = opts.apiServerArgs ? await opts.apiServerArgs(dir) : [];
     const spawnApiServer = (): ChildProcess => {
     const apiOut = fs.openSync(apiLog, 'a');
     const child = spawn(
@@ -352,6 +363,7 @@ export async function startTestCluster(opts: { nodes?: string[]; audit?: boolean
         `--kubelet-client-certificate=${path.join(dir, 'kubelet-client.crt')}`,
         `--kubelet-client-key=${path.join(dir, 'kubelet-client.key')}`,
         '--kubelet-preferred-address-types=InternalIP,Hostname',
+        ...extraApiServerArgs,
         ...(opts.audit ? [`--audit-policy-file=${path.join(dir, 'audit-policy.yaml')}`, `--audit-log-path=${path.join(dir, 'audit.log')}`, '--audit-log-maxsize=1000'] : []),
       ],
       { stdio: ['ignore', apiOut, apiOut] },

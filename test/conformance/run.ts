@@ -1,0 +1,668 @@
+/**
+ * Kubernetes' node conformance specs against klet and the kubelet:
+ *
+ *   npm run conformance -- [--agent klet|kubelet|both] [--focus REGEX] [--procs N]
+ *
+ * Builds (once, cached under /var/cache/klet-k8s) e2e.test, ginkgo,
+ * kube-controller-manager, kube-scheduler and the test images; then for each
+ * agent: a local registry serving the images under their registry.k8s.io
+ * names, etcd + kube-apiserver + kube-controller-manager + kube-scheduler on
+ * loopback ports, a containerd of its own (registry.k8s.io mirrored to the
+ * local registry), the agent as the only node on a node IP of its own on lo
+ * (port 10250), and `ginkgo --procs N e2e.test` over the set
+ * (NodeConformance, and sig-node Conformance, less Serial/Disruptive/Slow/Flaky).
+ * Writes test/conformance/results/<date>.json and .md. Everything it started
+ * or created is stopped and removed at the end, on error and on SIGINT/SIGTERM.
+ * See test/conformance/README.md.
+ */
+import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs, promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { CriClient } from '../../src/lib/cri/client.js';
+import { containerdConfig, cniConflist, CNI_CONFLIST } from '../../src/lib/runtime/containerd-config.js';
+import { layoutFor, networkFor, stopManagedRuntime, type RuntimeTarget } from '../../src/lib/runtime/containerd.js';
+import { mountsUnder } from '../../src/lib/util/mounts.js';
+import { freePort, k8sBinDir, startTestCluster, type TestCluster } from '../helpers/cluster.js';
+import { buildImages, conformanceImages, pushImages } from './images.js';
+import { countVerdicts, dryRunSpecs, readGinkgoReport, verdictsFor, writeResults, type Agent, type AgentRun } from './report.js';
+
+const execFileP = promisify(execFile);
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const SET_FOCUS = String.raw`\[NodeConformance\]|\[sig-node\].*\[Conformance\]`;
+export const SET_SKIP = String.raw`\[Serial\]|\[Disruptive\]|\[Slow\]|\[Flaky\]`;
+/** The framework hard-codes the kubelet port (node proxy, framework/kubelet). */
+const NODE_PORT = 10250;
+const NODE_IP = process.env.KLET_CONFORMANCE_NODE_IP ?? '10.92.0.2';
+const NODE_NAME = 'conformance-node';
+const POD_SUBNET = '10.93.0.0/24';
+
+const log = (s: string): void => void process.stderr.write(`conformance: ${s}\n`);
+
+/** What to undo, last first; each step runs once, errors are logged and the rest still run. */
+class Cleanup {
+  private steps: { what: string; fn: () => Promise<void> }[] = [];
+  add(what: string, fn: () => Promise<void>): void {
+    this.steps.push({ what, fn });
+  }
+  async run(): Promise<void> {
+    while (this.steps.length > 0) {
+      const { what, fn } = this.steps.pop()!;
+      try {
+        await fn();
+      } catch (err) {
+        log(`cleanup: ${what}: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    }
+  }
+}
+
+/** Spawn a long-running process in its own process group, output to `logFile`. */
+function start(cmd: string, args: string[], logFile: string, opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): ChildProcess {
+  const out = fs.openSync(logFile, 'a');
+  try {
+    return spawn(cmd, args, { stdio: ['ignore', out, out], detached: true, cwd: opts.cwd, env: opts.env ?? process.env });
+  } finally {
+    fs.closeSync(out);
+  }
+}
+
+/** SIGTERM the process group, SIGKILL after `graceMs`; resolves when the leader has exited. */
+function stop(p: ChildProcess, graceMs = 15_000): Promise<void> {
+  if (p.exitCode !== null || p.signalCode !== null || p.pid === undefined) return Promise.resolve();
+  const pid = p.pid;
+  return new Promise((resolve) => {
+    const t = setTimeout(() => {
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    }, graceMs);
+    p.once('exit', () => {
+      clearTimeout(t);
+      resolve();
+    });
+    try {
+      process.kill(-pid, 'SIGTERM');
+    } catch {
+      clearTimeout(t);
+      resolve();
+    }
+  });
+}
+
+async function waitUntil(what: string, timeoutMs: number, check: () => Promise<boolean>, proc?: ChildProcess, logFile?: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (proc && proc.exitCode !== null) throw new Error(`${what}: the process exited with ${proc.exitCode}${logFile ? ` (see ${logFile})\n${tail(logFile)}` : ''}`);
+    if (await check().catch(() => false)) return;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  throw new Error(`${what}: not ready after ${timeoutMs / 1000} s${logFile ? ` (see ${logFile})\n${tail(logFile)}` : ''}`);
+}
+
+function tail(file: string, n = 15): string {
+  try {
+    return fs.readFileSync(file, 'utf8').trimEnd().split('\n').slice(-n).join('\n');
+  } catch {
+    return '';
+  }
+}
+
+async function openssl(args: string[], cwd: string): Promise<void> {
+  await execFileP('openssl', args, { cwd });
+}
+
+/** A certificate signed by the cluster's CA (dir/ca.crt, ca.key). */
+async function signedCert(dir: string, name: string, subj: string, ext: string): Promise<void> {
+  await fsp.writeFile(path.join(dir, `${name}.ext`), ext);
+  await openssl(['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subj], dir);
+  await openssl(['x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${name}.crt`, '-extfile', `${name}.ext`, '-days', '2'], dir);
+}
+
+// ---------------------------------------------------------------------------
+// Builds
+
+function buildAll(): { bin: string; k8sSrc: string } {
+  for (const script of ['build-k8s.sh', 'build-conformance.sh']) {
+    execFileSync('bash', [path.join(ROOT, 'scripts', script)], { stdio: ['ignore', 'ignore', 'inherit'] });
+  }
+  const k8sSrc = execFileSync('go', ['list', '-mod=mod', '-m', '-f', '{{.Dir}}', 'k8s.io/kubernetes'], { cwd: path.join(ROOT, 'test', 'cluster'), encoding: 'utf8' }).trim();
+  return { bin: k8sBinDir(), k8sSrc };
+}
+
+/** The set's specs, by full text, from a dry run of e2e.test (no cluster needed). */
+async function listSpecs(bin: string, work: string): Promise<string[]> {
+  const report = path.join(work, 'dry-run.json');
+  await execFileP(
+    path.join(bin, 'e2e.test'),
+    [`--ginkgo.focus=${SET_FOCUS}`, `--ginkgo.skip=${SET_SKIP}`, '--ginkgo.dry-run', `--ginkgo.json-report=${report}`, '--provider=skeleton', `--report-dir=${work}`],
+    { cwd: work, maxBuffer: 64 << 20 },
+  );
+  return dryRunSpecs(report);
+}
+
+/** A Go regexp matching exactly these texts (RE2 and JS escape the same characters). */
+function exactly(names: string[]): string {
+  return names.map((n) => n.replace(/[\\.+*?()|[\]{}^$]/g, '\\$&')).join('|');
+}
+
+// ---------------------------------------------------------------------------
+// The node: its address, cgroups, containerd
+
+async function addNodeIp(cleanup: Cleanup): Promise<void> {
+  const { stdout } = await execFileP('ip', ['-o', 'addr', 'show']);
+  if (stdout.includes(` ${NODE_IP}/`)) throw new Error(`${NODE_IP} is already configured on this machine (not ours to use or remove); set KLET_CONFORMANCE_NODE_IP`);
+  await execFileP('ip', ['addr', 'add', `${NODE_IP}/32`, 'dev', 'lo']);
+  cleanup.add(`ip addr del ${NODE_IP}/32 dev lo`, async () => void (await execFileP('ip', ['addr', 'del', `${NODE_IP}/32`, 'dev', 'lo'])));
+}
+
+/** Mount points of the cgroup hierarchies of a type: 'cgroup' (v1) or 'cgroup2'. */
+function cgroupHierarchies(type: 'cgroup' | 'cgroup2'): string[] {
+  return fs
+    .readFileSync('/proc/self/mounts', 'utf8')
+    .split('\n')
+    .map((l) => l.split(' '))
+    .filter((f) => f[2] === type)
+    .map((f) => f[1]!);
+}
+
+/**
+ * A cgroup root of our own in every v1 hierarchy (cpuset's cpus and mems
+ * copied from its parent), or in the v2 one on a v2-only host. On a hybrid
+ * host the kubelet also makes it in the v2 hierarchy: that is removed too.
+ */
+async function makeCgroupRoot(name: string, cleanup: Cleanup): Promise<void> {
+  const v1 = cgroupHierarchies('cgroup');
+  const v2 = cgroupHierarchies('cgroup2');
+  const dirs = (v1.length > 0 ? v1 : v2).map((h) => path.join(h, name));
+  const all = [...v1, ...v2].map((h) => path.join(h, name));
+  for (const d of all) {
+    if (fs.existsSync(d)) throw new Error(`cgroup ${d} exists already (not ours)`);
+  }
+  cleanup.add(`remove cgroup ${name}`, async () => {
+    for (const d of all) await removeCgroupTree(d);
+  });
+  for (const d of dirs) {
+    await fsp.mkdir(d);
+    if (path.basename(path.dirname(d)) === 'cpuset') {
+      for (const f of ['cpuset.cpus', 'cpuset.mems']) await fsp.writeFile(path.join(d, f), await fsp.readFile(path.join(path.dirname(d), f)));
+    }
+  }
+}
+
+/** rmdir a cgroup and its children, deepest first (a cgroup dir holds only kernel files besides its children). */
+async function removeCgroupTree(d: string): Promise<void> {
+  let entries: fs.Dirent[];
+  try {
+    entries = await fsp.readdir(d, { withFileTypes: true });
+  } catch {
+    return;
+  }
+  for (const e of entries) if (e.isDirectory()) await removeCgroupTree(path.join(d, e.name));
+  await fsp.rmdir(d).catch(async () => {
+    // Processes may need a moment to leave after their containers were killed.
+    await new Promise((r) => setTimeout(r, 1000));
+    await fsp.rmdir(d);
+  });
+}
+
+/**
+ * A containerd of the run's own, laid out as klet's managed runtime (so
+ * stopManagedRuntime stops its pods, shims, mounts and bridge), with
+ * registry.k8s.io mirrored to the local registry and the conformance pause
+ * image as the sandbox image.
+ */
+async function startContainerd(dir: string, registry: string, cleanup: Cleanup): Promise<string> {
+  const target: RuntimeTarget = { endpoint: `unix://${path.join(dir, 'containerd', 'containerd.sock')}`, rootDir: dir, network: networkFor(dir, POD_SUBNET) };
+  const layout = layoutFor(target);
+  if (fs.existsSync(`/sys/class/net/${layout.network.bridge}`)) throw new Error(`bridge ${layout.network.bridge} exists already (not ours)`);
+  for (const d of [layout.dir, layout.rootDir, layout.stateDir, layout.cniConfDir, layout.cniDataDir]) await fsp.mkdir(d, { recursive: true, mode: 0o700 });
+  const hosts = path.join(layout.dir, 'certs.d', 'registry.k8s.io');
+  await fsp.mkdir(hosts, { recursive: true });
+  await fsp.writeFile(path.join(hosts, 'hosts.toml'), `server = "https://registry.k8s.io"\n\n[host."http://${registry}"]\n  capabilities = ["pull", "resolve"]\n`);
+  const config = containerdConfig(layout).replace(/^(\s*sandbox_image = ).*$/m, '$1"registry.k8s.io/pause:3.10.1"') +
+    `\n[plugins."io.containerd.grpc.v1.cri".registry]\n  config_path = ${JSON.stringify(path.join(layout.dir, 'certs.d'))}\n`;
+  await fsp.writeFile(layout.configFile, config);
+  await fsp.writeFile(path.join(layout.cniConfDir, CNI_CONFLIST), cniConflist(layout));
+  const child = start('containerd', ['--config', layout.configFile], layout.logFile);
+  child.unref();
+  await fsp.writeFile(layout.pidFile, `${child.pid}\n`);
+  cleanup.add('stop containerd', async () => {
+    await stopManagedRuntime(target, { timeoutMs: 120_000 });
+  });
+  await waitUntil('containerd', 60_000, async () => {
+    const c = CriClient.connect(target.endpoint, { timeoutMs: 2000 });
+    try {
+      await c.version({});
+      return true;
+    } finally {
+      c.close();
+    }
+  }, child, layout.logFile);
+  return target.endpoint;
+}
+
+/** Unmount what is left under `dir` (volume tmpfs, subPath binds) so it can be removed. */
+async function unmountUnder(dir: string): Promise<void> {
+  for (const m of (await mountsUnder(dir)).sort().reverse()) await execFileP('umount', ['-l', m]).catch(() => undefined);
+}
+
+// ---------------------------------------------------------------------------
+// The agents
+
+interface AgentProcess {
+  proc: ChildProcess;
+  logFile: string;
+  version: string;
+}
+
+async function startKubelet(o: { dir: string; bin: string; endpoint: string; kubeconfig: string; certs: string; cgroupRoot: string }): Promise<AgentProcess> {
+  const config = path.join(o.dir, 'kubelet-config.yaml');
+  await fsp.mkdir(path.join(o.dir, 'pod-logs'), { recursive: true });
+  await fsp.writeFile(
+    config,
+    [
+      'apiVersion: kubelet.config.k8s.io/v1beta1',
+      'kind: KubeletConfiguration',
+      `address: ${NODE_IP}`,
+      `port: ${NODE_PORT}`,
+      'readOnlyPort: 0',
+      'healthzBindAddress: 127.0.0.1',
+      `healthzPort: ${await freePort()}`,
+      `tlsCertFile: ${path.join(o.certs, 'node.crt')}`,
+      `tlsPrivateKeyFile: ${path.join(o.certs, 'node.key')}`,
+      'authentication:',
+      '  anonymous: {enabled: false}',
+      '  webhook: {enabled: true}',
+      `  x509: {clientCAFile: ${path.join(o.certs, 'ca.crt')}}`,
+      'authorization: {mode: Webhook}',
+      'cgroupDriver: cgroupfs',
+      'cgroupsPerQOS: true',
+      `cgroupRoot: /${o.cgroupRoot}`,
+      'failSwapOn: false',
+      'failCgroupV1: false',
+      `containerRuntimeEndpoint: ${o.endpoint}`,
+      `podLogsDir: ${path.join(o.dir, 'pod-logs')}`,
+      `volumePluginDir: ${path.join(o.dir, 'volume-plugins')}`,
+      'clusterDomain: cluster.local',
+      'resolvConf: /etc/resolv.conf',
+      'evictionHard: {memory.available: 100Mi, nodefs.available: 1%, imagefs.available: 1%}',
+      'serializeImagePulls: false',
+      '',
+    ].join('\n'),
+  );
+  const logFile = path.join(o.dir, 'kubelet.log');
+  const proc = start(
+    path.join(o.bin, 'kubelet'),
+    [`--config=${config}`, `--kubeconfig=${o.kubeconfig}`, `--root-dir=${path.join(o.dir, 'root')}`, `--hostname-override=${NODE_NAME}`, `--node-ip=${NODE_IP}`],
+    logFile,
+  );
+  const version = (await execFileP(path.join(o.bin, 'kubelet'), ['--version'])).stdout.trim();
+  return { proc, logFile, version };
+}
+
+async function startKlet(o: { dir: string; endpoint: string; kubeconfig: string; certs: string }): Promise<AgentProcess> {
+  const klet = path.join(ROOT, 'bin', 'run.js');
+  if (!fs.existsSync(path.join(ROOT, 'dist', 'cli', 'sync-entry.js'))) throw new Error('klet is not built: run npm run build first');
+  const help = (await execFileP(process.execPath, [klet, 'sync', '--help'])).stdout;
+  await fsp.mkdir(path.join(o.dir, 'manifests'), { recursive: true });
+  const args = [
+    klet,
+    'sync',
+    `--root-dir=${path.join(o.dir, 'root')}`,
+    `--container-runtime-endpoint=${o.endpoint}`,
+    `--node-name=${NODE_NAME}`,
+    `--kubeconfig=${o.kubeconfig}`,
+    `--node-ip=${NODE_IP}`,
+    `--manifest-dir=${path.join(o.dir, 'manifests')}`,
+  ];
+  // The kubelet server (logs, exec, port-forward through the API server) with the kubelet's flags, once klet has it.
+  if (help.includes('--client-ca-file')) {
+    args.push(
+      `--address=${NODE_IP}`,
+      `--port=${NODE_PORT}`,
+      `--tls-cert-file=${path.join(o.certs, 'node.crt')}`,
+      `--tls-private-key-file=${path.join(o.certs, 'node.key')}`,
+      `--client-ca-file=${path.join(o.certs, 'ca.crt')}`,
+      '--anonymous-auth=false',
+      '--authentication-token-webhook',
+      '--authorization-mode=Webhook',
+    );
+  } else {
+    log('klet sync has no --client-ca-file yet: klet runs without the kubelet server on port 10250');
+  }
+  const logFile = path.join(o.dir, 'klet.log');
+  const proc = start(process.execPath, args, logFile);
+  const commit = await execFileP('git', ['-C', ROOT, 'describe', '--always', '--dirty']).then((r) => r.stdout.trim(), () => 'unknown');
+  return { proc, logFile, version: commit };
+}
+
+/** Peak RSS and CPU of a process and its descendants, sampled every few seconds. */
+class Sampler {
+  peakRssKiB = 0;
+  hwmKiB = 0;
+  private cpuStart = 0;
+  private cpuLast = 0;
+  private timer: NodeJS.Timeout | undefined;
+  constructor(private readonly pid: number) {}
+  private tree(): number[] {
+    const parent = new Map<number, number>();
+    for (const e of fs.readdirSync('/proc')) {
+      if (!/^\d+$/.test(e)) continue;
+      try {
+        const stat = fs.readFileSync(`/proc/${e}/stat`, 'utf8');
+        parent.set(Number(e), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+      } catch {
+        /* gone */
+      }
+    }
+    const out = [this.pid];
+    for (let i = 0; i < out.length; i++) for (const [p, pp] of parent) if (pp === out[i] && !out.includes(p)) out.push(p);
+    return out;
+  }
+  private sample(): void {
+    let rss = 0;
+    let cpu = 0;
+    for (const p of this.tree()) {
+      try {
+        const status = fs.readFileSync(`/proc/${p}/status`, 'utf8');
+        rss += Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+        if (p === this.pid) this.hwmKiB = Math.max(this.hwmKiB, Number(/^VmHWM:\s+(\d+)/m.exec(status)?.[1] ?? 0));
+        const f = fs.readFileSync(`/proc/${p}/stat`, 'utf8');
+        const fields = f.slice(f.lastIndexOf(')') + 2).split(' ');
+        // utime, stime (fields 14, 15); the leader also counts its reaped children (16, 17).
+        cpu += Number(fields[11]) + Number(fields[12]) + (p === this.pid ? Number(fields[13]) + Number(fields[14]) : 0);
+      } catch {
+        /* gone */
+      }
+    }
+    this.peakRssKiB = Math.max(this.peakRssKiB, rss);
+    this.cpuLast = cpu;
+  }
+  begin(): void {
+    this.sample();
+    this.cpuStart = this.cpuLast;
+    this.timer = setInterval(() => this.sample(), 3000);
+  }
+  end(): { peakRssMiB: number; vmHwmMiB: number; cpuSeconds: number } {
+    this.sample();
+    clearInterval(this.timer);
+    const ticks = 100; // USER_HZ
+    return { peakRssMiB: Math.round(this.peakRssKiB / 1024), vmHwmMiB: Math.round(this.hwmKiB / 1024), cpuSeconds: Math.round((this.cpuLast - this.cpuStart) / ticks * 10) / 10 };
+  }
+}
+
+// ---------------------------------------------------------------------------
+// One agent's run
+
+interface RunOptions {
+  agent: Agent;
+  bin: string;
+  archives: Map<string, string>;
+  set: string[];
+  focus: string;
+  procs: number;
+  keep: boolean;
+  signal: AbortSignal;
+}
+
+async function runAgent(o: RunOptions): Promise<{ run: AgentRun; verdicts: Map<string, import('./report.js').SpecVerdict>; dir: string }> {
+  const cleanup = new Cleanup();
+  const date = new Date().toISOString();
+  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), `klet-conformance-${o.agent}-`));
+  cleanup.add(`remove ${dir}`, async () => {
+    if (o.keep) return log(`kept ${dir}`);
+    await unmountUnder(dir);
+    const left = await mountsUnder(dir);
+    if (left.length > 0) throw new Error(`mounts left under ${dir}, not removed: ${left.join(' ')}`);
+    await fsp.rm(dir, { recursive: true, force: true });
+  });
+  const abort = new Promise<never>((_, reject) => {
+    if (o.signal.aborted) reject(new Error('interrupted'));
+    o.signal.addEventListener('abort', () => reject(new Error('interrupted')), { once: true });
+  });
+  abort.catch(() => undefined);
+  /** Wait for `p` unless interrupted first (what `p` starts registers its own cleanup). */
+  const step = <T>(p: Promise<T>): Promise<T> => Promise.race([p, abort]);
+  try {
+    log(`${o.agent}: working in ${dir}`);
+    // The local registry and the images.
+    const crane = path.join(o.bin, 'crane');
+    const regPort = await freePort();
+    const registry = `127.0.0.1:${regPort}`;
+    const regProc = start(crane, ['registry', 'serve', '--address', registry], path.join(dir, 'registry.log'));
+    cleanup.add('stop the registry', () => stop(regProc));
+    await step(waitUntil('registry', 30_000, async () => (await fetch(`http://${registry}/v2/`)).ok, regProc, path.join(dir, 'registry.log')));
+    await step(pushImages(crane, registry, o.archives, path.join(dir, 'push')));
+
+    // The control plane.
+    await addNodeIp(cleanup);
+    const starting = startTestCluster({
+        nodes: [NODE_NAME],
+        audit: o.agent === 'klet',
+        apiServerArgs: async (cdir) => {
+          await signedCert(cdir, 'kubelet-client', '/O=system:masters/CN=kube-apiserver-kubelet-client', 'extendedKeyUsage=clientAuth\n');
+          await signedCert(cdir, 'node', `/CN=${NODE_NAME}`, `subjectAltName=IP:${NODE_IP},DNS:${NODE_NAME}\nextendedKeyUsage=serverAuth\n`);
+          return [
+            `--kubelet-client-certificate=${path.join(cdir, 'kubelet-client.crt')}`,
+            `--kubelet-client-key=${path.join(cdir, 'kubelet-client.key')}`,
+            '--kubelet-preferred-address-types=InternalIP,Hostname',
+            `--client-ca-file=${path.join(cdir, 'ca.crt')}`,
+            '--allow-privileged=true',
+          ];
+        },
+    });
+    cleanup.add('stop etcd and kube-apiserver', async () => (await starting.catch(() => undefined))?.stop());
+    const c: TestCluster = await step(starting);
+    const kcm = start(
+      path.join(o.bin, 'kube-controller-manager'),
+      [
+        `--kubeconfig=${c.adminKubeconfig}`,
+        '--bind-address=127.0.0.1',
+        `--secure-port=${await freePort()}`,
+        '--leader-elect=false',
+        `--root-ca-file=${c.caFile}`,
+        `--service-account-private-key-file=${path.join(c.dir, 'sa.key')}`,
+        `--cluster-signing-cert-file=${c.caFile}`,
+        `--cluster-signing-key-file=${path.join(c.dir, 'ca.key')}`,
+        '--use-service-account-credentials=false',
+      ],
+      path.join(dir, 'kube-controller-manager.log'),
+    );
+    cleanup.add('stop kube-controller-manager', () => stop(kcm));
+    const sched = start(
+      path.join(o.bin, 'kube-scheduler'),
+      [`--kubeconfig=${c.adminKubeconfig}`, '--bind-address=127.0.0.1', `--secure-port=${await freePort()}`, '--leader-elect=false'],
+      path.join(dir, 'kube-scheduler.log'),
+    );
+    cleanup.add('stop kube-scheduler', () => stop(sched));
+    await step(waitUntil('the default ServiceAccount', 120_000, async () => (await c.kubectl(['get', 'serviceaccount', 'default', '-o', 'name'])).trim() !== '', kcm, path.join(dir, 'kube-controller-manager.log')));
+
+    // The node. Cleanup runs last-added first: the agent stops, then containerd
+    // (its pods), then the cgroups and pod log dirs they used are removed.
+    const nodeDir = path.join(dir, o.agent);
+    await fsp.mkdir(nodeDir, { recursive: true });
+    const cgroupRoot = `klet-conformance-${randomBytes(3).toString('hex')}`;
+    if (o.agent === 'kubelet') {
+      await makeCgroupRoot(cgroupRoot, cleanup);
+    } else {
+      // klet writes pod logs under /var/log/pods (it has no flag for another dir):
+      // remove the new dirs of this run's namespaces at the end.
+      const before = new Set(await fsp.readdir('/var/log/pods').catch(() => [] as string[]));
+      const auditLog = c.auditLog!;
+      cleanup.add('remove the pod log dirs of this run', async () => {
+        const namespaces = runNamespaces(await fsp.readFile(auditLog, 'utf8').catch(() => ''));
+        for (const d of await fsp.readdir('/var/log/pods').catch(() => [] as string[])) {
+          if (!before.has(d) && namespaces.has(d.split('_')[0]!)) await fsp.rm(path.join('/var/log/pods', d), { recursive: true, force: true });
+        }
+      });
+    }
+    const endpoint = await step(startContainerd(path.join(dir, 'runtime'), registry, cleanup));
+    const kubeconfig = c.nodes[NODE_NAME]!.kubeconfig;
+    const agent =
+      o.agent === 'kubelet'
+        ? await startKubelet({ dir: nodeDir, bin: o.bin, endpoint, kubeconfig, certs: c.dir, cgroupRoot })
+        : await startKlet({ dir: nodeDir, endpoint, kubeconfig, certs: c.dir });
+    cleanup.add(`stop ${o.agent}`, async () => {
+      await stop(agent.proc, 30_000);
+    });
+    await step(waitUntil(
+      `node ${NODE_NAME} Ready`,
+      180_000,
+      async () => (await c.kubectl(['get', 'node', NODE_NAME, '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].status}'])).trim() === 'True',
+      agent.proc,
+      agent.logFile,
+    ));
+    log(`${o.agent}: node ${NODE_NAME} is Ready (${agent.version})`);
+
+    // The specs.
+    const reportDir = path.join(dir, 'report');
+    await fsp.mkdir(reportDir, { recursive: true });
+    const focusArg = o.focus === '' ? SET_FOCUS : exactly(o.set);
+    const ginkgoArgs = [
+      `--procs=${o.procs}`,
+      '--timeout=3h',
+      '--no-color',
+      `--output-dir=${reportDir}`,
+      '--json-report=report.json',
+      `--focus=${focusArg}`,
+      `--skip=${SET_SKIP}`,
+      path.join(o.bin, 'e2e.test'),
+      '--',
+      `--kubeconfig=${c.adminKubeconfig}`,
+      '--provider=skeleton',
+      `--report-dir=${reportDir}`,
+    ];
+    const ginkgoLog = path.join(dir, 'ginkgo.log');
+    log(`${o.agent}: running ${o.set.length} specs with --procs=${o.procs} (log ${ginkgoLog})`);
+    const sampler = new Sampler(agent.proc.pid!);
+    sampler.begin();
+    const t0 = Date.now();
+    const g = start(path.join(o.bin, 'ginkgo'), ginkgoArgs, ginkgoLog, { cwd: o.bin });
+    cleanup.add('stop ginkgo', () => stop(g, 5000));
+    const progress = setInterval(() => {
+      // ginkgo prints one • per finished spec (passed or not); S for the skipped ones.
+      const done = (fs.readFileSync(ginkgoLog, 'utf8').match(/•/g) ?? []).length;
+      log(`${o.agent}: ${Math.round((Date.now() - t0) / 60000)} min, ${done} of ${o.set.length} specs done`);
+    }, 60_000);
+    const code = await Promise.race([new Promise<number | null>((resolve) => g.once('exit', (code) => resolve(code))), abort]).finally(() => clearInterval(progress));
+    const wallSeconds = Math.round((Date.now() - t0) / 1000);
+    const figures = sampler.end();
+    log(`${o.agent}: ginkgo exited ${code} after ${wallSeconds} s`);
+    let report = new Map<string, import('./report.js').SpecVerdict>();
+    let error: string | undefined;
+    try {
+      report = await readGinkgoReport(path.join(reportDir, 'report.json'));
+    } catch (err) {
+      error = `no ginkgo report (${err instanceof Error ? err.message : String(err)}); see ${ginkgoLog}:\n${tail(ginkgoLog)}`;
+      log(error);
+    }
+    const verdicts = verdictsFor(o.set, report, new Set(o.set));
+    const run: AgentRun = { date, procs: o.procs, ...(o.focus ? { focus: o.focus } : {}), wallSeconds, ...countVerdicts(verdicts), ...figures, version: agent.version, ...(error ? { error } : {}) };
+    // Keep the logs worth reading after the temp dir is gone.
+    const keepDir = path.join(ROOT, 'test', 'conformance', 'logs', o.agent);
+    await fsp.rm(keepDir, { recursive: true, force: true });
+    await fsp.mkdir(keepDir, { recursive: true });
+    for (const f of [ginkgoLog, agent.logFile, path.join(reportDir, 'report.json')]) await fsp.copyFile(f, path.join(keepDir, path.basename(f))).catch(() => undefined);
+    return { run, verdicts, dir };
+  } finally {
+    await cleanup.run();
+  }
+}
+
+/** The namespaces created in the run's API server, from its audit log (one JSON object per line). */
+function runNamespaces(audit: string): Set<string> {
+  const out = new Set<string>();
+  for (const line of audit.split('\n')) {
+    if (!line.includes('"namespaces"') || !line.includes('"create"')) continue;
+    try {
+      const e = JSON.parse(line) as { verb?: string; objectRef?: { resource?: string; name?: string }; responseStatus?: { code?: number }; responseObject?: unknown };
+      if (e.verb === 'create' && e.objectRef?.resource === 'namespaces' && e.objectRef.name && e.responseStatus?.code === 201) out.add(e.objectRef.name);
+    } catch {
+      /* a torn last line */
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({
+    options: {
+      agent: { type: 'string', default: 'both' },
+      focus: { type: 'string', default: '' },
+      procs: { type: 'string', default: '6' },
+      keep: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    process.stdout.write('usage: npm run conformance -- [--agent klet|kubelet|both] [--focus REGEX] [--procs N] [--keep]\nSee test/conformance/README.md.\n');
+    return 0;
+  }
+  const agents: Agent[] = values.agent === 'both' ? ['kubelet', 'klet'] : values.agent === 'klet' || values.agent === 'kubelet' ? [values.agent] : [];
+  if (agents.length === 0) throw new Error(`--agent: "${values.agent}": expected klet, kubelet or both`);
+  const procs = Number(values.procs);
+  if (!Number.isInteger(procs) || procs < 1 || procs > 32) throw new Error(`--procs: "${values.procs}": expected an integer from 1 to 32`);
+  if (process.getuid?.() !== 0) throw new Error('the conformance run needs root (a node IP on lo, containerd, cgroups, mounts)');
+
+  const ac = new AbortController();
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+    process.on(sig, () => {
+      log(`${sig}: stopping and cleaning up`);
+      ac.abort();
+    });
+  }
+  try {
+    return await runAll(values, agents, procs, ac.signal);
+  } catch (err) {
+    if (!ac.signal.aborted) throw err;
+    log('interrupted; everything started was stopped and removed');
+    return 130;
+  }
+}
+
+async function runAll(values: { focus: string; keep: boolean }, agents: Agent[], procs: number, signal: AbortSignal): Promise<number> {
+  const t0 = Date.now();
+  const { bin, k8sSrc } = buildAll();
+  log(`builds ready in ${bin} (${Math.round((Date.now() - t0) / 1000)} s)`);
+  const work = await fsp.mkdtemp(path.join(os.tmpdir(), 'klet-conformance-'));
+  try {
+    const fullSet = await listSpecs(bin, work);
+    log(`the set: ${fullSet.length} specs`);
+    let set = fullSet;
+    if (values.focus !== '') {
+      const re = new RegExp(values.focus);
+      set = fullSet.filter((n) => re.test(n));
+      if (set.length === 0) throw new Error(`--focus: "${values.focus}" matches none of the set's specs`);
+      log(`--focus: ${set.length} specs`);
+    }
+    const archives = await buildImages(await conformanceImages(bin, k8sSrc), path.join(bin, 'images'), log);
+    const resultsDir = path.join(ROOT, 'test', 'conformance', 'results');
+    for (const agent of agents) {
+      if (signal.aborted) break;
+      const { run, verdicts } = await runAgent({ agent, bin, archives, set, focus: values.focus, procs, keep: values.keep, signal });
+      const file = await writeResults(resultsDir, { agent, set: fullSet, focus: SET_FOCUS, skip: SET_SKIP, run, verdicts });
+      log(`${agent}: ${run.passed} passed, ${run.failed} failed, ${run.skipped} skipped, ${run.notRun} not run of ${set.length}, ${run.wallSeconds} s; ${file}`);
+    }
+  } finally {
+    await fsp.rm(work, { recursive: true, force: true });
+  }
+  return signal.aborted ? 130 : 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    log(`error: ${err instanceof Error ? err.message : String(err)}`);
+    process.exit(1);
+  },
+);
