@@ -12,6 +12,7 @@
 import { X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { poll } from '../helpers/poll.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureNamespace, freePort, startTestCluster, type TestCluster } from '../helpers/cluster.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
@@ -31,21 +32,6 @@ afterAll(async () => {
   await killAllSyncs();
   await Promise.all([rt?.stop(), cluster?.stop()]);
 }, 60_000);
-
-async function poll<T>(what: string, timeoutMs: number, fn: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const v = await fn();
-      if (v !== undefined) return v;
-    } catch (err) {
-      last = err;
-    }
-    await new Promise((r) => setTimeout(r, 500));
-  }
-  throw new Error(`${what}: not within ${timeoutMs} ms${last ? ` (last error: ${String(last)})` : ''}`);
-}
 
 describe('client certificate rotation', () => {
   it('renews the certificate with the node identity and keeps the node and its pod watch working past the first one’s expiry', async () => {

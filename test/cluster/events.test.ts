@@ -8,6 +8,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { poll as pollEvery } from '../helpers/poll.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../helpers/cli.js';
 import { startTestCluster, type TestCluster } from '../helpers/cluster.js';
@@ -45,22 +46,9 @@ interface ApiEvent {
   reportingInstance: string;
 }
 
-async function poll<T>(what: string, timeoutMs: number, fn: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const v = await fn();
-      if (v !== undefined) return v;
-    } catch (err) {
-      last = err;
-    }
-    await new Promise((r) => setTimeout(r, 1000));
-  }
-  throw new Error(`${what}: not within ${timeoutMs} ms${last ? ` (last error: ${String(last)})` : ''}`);
-}
-
 const events = async (ns: string, selector: string) => (await cluster.kubectlJson<{ items: ApiEvent[] }>(['get', 'events', '-n', ns, '--field-selector', selector])).items;
+
+const poll = <T>(what: string, timeoutMs: number, fn: () => Promise<T | undefined>): Promise<T> => pollEvery(what, timeoutMs, fn, 1000);
 
 describe('klet sync --kubeconfig: events in the API server', () => {
   it('a crash-looping API pod: Pulled/Created/Started and BackOff events whose count grows, not one object per back-off', async () => {

@@ -11,6 +11,7 @@ import { spawn } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { poll } from '../helpers/poll.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ensureNamespace, freePort, startTestCluster, type TestCluster } from '../helpers/cluster.js';
 import { KLET_BIN, PROJECT_ROOT, cleanEnv, explain, nonEmptyLines, runKlet } from '../helpers/cli.js';
@@ -38,21 +39,6 @@ afterAll(async () => {
 afterEach(async () => {
   await killAllSyncs();
 });
-
-async function poll<T>(what: string, timeoutMs: number, fn: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const v = await fn();
-      if (v !== undefined) return v;
-    } catch (err) {
-      last = err;
-    }
-    await new Promise((r) => setTimeout(r, 500));
-  }
-  throw new Error(`${what}: not within ${timeoutMs} ms${last ? ` (last error: ${String(last)})` : ''}`);
-}
 
 /** Files under `dir` (klet's own: not the test runtime's containerd dir) whose content holds `text`. */
 function filesHolding(dir: string, text: string): string[] {

@@ -10,6 +10,7 @@ import { promisify } from 'node:util';
 import fs from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
+import { poll } from '../helpers/poll.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureNamespace, freePort, k8sBinDir, startTestCluster, type TestCluster } from '../helpers/cluster.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
@@ -34,21 +35,6 @@ let port: number;
  * proxy refuses loopback addresses ("address not allowed"). Traffic to it never leaves the machine.
  */
 const nodeIP = hostIPs()[0] ?? '127.0.0.1';
-
-async function poll<T>(what: string, timeoutMs: number, fn: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const v = await fn();
-      if (v !== undefined) return v;
-    } catch (err) {
-      last = err;
-    }
-    await new Promise((r) => setTimeout(r, 500));
-  }
-  throw new Error(`${what}: not within ${timeoutMs} ms${last ? ` (last error: ${String(last)})` : ''}`);
-}
 
 /** kubectl as the admin, with its exit code (never rejects). */
 function kubectl(args: string[], opts: { input?: string; timeoutMs?: number } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {

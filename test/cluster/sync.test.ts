@@ -5,6 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { poll } from '../helpers/poll.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT, explain, nonEmptyLines, runKlet, runKletJson } from '../helpers/cli.js';
 import { ensureNamespace as ensureClusterNamespace, freePort, startTestCluster, type TestCluster } from '../helpers/cluster.js';
@@ -124,21 +125,6 @@ interface ApiPod {
  */
 function logDirsLeft(ns: string, names: string[]): string[] {
   return fs.readdirSync('/var/log/pods').filter((d) => names.some((n) => d.startsWith(`${ns}_${n}_`)));
-}
-
-async function poll<T>(what: string, timeoutMs: number, fn: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const v = await fn();
-      if (v !== undefined) return v;
-    } catch (err) {
-      last = err;
-    }
-    await new Promise((r) => setTimeout(r, 500));
-  }
-  throw new Error(`${what}: not within ${timeoutMs} ms${last ? ` (last error: ${String(last)})` : ''}`);
 }
 
 describe('klet sync --kubeconfig: mirror pods for static pods', () => {
