@@ -112,6 +112,8 @@ interface ApiPod {
   status: {
     phase?: string;
     podIP?: string;
+    hostIP?: string;
+    hostIPs?: Array<{ ip: string }>;
     conditions?: Array<{ type: string; status: string }>;
     containerStatuses?: Array<{ name: string; ready: boolean; containerID?: string; restartCount: number; state: Record<string, unknown> }>;
     initContainerStatuses?: Array<{ name: string; state: Record<string, unknown> }>;
@@ -196,7 +198,8 @@ describe('klet sync --kubeconfig: pods from the API server', () => {
   it('runs a pod bound with spec.nodeName, reports its status to the server, and finishes kubectl delete within the grace period', async () => {
     await ensureNamespace();
     const dir = fs.mkdtempSync(path.join(cluster.dir, 'empty-'));
-    const sync = await startSync({ rootDir: rt.rootDir, endpoint: rt.endpoint, manifestDir: dir, nodeName: NODE, args: ['--kubeconfig', cluster.nodes[NODE]!.kubeconfig] });
+    // --node-ip, not the default route's address: the pods' hostIP is the node's InternalIP, as the kubelet reports it.
+    const sync = await startSync({ rootDir: rt.rootDir, endpoint: rt.endpoint, manifestDir: dir, nodeName: NODE, args: ['--kubeconfig', cluster.nodes[NODE]!.kubeconfig, '--node-ip', '127.0.0.1'] });
     await cluster.kubectl(['apply', '-f', '-'], { input: podYaml('sleeper') });
     const running = await poll('API pod Running and Ready on the server', 90_000, async () => {
       const p = await cluster.kubectlJson<ApiPod>(['get', 'pod', '-n', NS, 'sleeper']);
@@ -208,6 +211,7 @@ describe('klet sync --kubeconfig: pods from the API server', () => {
     expect(local.metadata.uid).toBe(running.metadata.uid);
     expect(running.status.podIP).toBe(local.status.podIP);
     expect(running.status.podIP).toMatch(/^10\.89\./);
+    expect(running.status).toMatchObject({ hostIP: '127.0.0.1', hostIPs: [{ ip: '127.0.0.1' }] });
     expect(running.status.conditions?.map((c) => [c.type, c.status]).sort()).toEqual(local.status.conditions?.map((c) => [c.type, c.status]).sort());
     expect(running.status.containerStatuses?.map((c) => [c.name, c.ready, c.containerID, c.restartCount, Object.keys(c.state)])).toEqual(
       local.status.containerStatuses?.map((c) => [c.name, c.ready, c.containerID, c.restartCount, Object.keys(c.state)]),

@@ -57,6 +57,11 @@ export class NodeCache {
   /** The runtime's name (containerd), for containerIDs in status. */
   runtimeName?: string;
   private ips: { at: number; value: string[] } | undefined;
+  /**
+   * The node's InternalIP when one is configured (--node-ip): the pods' hostIP(s), and a host-network pod's
+   * IP, are then that address, as the kubelet takes them from its Node's addresses.
+   */
+  nodeIP: string | undefined;
   private machine: { cpuMillis: number; memoryBytes: number } | undefined;
 
   /** The node's CPUs (as millicores) and memory, read once: the kubelet reads its machine info once at start too. */
@@ -67,6 +72,7 @@ export class NodeCache {
 
   /** The node's addresses, read again after ttlMs (a long-running sync follows a changed address). */
   hostIPs(ttlMs = 10_000): string[] {
+    if (this.nodeIP !== undefined) return [this.nodeIP];
     const now = Date.now();
     if (this.ips === undefined || now - this.ips.at >= ttlMs) this.ips = { at: now, value: hostIPs() };
     return this.ips.value;
