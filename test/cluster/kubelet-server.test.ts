@@ -184,6 +184,14 @@ describe('the kubelet server of a klet node', () => {
     expect(lines.match(/line \d+/g)?.length ?? 0).toBeGreaterThanOrEqual(2);
   }, 90_000);
 
+  it('kubectl logs of a pod that has finished (Succeeded: no longer one the node runs, still one it has)', async () => {
+    await cluster.kubectl(['apply', '-f', '-'], { input: JSON.stringify({ ...JSON.parse(pod('done', 'echo finished-output')), spec: { ...JSON.parse(pod('done', 'echo finished-output')).spec, restartPolicy: 'Never' } }) });
+    await poll('pod done Succeeded', 60_000, async () => ((await cluster.kubectlJson<{ status: { phase?: string } }>(['get', 'pod', '-n', NS, 'done'])).status.phase === 'Succeeded' ? true : undefined));
+    const r = await kubectl(['logs', '-n', NS, 'done']);
+    expect(r.code, `${r.stderr} direct: ${JSON.stringify(await kubeletGet(`/containerLogs/${NS}/done/main`, { token: cluster.adminToken }))}`).toBe(0);
+    expect(r.stdout).toBe('finished-output\n');
+  }, 90_000);
+
   it('kubectl exec: output, exit code, stdin', async () => {
     const r = await kubectl(['exec', '-n', NS, 'counter', '--', 'sh', '-c', 'echo out; echo err >&2; exit 3']);
     expect(r.stdout).toBe('out\n');

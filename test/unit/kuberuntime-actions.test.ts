@@ -513,3 +513,17 @@ describe('computePodActions: ephemeral containers (kubectl debug)', () => {
     expect(computePodActions(deleting, rt([sandbox()], [running(ctr('a'))])).ephemeralContainersToStart).toEqual([]);
   });
 });
+
+describe('computePodActions: an API pod the server says has finished', () => {
+  it('is never started again, even with nothing left of it in the runtime', () => {
+    const api = (phase: string): V1Pod => ({ ...mkPod({ restartPolicy: 'Never', containers: [ctr('a')] }, { annotations: { 'kubernetes.io/config.source': 'api' } }), status: { phase } });
+    for (const phase of ['Succeeded', 'Failed']) {
+      const none = computePodActions(api(phase), rt([]));
+      expect(none.createSandbox, phase).toBe(false);
+      expect(starts(none).app).toEqual([]);
+    }
+    // A static pod whose manifest carries a status (dumped with kubectl) is still run.
+    const stat: V1Pod = { ...mkPod({ containers: [ctr('a')] }), status: { phase: 'Succeeded' } };
+    expect(computePodActions(stat, rt([])).createSandbox).toBe(true);
+  });
+});

@@ -25,6 +25,18 @@ export function runnableApiPod(p: V1Pod): boolean {
   return phase !== 'Succeeded' && phase !== 'Failed';
 }
 
+/**
+ * An API pod that finished on this node (Succeeded or Failed) and is still on the server: the kubelet
+ * keeps it (its pod manager) until it is deleted, never running it again, so its containers and
+ * logs stay readable (kubectl logs of a finished Job).
+ */
+export function finishedApiPod(p: V1Pod): boolean {
+  if (p.metadata?.annotations?.[CONFIG_MIRROR_ANNOTATION] !== undefined) return false;
+  if (p.metadata?.deletionTimestamp !== undefined && p.metadata?.deletionTimestamp !== null) return false;
+  const phase = p.status?.phase;
+  return phase === 'Succeeded' || phase === 'Failed';
+}
+
 /** Admission of new pods given those already admitted (lib/node/admission.ts admitPods, bound to the node). */
 export type AdmitPods = (candidates: V1Pod[], running: V1Pod[]) => { admitted: V1Pod[]; rejected: Array<{ pod: V1Pod; reason: string; message: string }> };
 
@@ -61,10 +73,10 @@ export class ApiSource implements PodSource {
     return this.admitted.has(uid);
   }
 
-  /** Admitted pods stay admitted; new ones go through admission in creation order. */
-  private admit(runnable: V1Pod[]): V1Pod[] {
+  /** Admitted pods stay admitted (`finished` ones too, counted for nothing); new ones go through admission in creation order. */
+  private admit(runnable: V1Pod[], finished: V1Pod[] = []): V1Pod[] {
     const uid = (p: V1Pod) => p.metadata?.uid ?? '';
-    const present = new Set(runnable.map(uid));
+    const present = new Set([...runnable, ...finished].map(uid));
     for (const u of this.admitted) if (!present.has(u)) this.admitted.delete(u);
     if (!this.o.admit) return runnable;
     const running = runnable.filter((p) => this.admitted.has(uid(p)));
@@ -87,7 +99,9 @@ export class ApiSource implements PodSource {
           const loaded: LoadedPod[] = [];
           const onServer = new Set(pods.map((p) => p.metadata?.uid ?? ''));
           for (const u of this.rejected.keys()) if (!onServer.has(u)) this.rejected.delete(u);
-          for (const p of this.admit(pods.filter(runnableApiPod))) {
+          // Pods that finished here stay (never run again: computePodActions starts nothing in them) until deleted.
+          const finished = pods.filter((p) => finishedApiPod(p) && this.admitted.has(p.metadata?.uid ?? ''));
+          for (const p of [...this.admit(pods.filter(runnableApiPod), finished), ...finished]) {
             const uid = p.metadata?.uid ?? '';
             if (!seen.has(uid)) seen.set(uid, (this.o.now?.() ?? new Date()).toISOString());
             const pod: V1Pod = {

@@ -176,8 +176,21 @@ function computeInitContainerActions(pod: V1Pod, status: RuntimePodStatus, chang
   return initialized || appStarted;
 }
 
+/** An API pod the server says has finished (Succeeded/Failed): kept for its logs and status, never run again. */
+function finishedOnServer(pod: V1Pod): boolean {
+  const phase = pod.status?.phase;
+  return pod.metadata?.annotations?.['kubernetes.io/config.source'] === 'api' && (phase === 'Succeeded' || phase === 'Failed');
+}
+
 export function computePodActions(pod: V1Pod, status: RuntimePodStatus, probes?: ProbeVerdicts): PodActions {
   const changes = computeActions(pod, status, probes);
+  if (finishedOnServer(pod)) {
+    // The kubelet's pod workers never start a pod whose phase is terminal: its containers only stop.
+    changes.createSandbox = false;
+    changes.initContainersToStart = [];
+    changes.containersToStart = [];
+    changes.ephemeralContainersToStart = [];
+  }
   if (pod.metadata?.deletionTimestamp) {
     // A pod being deleted only has containers stopped, never started.
     changes.initContainersToStart = [];

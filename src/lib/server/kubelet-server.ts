@@ -42,8 +42,11 @@ export interface KubeletServerHost {
   cri: CriClient;
   /** Labels every CRI object of this klet carries: nothing else is ever found or reached. */
   owner: Record<string, string>;
-  /** The pod the node runs under this namespace and name (its spec), as the kubelet's pod manager knows it. */
-  podByName(namespace: string, name: string): V1Pod | undefined;
+  /**
+   * The pod the node has under this namespace and name (its spec), as the kubelet's pod manager knows
+   * it: running ones, and finished ones until they are deleted (their logs are read after they end).
+   */
+  podByName(namespace: string, name: string): Promise<V1Pod | undefined>;
   /** The pod's current status (container statuses with their IDs). */
   podStatus(pod: V1Pod, signal: AbortSignal): Promise<V1PodStatus | undefined>;
   /** The node's pods with their status (GET /pods). */
@@ -166,8 +169,8 @@ export async function startKubeletServer(opts: KubeletServerOptions): Promise<Ku
     return { status: d.status, message: d.message };
   };
 
-  const podOf = (namespace: string, name: string, uid?: string): V1Pod => {
-    const pod = host.podByName(namespace, name);
+  const podOf = async (namespace: string, name: string, uid?: string): Promise<V1Pod> => {
+    const pod = await host.podByName(namespace, name);
     if (pod === undefined || (uid !== undefined && uid !== '' && pod.metadata?.uid !== uid)) throw new HttpError(404, 'pod does not exist');
     return pod;
   };
@@ -201,7 +204,7 @@ export async function startKubeletServer(opts: KubeletServerOptions): Promise<Ku
     if (route.kind === 'exec' || route.kind === 'attach') {
       const o = parseStreamOptions(q);
       if (!o.ok) throw new HttpError(o.status, o.message);
-      const pod = podOf(route.namespace, route.pod, route.uid);
+      const pod = await podOf(route.namespace, route.pod, route.uid);
       const id = await runningContainer(pod, route.container);
       if (route.kind === 'exec') {
         if (id === undefined) throw new HttpError(500, `container not found (${JSON.stringify(route.container)})`);
@@ -219,7 +222,7 @@ export async function startKubeletServer(opts: KubeletServerOptions): Promise<Ku
     if (route.kind === 'portForward') {
       const ports = parsePortForwardPorts(q, websocket);
       if (!ports.ok) throw new HttpError(ports.status, ports.message);
-      const pod = podOf(route.namespace, route.pod);
+      const pod = await podOf(route.namespace, route.pod);
       if (route.uid !== undefined && route.uid !== pod.metadata?.uid) throw new HttpError(404, 'pod not found');
       const sandbox = await readySandbox(pod);
       if (sandbox === undefined) throw new HttpError(500, `pod not found (${JSON.stringify(fullName(pod))})`);
@@ -276,7 +279,7 @@ export async function startKubeletServer(opts: KubeletServerOptions): Promise<Ku
     const parsed = parseLogQuery(q);
     if (!parsed.ok) throw new HttpError(parsed.status, parsed.message);
     const o: LogQuery = parsed.value;
-    const pod = host.podByName(route.namespace, route.pod);
+    const pod = await host.podByName(route.namespace, route.pod);
     if (pod === undefined) throw new HttpError(404, `pod ${JSON.stringify(route.pod)} does not exist`);
     if (!specHasContainer(pod, route.container)) throw new HttpError(404, `container ${JSON.stringify(route.container)} not found in pod ${JSON.stringify(route.pod)}`);
     const id = logContainerId(await host.podStatus(pod, closing.signal), route.pod, route.container, o.previous);
@@ -324,7 +327,7 @@ export async function startKubeletServer(opts: KubeletServerOptions): Promise<Ku
   };
 
   const run = async (route: Extract<KubeletRoute, { kind: 'exec' | 'attach' | 'run' }>, q: URLSearchParams, res: ServerResponse): Promise<void> => {
-    const pod = podOf(route.namespace, route.pod, route.uid);
+    const pod = await podOf(route.namespace, route.pod, route.uid);
     const id = await runningContainer(pod, route.container);
     if (id === undefined) throw new HttpError(500, `container not found (${JSON.stringify(route.container)})`);
     // For legacy reasons /run takes the command as one space-separated `cmd`.

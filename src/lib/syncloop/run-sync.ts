@@ -13,7 +13,7 @@ import { EventBus } from '../events/bus.js';
 import type { PodEvent } from '../events/types.js';
 import { instanceSelector } from '../kuberuntime/labels.js';
 import { listPodsWithStatus, type StatusContext } from '../status/pods.js';
-import { listPodRecordUids } from '../kuberuntime/poddir.js';
+import { listPodRecordUids, listPodRecords } from '../kuberuntime/poddir.js';
 import { log } from '../log.js';
 import { instrumentCri } from '../metrics/instrument-cri.js';
 import { KletMetrics } from '../metrics/metrics.js';
@@ -263,7 +263,14 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
       kubeletServer = await startNodeServer(opts, opts.kubeletServer, {
         cri: opts.cri,
         owner: instanceSelector(opts),
-        podByName: (namespace, name) => config.pods().find((p) => p.metadata?.name === name && (p.metadata?.namespace ?? 'default') === namespace),
+        podByName: async (namespace, name) => {
+          const named = (p: V1Pod) => p.metadata?.name === name && (p.metadata?.namespace ?? 'default') === namespace;
+          // Running pods, then the records of finished ones (an API pod that Succeeded leaves the desired set).
+          const desired = config.pods().find(named);
+          if (desired) return desired;
+          const records = (await listPodRecords(opts.rootDir, opts.nodeName)).map((r) => r.pod).filter(named);
+          return records.sort((a, b) => Date.parse(String(b.metadata?.creationTimestamp ?? 0)) - Date.parse(String(a.metadata?.creationTimestamp ?? 0)))[0];
+        },
         podStatus: async (pod, s) => (await listPodsWithStatus({ ...statusContext, signal: s }, new Set([pod.metadata?.uid ?? ''])))[0]?.status,
         pods: async (s) => listPodsWithStatus({ ...statusContext, signal: s }),
         healthz: handlers.healthz,
