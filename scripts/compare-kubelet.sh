@@ -28,6 +28,7 @@ KPID=''
 KROOT=''
 SPID=''
 cleanup() {
+  set +e # clean up as much as can be, whatever fails
   [ -n "$KPID" ] && kill "$KPID" 2>/dev/null && wait "$KPID" 2>/dev/null
   [ -n "$KROOT" ] && umount "$KROOT" 2>/dev/null
   [ -n "$SPID" ] && kill "$SPID" 2>/dev/null && wait "$SPID" 2>/dev/null
@@ -237,7 +238,7 @@ run_kubelet() { # staticPodPath tag
 }
 kpods() { curl -sf "http://127.0.0.1:$RO/pods" >"$1"; }
 # The kubelet bind-mounts its root dir onto itself: unmount it once it has stopped.
-stop_kubelet() { kill "$KPID"; wait "$KPID" || true; KPID=''; umount "$KROOT" 2>/dev/null || true; }
+stop_kubelet() { kill "$KPID"; wait "$KPID" || true; KPID=''; umount "$KROOT" 2>/dev/null || true; KROOT=''; }
 
 MK="$OUT/manifests-kubelet"
 cp -r "$M" "$MK"
