@@ -102,7 +102,7 @@ export class FakeCri {
   runPodSandbox(req: Req): object {
     const md = req.config.metadata;
     for (const [prefix, message] of this.sandboxFailures) {
-      if (md.name.startsWith(prefix)) throw new CriError(`RunPodSandbox: ${message}`, { grpcCode: 2, method: 'RunPodSandbox', endpoint: 'fake' });
+      if (md.name.startsWith(prefix)) throw new CriError(`RunPodSandbox: ${message}`, { grpcCode: 2, method: 'RunPodSandbox', endpoint: 'fake', details: message });
     }
     const id = this.id();
     this.sandboxes.set(id, {

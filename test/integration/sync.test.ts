@@ -506,7 +506,7 @@ describe('klet sync: manifest directory', () => {
       return e;
     }, 30_000);
     expect(failed[0]).toMatchObject({ type: 'Warning', pod: `${NS}/nosandbox-${NODE}` });
-    expect(String(failed[0]!.message)).toMatch(/^Failed to create pod sandbox: .*klet_no_such_sysctl/);
+    expect(String(failed[0]!.message)).toMatch(/^Failed to create pod sandbox: rpc error: code = Unknown desc = .*klet_no_such_sysctl/);
     const st = await status('nosandbox');
     expect(st.status?.phase).toBe('Pending');
     expect(st.status?.containerStatuses?.[0]?.state?.waiting).toEqual({ reason: 'ContainerCreating' });

@@ -48,6 +48,18 @@ describe('EventList: klet events as the kubelet would hold them', () => {
     expect(backoff.lastTimestamp?.toISOString()).toBe(new Date(T0 + 40_000).toISOString());
   });
 
+  it('Killing and FailedPreStopHook of a sidecar are about spec.initContainers{name}, as the kubelet\'s reference is (checked against the kubelet v1.34 in scripts/compare-kubelet.sh)', () => {
+    const list = new EventList('node1');
+    list.add(at(podEvents.killing(pod, 'setup', 'c0', 'Stopping container setup'), T0));
+    list.add(at(podEvents.failedPreStopHook(pod, 'setup', 'c0'), T0 + 1));
+    list.add(at(podEvents.killing(pod, 'app', 'c1', 'Stopping container app'), T0 + 2));
+    expect(list.items().map((e) => [e.reason, e.involvedObject.fieldPath])).toEqual([
+      ['Killing', 'spec.initContainers{setup}'],
+      ['FailedPreStopHook', 'spec.initContainers{setup}'],
+      ['Killing', 'spec.containers{app}'],
+    ]);
+  });
+
   it('similar events with ten different messages are combined, as the kubelet\'s aggregator does', () => {
     const list = new EventList('node1');
     for (let i = 0; i < 12; i++) list.add(at(podEvents.failedMount(pod, `MountVolume.SetUp failed for volume "v${i}"`), T0 + i));

@@ -188,7 +188,7 @@ describe('runOnce', () => {
     expect(report.pods).toHaveLength(2);
     const row = report.pods.find((p) => p.name === `hostnet-${NODE}`);
     expect(row).toMatchObject({ ok: false, source: broken, reason: 'CreatePodSandboxError' });
-    expect(row?.message).toContain('Failed to create pod sandbox: RunPodSandbox: runc create failed: unable to set hostname');
+    expect(row?.message).toContain('Failed to create pod sandbox: rpc error: code = Unknown desc = runc create failed: unable to set hostname');
     expect(report.pods.find((p) => p.name === `web-${NODE}`)).toMatchObject({ ok: true, phase: 'Running' });
     // The kubelet's event for it.
     expect(events).toContainEqual(expect.objectContaining({ kind: 'Event', reason: 'FailedCreatePodSandBox', type: 'Warning', pod: `default/hostnet-${NODE}` }));
@@ -380,7 +380,7 @@ describe('deletePods', () => {
 });
 
 describe('sync of a pod whose sandbox the runtime refuses', () => {
-  it('status shows ContainerCreating, as the kubelet does; the FailedCreatePodSandBox event carries the reason', async () => {
+  it('status shows ContainerCreating, as the kubelet does; the FailedCreatePodSandBox event carries the reason as the kubelet prints the runtime\'s error', async () => {
     const file = manifest(path.join(tmp, 'm'), 'hn.yaml', pod('hostnet', 'sleep 3600'));
     fake.sandboxFailures.set('hostnet', 'unable to set hostname');
     const { loadManifests } = await import('../../src/lib/pod/index.js');
@@ -395,7 +395,7 @@ describe('sync of a pod whose sandbox the runtime refuses', () => {
     const [st] = await podStatus({ pod: `hostnet-${NODE}` }, d);
     expect(st?.status?.containerStatuses?.[0]?.state?.waiting).toEqual({ reason: 'ContainerCreating' });
     expect(events).toContainEqual(
-      expect.objectContaining({ kind: 'Event', type: 'Warning', reason: 'FailedCreatePodSandBox', message: 'Failed to create pod sandbox: RunPodSandbox: unable to set hostname' }),
+      expect.objectContaining({ kind: 'Event', type: 'Warning', reason: 'FailedCreatePodSandBox', message: 'Failed to create pod sandbox: rpc error: code = Unknown desc = unable to set hostname' }),
     );
   });
 });

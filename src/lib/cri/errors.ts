@@ -12,7 +12,7 @@
  * `cause` for --log-level debug; messages never include stack traces.
  */
 import { existsSync, statSync } from 'node:fs';
-import { GrpcStatus } from './grpc-status.js';
+import { GrpcStatus, goCodeName } from './grpc-status.js';
 import { KletError, type KletErrorOptions } from '../errors.js';
 import { socketPathOf } from './endpoint.js';
 import { formatDuration } from '../util/duration.js';
@@ -90,6 +90,16 @@ export interface CriErrorContext {
    * and is reported in the runtime's words.
    */
   deadlineAt?: number;
+}
+
+/**
+ * A CRI error as the kubelet's messages print one (Go's status error:
+ * "rpc error: code = Unknown desc = <the runtime's text>"), e.g. in its
+ * FailedCreatePodSandBox event. Anything else: its message.
+ */
+export function goStatusText(err: unknown): string {
+  if (err instanceof CriError && err.details !== '') return `rpc error: code = ${goCodeName(err.grpcCode)} desc = ${err.details}`;
+  return err instanceof Error ? err.message : String(err);
 }
 
 /** Slack for deciding that our own deadline, not the runtime's, expired. */

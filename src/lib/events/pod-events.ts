@@ -12,6 +12,15 @@ function base(pod: V1Pod): { kind: 'Event'; pod: string; uid: string } {
   return { kind: 'Event', pod: podKey(pod), uid: pod.metadata?.uid ?? '' };
 }
 
+/**
+ * Whether `container` is one of the pod's init containers (a sidecar is
+ * one): its events' fieldPath is spec.initContainers{name}, as the kubelet's
+ * container reference has it. Container names are unique within a pod.
+ */
+function isInit(pod: V1Pod, container: string): boolean {
+  return (pod.spec?.initContainers ?? []).some((c) => c.name === container);
+}
+
 export const podEvents = {
   sandboxCreated(pod: V1Pod, sandboxId: string, ip: string): PodEvent {
     const message = `Pod sandbox ${sandboxId.slice(0, 13)} created${ip ? ` with IP ${ip}` : ''}`;
@@ -42,7 +51,7 @@ export const podEvents = {
   killing(pod: V1Pod, container: string, containerId: string, killReason: string): PodEvent {
     // The kubelet's message is the reason itself ("Stopping container c",
     // "Container c failed liveness probe, will be restarted").
-    return { ...base(pod), type: 'Normal', reason: 'Killing', message: killReason, container, containerId, killReason };
+    return { ...base(pod), type: 'Normal', reason: 'Killing', message: killReason, container, containerId, killReason, init: isInit(pod, container) };
   },
   /**
    * The kubelet's FailedPreStopHook. Its message is fixed ("PreStopHook
@@ -50,7 +59,7 @@ export const podEvents = {
    * secrets cannot leak through it.
    */
   failedPreStopHook(pod: V1Pod, container: string, containerId: string): PodEvent {
-    return { ...base(pod), type: 'Warning', reason: 'FailedPreStopHook', message: 'PreStopHook failed', container, containerId };
+    return { ...base(pod), type: 'Warning', reason: 'FailedPreStopHook', message: 'PreStopHook failed', container, containerId, init: isInit(pod, container) };
   },
   /** The kubelet's FailedMount: a volume could not be set up (per volume), or the pod's volumes are not ready (per pod). */
   failedMount(pod: V1Pod, message: string): PodEvent {

@@ -71,7 +71,7 @@ export interface PodEvent {
   message: string;
   /** The container the event is about (the kubelet's involvedObject fieldPath), when it is about one. */
   container?: string;
-  /** With reason Created, Started (and Failed): the container is an init container. */
+  /** With reason Created, Started, Killing, FailedPreStopHook (and Failed): the container is an init container. */
   init?: boolean;
   /** With reason Started: the container's restart count (0 on its first run). */
   restartCount?: number;

@@ -8,7 +8,7 @@ import fsp from 'node:fs/promises';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { CriClient } from '../cri/client.js';
 import type { DeepPartial, PodSandboxConfig, PodSandboxStatus } from '../cri/gen/api.js';
-import { CriError, CriNotFoundError } from '../cri/errors.js';
+import { CriError, CriNotFoundError, goStatusText } from '../cri/errors.js';
 import { errorMessage } from '../errors.js';
 import { log } from '../log.js';
 import { computePodActions, isNoop, isRestartableInit, type PodActions, type ProbeVerdicts } from './actions.js';
@@ -615,8 +615,9 @@ export async function syncPod(
     } catch (err) {
       if (ctx.signal?.aborted) throw err;
       // The kubelet's CreatePodSandboxError: recorded for status, a
-      // FailedCreatePodSandBox event, and retried after a back-off.
-      const message = `Failed to create pod sandbox: ${errorMessage(err)}`;
+      // FailedCreatePodSandBox event, and retried after a back-off. The
+      // runtime's error as the kubelet prints it ("rpc error: code = … desc = …").
+      const message = `Failed to create pod sandbox: ${goStatusText(err)}`;
       const cfg = ctx.backoff ?? DEFAULT_BACKOFF;
       const backoffMs = state.sandboxError ? Math.min(state.sandboxError.backoffMs * 2, cfg.maxMs) : cfg.initialMs;
       state.sandboxError = { reason: CREATE_POD_SANDBOX_ERROR, message, backoffMs };
