@@ -460,6 +460,10 @@ spec:
       image: ${rt.images.busybox}
       terminationMessagePolicy: FallbackToLogsOnError
       command: ["sh", "-c", "echo not shown; exit 0"]
+    - name: nonewline
+      image: ${rt.images.busybox}
+      terminationMessagePolicy: FallbackToLogsOnError
+      command: ["sh", "-c", "echo -n DONE; exit 1"]
 `,
     );
     const { r, json: pod } = await kletJson<V1Pod>(['run-pod', file, '--rm', '--timeout', '60s']);
@@ -475,6 +479,8 @@ spec:
     expect(long.startsWith(`${'0'.repeat(500)}\n`)).toBe(true);
     // Exit 0: no fallback to the logs.
     expect(msg('quiet')).toBeUndefined();
+    // A last line left without its newline stays so, as the kubelet reads it (the conformance spec's `echo -n DONE`).
+    expect(msg('nonewline')).toBe('DONE');
     await expectPodGone(ids(pod));
   });
 });

@@ -93,6 +93,8 @@ describe('readContainerLog', () => {
   it('prints an unfinished last line but not an unterminated write', async () => {
     const file = await logFile(cri(1, 'stdout', 'F', 'done') + cri(2, 'stdout', 'P', 'half') + '2024-05-01T10:00:03Z stdout F tr');
     expect(await readAll(file)).toEqual(['done\n', 'half\n']);
+    // As the kubelet serves it (kubectl logs, a termination message from the log): left as written.
+    expect(await readAll(file, { unfinishedNewline: false })).toEqual(['done\n', 'half']);
   });
 
   it('stops at limitBytes, at a character boundary', async () => {

@@ -475,5 +475,10 @@ describe('generatePodStatus: probes and readiness gates', () => {
     expect(cond(status(withFalse, [running(a)]), 'Ready').message).toBe('the status of pod readiness gate "example.com/lb" is not "True", but False');
     const withTrue: V1Pod = { ...gated, status: { conditions: [{ type: 'example.com/lb', status: 'True' }] } };
     expect(cond(status(withTrue, [running(a)]), 'Ready').status).toBe('True');
+    // The gate's condition is carried over (a status patch must not drop it); the kubelet's own are computed anew.
+    const carried: V1Pod = { ...gated, status: { conditions: [{ type: 'example.com/lb', status: 'True' }, { type: 'Ready', status: 'False' }] } };
+    const st2 = status(carried, [running(a)]);
+    expect(st2.conditions?.filter((c) => c.type === 'example.com/lb')).toEqual([{ type: 'example.com/lb', status: 'True' }]);
+    expect(st2.conditions?.filter((c) => c.type === 'Ready')).toHaveLength(1);
   });
 });

@@ -188,7 +188,7 @@ export async function terminationMessage(s: ContainerStatus): Promise<string> {
   if (!checkLogs || s.logPath === '') return msg;
   const parts: string[] = [];
   try {
-    for await (const chunk of readContainerLog(s.logPath, { tail: MAX_TERMINATION_MESSAGE_LOG_LINES, limitBytes: MAX_TERMINATION_MESSAGE_LOG_BYTES })) {
+    for await (const chunk of readContainerLog(s.logPath, { tail: MAX_TERMINATION_MESSAGE_LOG_LINES, limitBytes: MAX_TERMINATION_MESSAGE_LOG_BYTES, unfinishedNewline: false })) {
       parts.push(chunk);
     }
   } catch (err) {

@@ -52,6 +52,12 @@ export interface ReadContainerLogOptions {
    * nothing more will come.
    */
   isRunning?: () => boolean | Promise<boolean>;
+  /**
+   * End an unfinished last line (only `P` parts, the container wrote no
+   * newline) with a newline (the default, for a terminal) or leave it as
+   * written, as the kubelet's ReadLogs does (kubectl logs, termination messages).
+   */
+  unfinishedNewline?: boolean;
   /** While following: how often to look at the file if fs.watch stays silent, in ms (default 250). */
   pollInterval?: number;
 }
@@ -108,7 +114,7 @@ export async function* readContainerLog(file: string, opts: ReadContainerLogOpti
   try {
     const size = (await fh.stat()).size;
     const window = tail < 0 ? { start: 0, emitFrom: 0 } : await findTailStart(fh, size, tail, wanted);
-    const assembler = new LineAssembler(wanted, window.emitFrom, opts.since, opts.timestamps === true);
+    const assembler = new LineAssembler(wanted, window.emitFrom, opts.since, opts.timestamps === true, opts.unfinishedNewline !== false);
     const reader = new LineReader(window.start);
 
     // Reads to the current end of the file, yielding formatted lines.
@@ -222,6 +228,7 @@ class LineAssembler {
     public emitFrom: number,
     private readonly since: Date | undefined,
     private readonly timestamps: boolean,
+    private readonly unfinishedNewline: boolean,
   ) {}
 
   /** Feed one raw line; returns the formatted output line it finishes, if shown. */
@@ -250,13 +257,13 @@ class LineAssembler {
     this.pending.clear();
     return open
       .filter((p) => p.offset >= this.emitFrom)
-      .map((p) => this.format(p.first, Buffer.concat(p.parts)))
+      .map((p) => this.format(p.first, Buffer.concat(p.parts), this.unfinishedNewline))
       .filter((text): text is string => text !== null);
   }
 
-  private format(first: CriLogRecord, content: Buffer): string | null {
+  private format(first: CriLogRecord, content: Buffer, newline = true): string | null {
     if (this.since !== undefined && first.time.getTime() < this.since.getTime()) return null;
-    const text = content.toString('utf8') + '\n';
+    const text = content.toString('utf8') + (newline ? '\n' : '');
     return this.timestamps ? `${formatCriTimestamp(first.timestamp)} ${text}` : text;
   }
 }

@@ -298,6 +298,8 @@ export async function startKubeletServer(opts: KubeletServerOptions): Promise<Ku
       ...(o.limitBytes !== undefined ? { limitBytes: o.limitBytes } : {}),
       ...(since ? { since } : {}),
       timestamps: o.timestamps,
+      // As the kubelet serves it: a last line the container left unfinished stays so (echo -n).
+      unfinishedNewline: false,
       signal,
       isRunning: async () => {
         const s = await host.cri.containerStatus({ containerId: id }, { signal }).catch(() => undefined);

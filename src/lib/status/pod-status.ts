@@ -210,6 +210,9 @@ function readyCondition(pod: V1Pod, containersReady: boolean, reason: string, me
   return condition('Ready', true, undefined, undefined, at);
 }
 
+/** The conditions the kubelet owns (types.PodConditionsByKubelet, PodReadyToStartContainers on in 1.34). */
+const KUBELET_CONDITIONS = new Set(['PodScheduled', 'Ready', 'Initialized', 'ContainersReady', 'PodResizeInProgress', 'PodResizePending', 'PodReadyToStartContainers']);
+
 export function generatePodStatus(inputs: StatusInputs): V1PodStatus {
   const { pod, runtime } = inputs;
   // Rejected at admission (NodePorts): the kubelet's rejectPod sets only the
@@ -270,6 +273,9 @@ export function generatePodStatus(inputs: StatusInputs): V1PodStatus {
     condition('ContainersReady', containersReady, readyReason, readyMessage, inputs.startTime),
     condition('PodScheduled', true, undefined, undefined, inputs.startTime),
   ];
+  // Conditions the kubelet does not own (a readiness gate's, set through the API) are carried over, as its
+  // generateAPIPodStatus keeps them: a status patch without them would remove them from the server.
+  for (const c of pod.status?.conditions ?? []) if (!KUBELET_CONDITIONS.has(c.type)) conditions.push(c);
   if (phase === 'Succeeded') {
     // A succeeded pod's Initialized condition says so, as the kubelet's does
     // (a failed pod's does not).
