@@ -152,14 +152,19 @@ async function osName(): Promise<string> {
   return /^PRETTY_NAME="?([^"\n]*)"?/m.exec(text)?.[1] ?? os.platform();
 }
 
-/** Merge one agent's run into results/<date>.json (keeping the other agent's column) and write the summary beside it. */
+/**
+ * Merge one agent's run into results/<date>.json (keeping the other agent's
+ * column) and write the summary beside it. A run narrowed by --focus goes to
+ * results/<date>-focus.json instead, so that it never replaces a whole run's column.
+ */
 export async function writeResults(
   dir: string,
   o: { agent: Agent; set: string[]; focus: string; skip: string; run: AgentRun; verdicts: Map<string, SpecVerdict> },
 ): Promise<string> {
   await fs.mkdir(dir, { recursive: true });
   const day = o.run.date.slice(0, 10);
-  const file = path.join(dir, `${day}.json`);
+  const base = o.run.focus ? `${day}-focus` : day;
+  const file = path.join(dir, `${base}.json`);
   const prev = JSON.parse(await fs.readFile(file, 'utf8').catch(() => 'null')) as ResultsFile | null;
   const res: ResultsFile = {
     date: day,
@@ -177,7 +182,7 @@ export async function writeResults(
     res.specs.push(row);
   }
   await fs.writeFile(file, JSON.stringify(res, null, 2) + '\n');
-  await fs.writeFile(path.join(dir, `${day}.md`), summary(res));
+  await fs.writeFile(path.join(dir, `${base}.md`), summary(res));
   return file;
 }
 

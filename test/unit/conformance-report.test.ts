@@ -120,5 +120,9 @@ describe('conformance results', () => {
     expect(md).toContain('- 1: other');
     expect(md).toContain(`| ${B} | passed | failed: boom \\| bang |`);
     expect(md).not.toContain(`| ${A} |`);
+    // A run narrowed by --focus goes beside it and leaves the whole runs' file alone.
+    const focused = await writeResults(dir, { agent: 'klet', set, focus: 'F', skip: 'S', run: run({ focus: 'host IP', passed: 1 }), verdicts: new Map([[A, { state: 'passed' }]]) });
+    expect(path.basename(focused)).toBe('2026-11-27-focus.json');
+    expect((JSON.parse(await fs.readFile(file, 'utf8')) as ResultsFile).agents.klet?.failed).toBe(1);
   });
 });
