@@ -15,6 +15,10 @@ import type { Duplex } from 'node:stream';
 /** How long a side may stay half open after the other closed. */
 const HALF_OPEN_GRACE_MS = 2_000;
 
+/** Read buffers per relayed connection (runtime → client), and their size. */
+const READ_BUFFERS = 4;
+const READ_BUFFER_BYTES = 64 * 1024;
+
 /** Request headers that stay with the kubelet: the caller's credentials are never handed to the runtime. */
 const DROPPED_HEADERS = new Set(['authorization', 'host', 'proxy-authorization', 'cookie']);
 
@@ -48,7 +52,12 @@ export function proxyUpgrade(req: IncomingMessage, client: Duplex, head: Buffer,
       return;
     }
     // Interactive streams: small frames go at once both ways (Nagle's delay doubled exec's round trip; bench/README).
-    const upstream = net.connect({ host: target.hostname, port: Number(target.port || 80), noDelay: true });
+    // The runtime's side is read into a few reused buffers rather than a new one per read (Node's default): a
+    // 200 MiB port-forward download allocated 200 MiB of short-lived buffers, and that churn set off a full
+    // mark-compact of klet's whole heap every few hundred ms (bench/README, kubelet-api).
+    const reader = reusedBufferReader(client);
+    const upstream = net.connect({ host: target.hostname, port: Number(target.port || 80), noDelay: true, onread: reader.onread });
+    reader.attach(upstream);
     (client as Partial<net.Socket>).setNoDelay?.(true);
     let connected = false;
     let done = 0;
@@ -69,7 +78,7 @@ export function proxyUpgrade(req: IncomingMessage, client: Duplex, head: Buffer,
       connected = true;
       upstream.write(upstreamRequestHead(req, target));
       if (head.length > 0) upstream.write(head);
-      upstream.pipe(client);
+      upstream.once('end', () => client.end());
       client.pipe(upstream);
     });
     upstream.on('error', (err) => {
@@ -87,6 +96,48 @@ export function proxyUpgrade(req: IncomingMessage, client: Duplex, head: Buffer,
     upstream.once('close', finish(client));
     client.once('close', finish(upstream));
   });
+}
+
+/**
+ * A socket's reads copied to `dest` through a few reused buffers. A buffer goes back to the pool
+ * only once `dest` has taken its bytes (the write's callback), and reading stops while `dest`
+ * asks to drain or all but one buffer are being written (Node asks for the next read's buffer
+ * right after each read, even when reading stops), so no byte is overwritten before it is
+ * written, at most READ_BUFFERS buffers exist, and a slow client holds the runtime back as
+ * pipe() would.
+ */
+function reusedBufferReader(dest: Duplex): { onread: net.OnReadOpts; attach(source: net.Socket): void } {
+  const free: Buffer[] = [];
+  let writing = 0;
+  let paused = false;
+  let source: net.Socket | undefined;
+  const resume = (): void => {
+    if (paused && writing < READ_BUFFERS - 1 && !dest.writableNeedDrain && source !== undefined && !source.destroyed) {
+      paused = false;
+      source.resume();
+    }
+  };
+  dest.on('drain', resume);
+  return {
+    onread: {
+      buffer: () => free.pop() ?? Buffer.allocUnsafe(READ_BUFFER_BYTES),
+      callback: (nread: number, buf: Uint8Array): boolean => {
+        if (dest.destroyed || dest.writableEnded) return true;
+        writing++;
+        const ok = dest.write(buf.subarray(0, nread), () => {
+          writing--;
+          free.push(buf as Buffer);
+          resume();
+        });
+        if (ok && writing < READ_BUFFERS - 1) return true;
+        paused = true;
+        return false;
+      },
+    },
+    attach(s: net.Socket): void {
+      source = s;
+    },
+  };
 }
 
 /** A plain HTTP/1.1 error on a socket that was never upgraded; `body` as given (the kubelet ends some with a newline, not others). */
