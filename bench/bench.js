@@ -475,7 +475,7 @@ function startupVariants(n) {
     },
     // --calibrate: what a later start and CPU beside the runtime cost the
     // floor's end, to price klet's start-up and its CPU in the burst
-    // (bench/README.md, startup-30, eighth session). CALIBRATION holds the amounts.
+    // (bench/results/HISTORY.md, startup-30, eighth session). CALIBRATION holds the amounts.
     ...(opts.calibrate
       ? Object.fromEntries(
           [

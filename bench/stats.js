@@ -3,7 +3,7 @@
 //
 // A budget such as "startup-30 ≤ 1.10× the floor" is a claim about the
 // median of the pair-by-pair ratios. On a 2-core machine one 10-pair series
-// of the same build moved that median by ±0.06 (bench/README.md, sixth
+// of the same build moved that median by ±0.06 (bench/results/HISTORY.md, sixth
 // session), so the median alone cannot say whether a figure near the line
 // meets it. `medianCI` gives the interval the median is known to: a
 // percentile bootstrap over the pairs (resampled with replacement), with a

@@ -117,7 +117,7 @@ function moveLeadingGlobalFlags(args) {
 // explicit --max-semi-space-size does not change that). It costs CPU: on
 // 2026-11-27, holding 110 pods, 2.1-2.9 % of a core against 1.3-1.6 %
 // without it (2-8 MB semi-spaces), but 110-123 MB RSS against 94-98 MB,
-// over the kubelet's ~107 MB (bench/README.md, steady-110, seventeenth
+// over the kubelet's ~107 MB (bench/results/HISTORY.md, steady-110, seventeenth
 // session). What klet sync allocates is kept small instead (CRI strings
 // reused, unchanged PLEG records and manifest snapshots kept).
 // Not --single-threaded-gc, although it took ~14 % off the CPU of a sync
@@ -176,7 +176,7 @@ if (args[0] === 'runonce' && process.env.KLET_ENTRY !== 'oclif') {
 }
 // `klet sync` with well-formed flags runs without oclif too (src/cli/sync-entry.ts):
 // it runs for days, and oclif's Config and modules would stay resident all along
-// (5-6 MB of the RSS of a sync holding 110 pods, eighteenth session: bench/README.md).
+// (5-6 MB of the RSS of a sync holding 110 pods, eighteenth session: bench/results/HISTORY.md).
 if (args[0] === 'sync' && process.env.KLET_ENTRY !== 'oclif') {
   const { syncEntry } = await import('../dist/cli/sync-entry.js');
   done = await syncEntry(args.slice(1), process.env);

@@ -4,7 +4,7 @@
 // ~150 modules behind it (klet's own ~80 and the YAML parser's 72). Node
 // resolves, reads, links and evaluates every ES module one by one; in a
 // 30-pod runonce that was ~35-45 ms of the start before the first
-// RunPodSandbox, which costs the run's end about one to one (bench/README.md,
+// RunPodSandbox, which costs the run's end about one to one (bench/results/HISTORY.md,
 // twelfth session). As one CommonJS file it can be run through a vm.Script
 // whose code cache is made after a run, with every function that run
 // compiled (src/cli/cached-script.ts): ~40 ms less again (fifteenth session).

@@ -17,6 +17,8 @@
 set -euo pipefail
 pkgs=(containerd runc containernetworking-plugins busybox-static etcd-server gcc libc6-dev iptables iproute2 util-linux procps hyperfine protobuf-compiler time openssl tmux)
 pkgs+=(ca-certificates)
+# curl: the docs' examples of the local API and port-forward use it (test/docs/docs.test.ts runs them).
+pkgs+=(curl)
 # A machine with a Node.js distribution of its own (nodesource, nvm) keeps it:
 # Debian's npm would conflict with nodesource's nodejs, which bundles npm.
 if ! command -v npm >/dev/null 2>&1; then pkgs+=(nodejs npm); fi

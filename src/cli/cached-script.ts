@@ -7,7 +7,7 @@
  * those are most of the work before the first sandbox request (the YAML
  * parser, decoding and validating the manifests, the CRI client, building
  * each pod's requests): compiling them again on every start cost ~40 ms
- * before the first RunPodSandbox and ~70 ms of CPU in all (bench/README.md,
+ * before the first RunPodSandbox and ~70 ms of CPU in all (bench/results/HISTORY.md,
  * fifteenth session). A vm.Script can produce its code cache after it ran
  * (script.createCachedData()), with every function compiled by then; the
  * next start takes them from there.

@@ -13,6 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT, explain, nonEmptyLines, runKlet } from '../helpers/cli.js';
+import { docsText } from '../helpers/docs.js';
 
 interface ManifestCommand {
   id: string;
@@ -107,7 +108,7 @@ describe('examples', () => {
     return undefined;
   }
 
-  it('every flag a --help example or a README `klet ...` line passes is one that command declares (no "Nonexistent flag")', () => {
+  it('every flag a --help example or a README or docs/ `klet ...` line passes is one that command declares (no "Nonexistent flag")', () => {
     const bad: string[] = [];
     for (const cmd of commands) {
       for (const ex of cmd.examples ?? []) {
@@ -116,14 +117,14 @@ describe('examples', () => {
         for (const f of unknownFlags(cmd, words.slice(1 + cmd.id.split(':').length))) bad.push(`klet ${cmd.id} --help example "${ex}": ${f}`);
       }
     }
-    const readme = fs.readFileSync(path.join(PROJECT_ROOT, 'README.md'), 'utf8');
+    const readme = docsText();
     const lines = [...readme.matchAll(/`klet ([^`\n]+)`/g), ...readme.matchAll(/^(?:\$ )?klet ([^\n]+)$/gm)].map((m) => m[1]!);
     let checked = 0;
     for (const line of lines) {
       const found = commandOf(shellWords(line));
       if (!found) continue;
       checked++;
-      for (const f of unknownFlags(found[0], found[1])) bad.push(`README "klet ${line}": ${f}`);
+      for (const f of unknownFlags(found[0], found[1])) bad.push(`README/docs "klet ${line}": ${f}`);
     }
     expect(checked).toBeGreaterThan(20);
     expect(bad).toEqual([]);

@@ -1,9 +1,10 @@
 /**
- * The README's curl commands against the local API do what the README says:
+ * The docs' curl commands against the local API (docs/sync-and-local-api.md)
+ * do what the docs say:
  * each one returns (a user pasting it gets their prompt back), except the
  * ones marked `# follows`, which stream `/events` and stay open. Run over a
  * real unix socket served by startLocalApi, with the URLs taken from the
- * README itself and from `klet sync --help`'s examples.
+ * README and docs/ themselves and from `klet sync --help`'s examples.
  */
 import fs from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -15,6 +16,7 @@ import { EventBus } from '../../src/lib/events/index.js';
 import { KletMetrics } from '../../src/lib/metrics/index.js';
 import { localApiSocketPath, startLocalApi, type LocalApi } from '../../src/lib/server/index.js';
 import { PROJECT_ROOT } from '../helpers/cli.js';
+import { docsText } from '../helpers/docs.js';
 
 interface ReadmeCurl {
   line: string;
@@ -22,7 +24,7 @@ interface ReadmeCurl {
   follows: boolean;
 }
 
-const readme = fs.readFileSync(path.join(PROJECT_ROOT, 'README.md'), 'utf8');
+const readme = docsText();
 /** `klet sync --help` shows some too (its examples, from the sources the build reads). */
 const syncSource = fs.readFileSync(path.join(PROJECT_ROOT, 'src', 'commands', 'sync.ts'), 'utf8');
 const helpExamples = [...syncSource.matchAll(/^\s*["'](curl [^\n]*)["'],$/gm)].map((m) => m[1] as string).join('\n');
@@ -61,14 +63,14 @@ function get(socketPath: string, urlPath: string, ms: number): Promise<{ outcome
   });
 }
 
-it('the README shows curl commands for every route, /events both ways', () => {
+it('the docs show curl commands for every route, /events both ways', () => {
   const paths = curls.map((c) => c.path.split('?')[0]);
   expect(new Set(paths)).toEqual(new Set(['/healthz', '/pods', '/node', '/events', '/metrics']));
   expect(curls.some((c) => c.path.startsWith('/events') && !c.follows)).toBe(true);
   expect(curls.some((c) => c.path.startsWith('/events') && c.follows)).toBe(true);
 });
 
-it('each README curl command returns, except the ones marked "# follows", which stream /events', async () => {
+it('each docs curl command returns, except the ones marked "# follows", which stream /events', async () => {
   const bus = new EventBus();
   bus.emit({ kind: 'PodLifecycle', pod: 'default/web-node', uid: 'u1', state: 'SyncPod' });
   api = await startLocalApi({
