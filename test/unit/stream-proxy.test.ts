@@ -87,7 +87,8 @@ describe('proxyUpgrade relays an upgraded connection byte for byte', () => {
         });
       });
     });
-    const downHash = Promise.withResolvers<string>();
+    let resolveDown!: (hash: string) => void;
+    const downHash = { promise: new Promise<string>((resolve) => (resolveDown = resolve)), resolve: (h: string) => resolveDown(h) };
     await upstreamGot;
     expect(upHash).toBe(createHash('sha256').update(up).digest('hex'));
     expect(await downHash.promise).toBe(createHash('sha256').update(down).digest('hex'));
