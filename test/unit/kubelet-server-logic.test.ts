@@ -26,7 +26,8 @@ describe('routeOf', () => {
     ['/containerLogs/%2e%2e/p/c', { kind: 'notFound' }],
     ['/exec/ns/p', { kind: 'notFound' }],
     ['/%zz', { kind: 'notFound' }],
-    ['/stats/summary', { kind: 'notFound' }],
+    ['/stats/summary', { kind: 'statsSummary' }],
+    ['/stats/container', { kind: 'notFound' }],
     ['/', { kind: 'notFound' }],
   ])('%s', (path, want) => {
     expect(routeOf(path)).toEqual(want);

@@ -65,7 +65,7 @@ function get(socketPath: string, urlPath: string, ms: number): Promise<{ outcome
 
 it('the docs show curl commands for every route, /events both ways', () => {
   const paths = curls.map((c) => c.path.split('?')[0]);
-  expect(new Set(paths)).toEqual(new Set(['/healthz', '/pods', '/node', '/events', '/metrics']));
+  expect(new Set(paths)).toEqual(new Set(['/healthz', '/pods', '/node', '/events', '/metrics', '/stats/summary']));
   expect(curls.some((c) => c.path.startsWith('/events') && !c.follows)).toBe(true);
   expect(curls.some((c) => c.path.startsWith('/events') && c.follows)).toBe(true);
 });
@@ -90,6 +90,7 @@ it('each docs curl command returns, except the ones marked "# follows", which st
       }),
       events: bus,
       metrics: new KletMetrics({ defaultMetrics: false }),
+      summary: async () => ({ node: { nodeName: 'node', startTime: new Date().toISOString() }, pods: [] }),
     },
   });
   for (const c of curls) {

@@ -67,6 +67,7 @@ function handlers(over: Partial<LocalApiHandlers> = {}): LocalApiHandlers {
     }),
     events: new EventBus(),
     metrics,
+    summary: async () => ({ node: { nodeName: 'node1', startTime: '2024-05-01T10:00:00.000Z' }, pods: [] }),
     ...over,
   };
 }

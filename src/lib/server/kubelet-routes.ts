@@ -10,7 +10,8 @@ export type KubeletRoute =
   | { kind: 'pods' }
   | { kind: 'runningpods' }
   | { kind: 'configz' }
-  | { kind: 'metrics'; which: 'all' | 'probes' }
+  | { kind: 'metrics'; which: 'all' | 'probes' | 'resource' }
+  | { kind: 'statsSummary' }
   | { kind: 'containerLogs'; namespace: string; pod: string; container: string }
   | { kind: 'exec' | 'attach' | 'run'; namespace: string; pod: string; uid?: string; container: string }
   | { kind: 'portForward'; namespace: string; pod: string; uid?: string }
@@ -51,7 +52,10 @@ export function routeOf(path: string): KubeletRoute {
       return rest.length === 0 ? { kind: 'configz' } : notFound;
     case 'metrics':
       if (rest.length === 0) return { kind: 'metrics', which: 'all' };
-      return rest.length === 1 && rest[0] === 'probes' ? { kind: 'metrics', which: 'probes' } : notFound;
+      if (rest.length === 1 && (rest[0] === 'probes' || rest[0] === 'resource')) return { kind: 'metrics', which: rest[0] };
+      return notFound;
+    case 'stats':
+      return rest.length === 1 && rest[0] === 'summary' ? { kind: 'statsSummary' } : notFound;
     case 'containerLogs':
       // Empty segments reach the handler, which names what is missing (as the kubelet does).
       if (rest.length !== 3) return notFound;

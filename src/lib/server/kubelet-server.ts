@@ -35,6 +35,7 @@ import { jsonReplacer } from '../util/json.js';
 import type { KubeletAuth } from './kubelet-auth.js';
 import { type KubeletRoute, type LogQuery, metricPathLabel, parseLogQuery, parsePortForwardPorts, parseStreamOptions, routeOf } from './kubelet-routes.js';
 import type { Health } from './local-api.js';
+import type { Summary } from '../stats/summary.js';
 import { proxyUpgrade, writeHttpError } from './stream-proxy.js';
 
 /** What the server asks of the running sync. */
@@ -55,6 +56,8 @@ export interface KubeletServerHost {
   metrics: KletMetrics;
   /** GET /configz's kubeletconfig. */
   configz(): unknown;
+  /** The Summary API (/stats/summary, and /metrics/resource from it). */
+  summary(opts: { signal: AbortSignal; onlyCpuAndMemory?: boolean }): Promise<Summary>;
 }
 
 export interface KubeletServerOptions {
@@ -377,9 +380,24 @@ export async function startKubeletServer(opts: KubeletServerOptions): Promise<Ku
           return send(res, 200, JSON.stringify({ kubeletconfig: host.configz() }), 'application/json');
         case 'metrics': {
           if (!get) return send(res, 405, 'Method Not Allowed');
+          if (route.which === 'resource') {
+            const { resourceMetricsText } = await import('../stats/resource-metrics.js');
+            const summary = await host.summary({ signal: closing.signal, onlyCpuAndMemory: true }).catch((err: unknown) => {
+              log.warn(`kubelet server: error getting summary for the resource metrics: ${errorMessage(err)}`);
+              return undefined;
+            });
+            return send(res, 200, resourceMetricsText(summary), 'text/plain; version=0.0.4; charset=utf-8');
+          }
           const text = await host.metrics.text();
           const body = route.which === 'all' ? text : probeMetrics(text);
           return send(res, 200, body, 'text/plain; version=0.0.4; charset=utf-8');
+        }
+        case 'statsSummary': {
+          if (!get) return send(res, 405, 'Method Not Allowed');
+          // The kubelet's handleSummary: only exactly one value "true" asks for CPU and memory alone.
+          const only = url.searchParams.getAll('only_cpu_and_memory');
+          const summary = await host.summary({ signal: closing.signal, onlyCpuAndMemory: only.length === 1 && only[0] === 'true' });
+          return send(res, 200, JSON.stringify(summary, null, 2), 'application/json');
         }
         case 'containerLogs':
           if (!get) return send(res, 405, 'Method Not Allowed');

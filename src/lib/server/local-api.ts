@@ -11,6 +11,8 @@
  *                  while the connection stays open; `?follow=false` stops
  *                  after the retained ones
  *   GET /metrics   Prometheus text exposition
+ *   GET /stats/summary  the kubelet's Summary API (stats/v1alpha1);
+ *                  `?only_cpu_and_memory=true` as metrics-server asks
  *
  * It always listens on a unix socket with mode 0600 (see socket.ts), where
  * the file mode is the access control. An optional TCP listener, for tools
@@ -27,6 +29,7 @@ import type { EventBus } from '../events/bus.js';
 import type { BusMessage } from '../events/types.js';
 import { log } from '../log.js';
 import type { KletMetrics } from '../metrics/metrics.js';
+import type { Summary } from '../stats/summary.js';
 import type { NodeStatus } from './node-status.js';
 import { LISTEN_INPUT, assertValidToken, bearerTokenMatches, isLoopbackHost } from './auth.js';
 import { listenUnixSocket } from './socket.js';
@@ -50,6 +53,8 @@ export interface LocalApiHandlers {
   node(): Promise<NodeStatus>;
   events: EventBus;
   metrics: KletMetrics;
+  /** The Summary API. */
+  summary(opts: { onlyCpuAndMemory: boolean }): Promise<Summary>;
 }
 
 export interface LocalApiOptions {
@@ -74,7 +79,7 @@ export const NDJSON_CONTENT_TYPE = 'application/x-ndjson; charset=utf-8';
 
 type Headers = Record<string, string>;
 
-const ROUTES = new Set(['/healthz', '/pods', '/node', '/events', '/metrics']);
+const ROUTES = new Set(['/healthz', '/pods', '/node', '/events', '/metrics', '/stats/summary']);
 
 /** Headers on every response: nothing here may be cached or sniffed into something else. */
 const COMMON_HEADERS = { 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' };
@@ -162,6 +167,8 @@ class Api {
         }
         case '/metrics':
           return send(res, 200, this.handlers.metrics.contentType, await this.handlers.metrics.text());
+        case '/stats/summary':
+          return sendJson(res, 200, await this.handlers.summary({ onlyCpuAndMemory: flag(url.searchParams, 'only_cpu_and_memory') ?? false }));
       }
     } catch (err) {
       if (err instanceof InputError && !res.headersSent) return sendError(res, 400, err.message);

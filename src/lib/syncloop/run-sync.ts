@@ -20,8 +20,13 @@ import { KletMetrics } from '../metrics/metrics.js';
 import { GenericPLEG } from '../pleg/generic.js';
 import { localApiSocketPath } from '../server/client.js';
 import { startLocalApi, type LocalApi, type LocalApiHandlers } from '../server/local-api.js';
+import { DEFAULT_POD_LOGS_ROOT } from '../logs/paths.js';
+import { StatsProvider } from '../stats/provider.js';
 import type { ClusterStatus, NodeStatus, RuntimeCondition } from '../server/node-status.js';
 import { Kubelet } from './kubelet.js';
+
+/** How often the stats provider samples the runtime (the base of CPU rates), as cAdvisor's housekeeping. */
+const STATS_SAMPLE_MS = 10_000;
 
 export interface SyncOptions {
   cri: CriClient;
@@ -209,6 +214,23 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
   };
   const iso = (ms: number | null): string | null => (ms === null || ms === 0 ? null : new Date(ms).toISOString());
 
+  // The Summary API's figures; CPU rates over the last 10 s sample, as cAdvisor's housekeeping gives the kubelet.
+  const stats = new StatsProvider({
+    cri,
+    owner: instanceSelector(opts),
+    nodeName: opts.nodeName,
+    rootDir: opts.rootDir,
+    logRoot: DEFAULT_POD_LOGS_ROOT,
+    startTime: new Date(kubelet.startedAt),
+  });
+  const sampleStats = (): void => {
+    stats.sample(signal).catch((err: unknown) => {
+      if (!signal.aborted) log.debug(`stats: ${errorMessage(err)}`);
+    });
+  };
+  sampleStats();
+  const statsTimer = setInterval(sampleStats, STATS_SAMPLE_MS);
+  statsTimer.unref();
   let api: LocalApi | null = null;
   let kubeletServer: import('../server/kubelet-server.js').KubeletServer | null = null;
   const socketPath = localApiSocketPath(opts.rootDir);
@@ -255,6 +277,7 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
         },
         events: bus,
         metrics,
+        summary: (o) => stats.summary({ signal, onlyCpuAndMemory: o.onlyCpuAndMemory }),
     };
     api = await startLocalApi({ socketPath, listen: opts.listen, handlers });
     let cluster = opts.cluster;
@@ -276,6 +299,7 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
         healthz: handlers.healthz,
         metrics,
         configz: () => configz(opts),
+        summary: (o) => stats.summary(o),
       });
       // The Node says where its kubelet listens (the port actually bound, when 0 picked one).
       if (cluster) cluster = { ...cluster, options: { ...cluster.options, kubeletPort: kubeletServer.port } };
@@ -290,6 +314,7 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
     throw err;
   } finally {
     clearInterval(sourceTimer);
+    clearInterval(statsTimer);
     await stop.track('kubelet server', kubeletServer?.close() ?? Promise.resolve());
     await stop.track('local API', api?.close() ?? Promise.resolve());
     stop.dispose();

@@ -1,0 +1,137 @@
+/**
+ * The node's own figures for the Summary API, where cAdvisor takes them for the kubelet: CPU and
+ * memory of the root cgroup (cgroup v1: cpuacct.usage and memory.usage_in_bytes minus
+ * total_inactive_file, the working set; cgroup v2, whose root has no memory.current:
+ * /proc/meminfo), the root dir's filesystem (statfs), and the process limit.
+ */
+import fs from 'node:fs/promises';
+import type { CpuReading, FsStats, MemoryStats } from './summary.js';
+
+/** Where the cgroup hierarchy and /proc are (tests point them elsewhere). */
+export interface NodeStatsPaths {
+  cgroupRoot: string;
+  proc: string;
+}
+
+export const HOST_PATHS: NodeStatsPaths = { cgroupRoot: '/sys/fs/cgroup', proc: '/proc' };
+
+/** `key value` lines (memory.stat, cpu.stat) as a map. */
+export function parseKeyValues(text: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    const [k, v] = line.trim().split(/\s+/);
+    if (k && v !== undefined && /^\d+$/.test(v)) out.set(k, Number(v));
+  }
+  return out;
+}
+
+/** /proc/meminfo in bytes by field. */
+export function parseMeminfo(text: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    const m = /^([^:]+):\s+(\d+)(?:\s+kB)?/.exec(line);
+    if (m) out.set(m[1]!, Number(m[2]) * (line.includes('kB') ? 1024 : 1));
+  }
+  return out;
+}
+
+/** The node's memory as cAdvisor reports the root cgroup (v1), or from /proc/meminfo (v2). */
+export function nodeMemory(at: Date, meminfo: Map<string, number>, v1?: { usage: number; stat: Map<string, number> }): MemoryStats {
+  const capacity = meminfo.get('MemTotal') ?? 0;
+  let usage: number;
+  let workingSet: number;
+  let rss: number | undefined;
+  let faults: number | undefined;
+  let majorFaults: number | undefined;
+  if (v1 !== undefined) {
+    usage = v1.usage;
+    const inactiveFile = v1.stat.get('total_inactive_file') ?? 0;
+    workingSet = Math.max(0, usage - inactiveFile);
+    rss = v1.stat.get('total_rss');
+    faults = v1.stat.get('total_pgfault');
+    majorFaults = v1.stat.get('total_pgmajfault');
+  } else {
+    usage = capacity - (meminfo.get('MemFree') ?? 0);
+    workingSet = Math.max(0, usage - (meminfo.get('Inactive(file)') ?? 0));
+  }
+  return {
+    time: at.toISOString(),
+    availableBytes: Math.max(0, capacity - workingSet),
+    usageBytes: usage,
+    workingSetBytes: workingSet,
+    ...(rss !== undefined ? { rssBytes: rss } : {}),
+    ...(faults !== undefined ? { pageFaults: faults } : {}),
+    ...(majorFaults !== undefined ? { majorPageFaults: majorFaults } : {}),
+  };
+}
+
+async function read(file: string): Promise<string | undefined> {
+  try {
+    return await fs.readFile(file, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether the hierarchy is cgroup v2 (one unified tree with cgroup.controllers at its root). */
+async function unified(paths: NodeStatsPaths): Promise<boolean> {
+  return (await read(`${paths.cgroupRoot}/cgroup.controllers`)) !== undefined;
+}
+
+/** The node's cumulative CPU time (ns), read now. */
+export async function readNodeCpu(paths: NodeStatsPaths = HOST_PATHS): Promise<CpuReading | undefined> {
+  const at = BigInt(Date.now()) * 1_000_000n;
+  if (await unified(paths)) {
+    const usec = parseKeyValues((await read(`${paths.cgroupRoot}/cpu.stat`)) ?? '').get('usage_usec');
+    return usec === undefined ? undefined : { at, usageCoreNanoSeconds: usec * 1000 };
+  }
+  for (const dir of ['cpu,cpuacct', 'cpuacct']) {
+    const text = await read(`${paths.cgroupRoot}/${dir}/cpuacct.usage`);
+    if (text !== undefined && /^\d+/.test(text.trim())) return { at, usageCoreNanoSeconds: Number(text.trim()) };
+  }
+  return undefined;
+}
+
+/** The node's memory, read now. */
+export async function readNodeMemory(paths: NodeStatsPaths = HOST_PATHS): Promise<MemoryStats | undefined> {
+  const meminfo = parseMeminfo((await read(`${paths.proc}/meminfo`)) ?? '');
+  if (!meminfo.has('MemTotal')) return undefined;
+  const at = new Date();
+  if (await unified(paths)) return nodeMemory(at, meminfo);
+  const usage = await read(`${paths.cgroupRoot}/memory/memory.usage_in_bytes`);
+  const stat = await read(`${paths.cgroupRoot}/memory/memory.stat`);
+  if (usage === undefined || stat === undefined) return nodeMemory(at, meminfo);
+  return nodeMemory(at, meminfo, { usage: Number(usage.trim()), stat: parseKeyValues(stat) });
+}
+
+/** A filesystem's figures from statfs (capacity and free space as the kubelet's fs info gives them). */
+export async function readFsStats(dir: string): Promise<FsStats | undefined> {
+  try {
+    const s = await fs.statfs(dir);
+    const capacity = s.blocks * s.bsize;
+    const available = s.bavail * s.bsize;
+    return {
+      time: new Date().toISOString(),
+      availableBytes: available,
+      capacityBytes: capacity,
+      usedBytes: (s.blocks - s.bfree) * s.bsize,
+      inodesFree: s.ffree,
+      inodes: s.files,
+      inodesUsed: s.files - s.ffree,
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The process limit and how many processes run (the node's rlimit figures). */
+export async function readRlimit(paths: NodeStatsPaths = HOST_PATHS): Promise<{ time: string; maxpid?: number; curproc?: number }> {
+  const max = Number((await read(`${paths.proc}/sys/kernel/pid_max`))?.trim());
+  let cur: number | undefined;
+  try {
+    cur = (await fs.readdir(paths.proc)).filter((n) => /^\d+$/.test(n)).length;
+  } catch {
+    cur = undefined;
+  }
+  return { time: new Date().toISOString(), ...(Number.isFinite(max) ? { maxpid: max } : {}), ...(cur !== undefined ? { curproc: cur } : {}) };
+}
