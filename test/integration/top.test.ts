@@ -1,7 +1,8 @@
 /**
  * `klet top`, the Summary API and /metrics/resource on a real containerd, the BUILT CLI: the
  * figures agree with what the kernel says for the same containers (/sys/fs/cgroup, read here
- * directly) within 5 %, without and with a running `klet sync` (its local API and its kubelet
+ * directly): the cumulative CPU counter exactly, the working set within 5 %, without and with a
+ * running `klet sync` (its local API and its kubelet
  * server). The pods: one burning CPU under a 200m limit (its CFS quota keeps the load steady),
  * one holding 48 MiB in /dev/shm (shared memory is anonymous: working set), one idle.
  */
@@ -11,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CriClient } from '../../src/lib/cri/index.js';
+import { localApiRequest } from '../../src/lib/server/client.js';
 import type { Summary } from '../../src/lib/stats/summary.js';
 import { explain, runKlet, type CliResult } from '../helpers/cli.js';
 import { freePort } from '../helpers/cluster.js';
@@ -120,9 +122,11 @@ describe('klet top without a running klet sync', () => {
     expect(result.stderr).toContain('no klet sync serves');
     const b = podOf(s, 'burn')!;
     const cpu = b.containers[0]!.cpu!.usageNanoCores! / 1e6;
-    // The cgroup's own figure over the whole command, a little longer than klet's window.
-    within(cpu, millis, 0.05, 2);
-    within(cpu, 200, 0.2);
+    // On the kernel's scale (millicores): the cgroup's own rate over the whole command, which is a
+    // little longer than klet's window. Not closer: on a busy machine the burner gets less than its
+    // 200m now and then, so the two windows differ; the counters themselves are compared exactly below.
+    expect(cpu).toBeGreaterThan(millis / 1.5);
+    expect(cpu).toBeLessThan(millis * 1.5);
     const m = podOf(s, 'mem')!;
     within(m.containers[0]!.memory!.workingSetBytes!, workingSet(mem.memory), 0.05);
     expect(m.memory?.workingSetBytes).toBe(m.containers[0]!.memory!.workingSetBytes);
@@ -170,7 +174,22 @@ describe('with a running klet sync', () => {
       expect(podOf(got, 'burn')?.containers[0]?.cpu?.usageNanoCores).toBeGreaterThan(0);
       return got;
     }, 30_000);
-    within(podOf(s, 'burn')!.containers[0]!.cpu!.usageNanoCores! / 1e6, 200, 0.2);
+    expect(podOf(s, 'burn')!.containers[0]!.cpu!.usageNanoCores).toBeGreaterThan(0);
+
+    // The figures are the kernel's: the cumulative CPU counter read between two reads of cpuacct.usage
+    // around one local API request, and the working set within 5 % of the memory cgroup's.
+    const mem = await cgroupOf('mem');
+    const u0 = cpuNs(burn.cpuacct);
+    const res = await localApiRequest(sync.socketPath, '/stats/summary?only_cpu_and_memory=true');
+    const u1 = cpuNs(burn.cpuacct);
+    const ws = workingSet(mem.memory);
+    expect(res.status, res.body).toBe(200);
+    const now = JSON.parse(res.body) as Summary;
+    const counter = podOf(now, 'burn')!.containers[0]!.cpu!.usageCoreNanoSeconds!;
+    expect(counter).toBeGreaterThanOrEqual(u0);
+    expect(counter).toBeLessThanOrEqual(u1);
+    within(podOf(now, 'mem')!.containers[0]!.memory!.workingSetBytes!, ws, 0.05);
+    expect(now.node.fs).toBeUndefined();
 
     const get = (p: string) =>
       new Promise<{ status: number; type: string; body: string }>((resolve, reject) => {
@@ -187,7 +206,8 @@ describe('with a running klet sync', () => {
     const full = JSON.parse(summary.body) as Summary;
     expect(full.node.nodeName).toBe(NODE);
     expect(full.node.fs?.capacityBytes).toBeGreaterThan(0);
-    expect(full.node.runtime?.imageFs?.usedBytes).toBeGreaterThan(0);
+    expect(full.node.runtime?.imageFs?.capacityBytes).toBeGreaterThan(0);
+    expect(full.node.runtime?.containerFs).toEqual(full.node.runtime?.imageFs);
     expect(full.node.rlimit?.maxpid).toBeGreaterThan(0);
     const idle = podOf(full, 'idle')!;
     expect(idle.podRef).toMatchObject({ namespace: NS, name: `idle-${NODE}` });

@@ -90,7 +90,7 @@ describe('node figures as cAdvisor reads them', () => {
     expect(meminfo.get('HugePages_Total')).toBe(0);
   });
   it('cgroup v1: working set = root usage - total_inactive_file; available = capacity - working set', () => {
-    const stat = parseKeyValues('total_inactive_file 1000\ntotal_rss 500\ntotal_pgfault 7\ntotal_pgmajfault 1\n');
+    const stat = parseKeyValues('pgfault 7\npgmajfault 1\ntotal_inactive_file 1000\ntotal_rss 500\ntotal_pgfault 70\ntotal_pgmajfault 10\n');
     const m = nodeMemory(new Date(0), meminfo, { usage: 5000, stat });
     expect(m).toMatchObject({ usageBytes: 5000, workingSetBytes: 4000, availableBytes: 16_000_000 * 1024 - 4000, rssBytes: 500, pageFaults: 7, majorPageFaults: 1 });
   });

@@ -48,8 +48,9 @@ export function nodeMemory(at: Date, meminfo: Map<string, number>, v1?: { usage:
     const inactiveFile = v1.stat.get('total_inactive_file') ?? 0;
     workingSet = Math.max(0, usage - inactiveFile);
     rss = v1.stat.get('total_rss');
-    faults = v1.stat.get('total_pgfault');
-    majorFaults = v1.stat.get('total_pgmajfault');
+    // cAdvisor's root figures: the root cgroup's own fault counters, not the hierarchy's totals.
+    faults = v1.stat.get('pgfault');
+    majorFaults = v1.stat.get('pgmajfault');
   } else {
     usage = capacity - (meminfo.get('MemFree') ?? 0);
     workingSet = Math.max(0, usage - (meminfo.get('Inactive(file)') ?? 0));

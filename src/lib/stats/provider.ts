@@ -147,7 +147,8 @@ export class StatsProvider {
         ...base,
         ...(memory ? { memory } : {}),
         ...(rootFs ? { fs: rootFs } : {}),
-        ...(imageFs ? { runtime: { imageFs } } : {}),
+        // One filesystem for images and container layers (containerd's snapshotter): the kubelet names it twice.
+        ...(imageFs ? { runtime: { imageFs, containerFs: imageFs } } : {}),
         rlimit,
       },
       ...(r.nodeCpu ? { nodeCpu: r.nodeCpu } : {}),

@@ -133,10 +133,16 @@ function cpuOf(key: string, reading: CpuReading | undefined, previous: ReadonlyM
   return { time: nsTime(reading.at), ...(rate !== undefined ? { usageNanoCores: rate } : {}), usageCoreNanoSeconds: reading.usageCoreNanoSeconds };
 }
 
+/**
+ * A container's memory as the kubelet reports it (cAdvisor's view): no page fault counts, and
+ * availableBytes only under a memory limit (the runtime says 0 without one).
+ */
 function memoryOf(m: ContainerSample['memory']): MemoryStats | undefined {
   if (m === undefined) return undefined;
-  const { at, ...figures } = m;
-  return { time: nsTime(at), ...defined(figures) };
+  return {
+    time: nsTime(m.at),
+    ...defined({ availableBytes: m.availableBytes ? m.availableBytes : undefined, usageBytes: m.usageBytes, workingSetBytes: m.workingSetBytes, rssBytes: m.rssBytes }),
+  };
 }
 
 function defined<T extends object>(o: T): Partial<T> {
@@ -201,7 +207,14 @@ export function buildSummary(input: SummaryInput): Summary {
         const fs = input.imageFs;
         pod['ephemeral-storage'] = {
           time: containers.find((c) => c.rootfs)?.rootfs?.time ?? nsTime(p.createdAt),
-          ...defined({ availableBytes: fs?.availableBytes, capacityBytes: fs?.capacityBytes, usedBytes: used, inodesUsed: sum(containers.flatMap((c) => [c.rootfs?.inodesUsed, c.logs?.inodesUsed])) }),
+          ...defined({
+            availableBytes: fs?.availableBytes,
+            capacityBytes: fs?.capacityBytes,
+            usedBytes: used,
+            inodesFree: fs?.inodesFree,
+            inodes: fs?.inodes,
+            inodesUsed: sum(containers.flatMap((c) => [c.rootfs?.inodesUsed, c.logs?.inodesUsed])),
+          }),
         };
       }
     }
