@@ -37,6 +37,7 @@ import { formatDuration } from '../util/duration.js';
 import { runHandler } from './hooks.js';
 import { POD_UID_LABEL, instanceSelector, kletInstance } from './labels.js';
 import { admitHostPorts, admittedKey, podHostPorts } from './admission.js';
+import { admitSysctls, type SysctlAllowlist } from '../node/sysctl.js';
 import { terminationOrdering, type TerminationOrdering } from './termination-order.js';
 import { ContainerState, PodSandboxState } from '../cri/gen/api.js';
 import { podLogDirOf } from '../logs/paths.js';
@@ -102,6 +103,8 @@ export interface SyncContext {
   probes?: ProbeVerdicts;
   /** The volume manager; without one, a manager over `objects` is made for the sync. */
   volumes?: PodVolumes;
+  /** The sysctls pods may set (admission: SysctlForbidden); unchecked without it. */
+  sysctls?: SysctlAllowlist;
 }
 
 export interface SyncPodResult {
@@ -527,9 +530,15 @@ export async function syncPod(
   const state = await readSyncState(ctx.rootDir, uid);
   const idle = { killPod: false, createSandbox: false, sandboxId: null, attempt: 0, initContainersToStart: [], containersToStart: [], containersToKill: [] };
   if (state.rejected === true) return { actions: idle, status, failures, rejected: true };
-  // Admission, before anything of the pod exists: the kubelet's NodePorts predicate.
-  if (status.sandboxes.length === 0 && status.containers.length === 0 && podHostPorts(pod).length > 0) {
-    const rejection = admitHostPorts(pod, await activePods(ctx, uid));
+  // Admission, before anything of the pod exists: the kubelet's sysctl handler, then its NodePorts predicate.
+  if (status.sandboxes.length === 0 && status.containers.length === 0) {
+    const sysctl = ctx.sysctls === undefined ? null : admitSysctls(pod, ctx.sysctls);
+    const rejection =
+      sysctl !== null
+        ? { reason: sysctl.reason, message: `Pod was rejected: ${sysctl.message}` }
+        : podHostPorts(pod).length > 0
+          ? admitHostPorts(pod, await activePods(ctx, uid))
+          : null;
     if (rejection !== null) {
       Object.assign(state, { rejected: true, reason: rejection.reason, message: rejection.message });
       await writeSyncState(ctx.rootDir, uid, state);

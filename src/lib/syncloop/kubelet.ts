@@ -62,6 +62,8 @@ export interface KubeletOptions {
   evictionIntervalMs?: number;
   /** The volume manager (default: one over the sources' ConfigMaps and Secrets, resynced every resyncIntervalMs). */
   volumes?: VolumeManager;
+  /** The sysctls pods may set; a static pod setting another is rejected (SysctlForbidden) as API pods are at the source. */
+  sysctls?: import('../node/sysctl.js').SysctlAllowlist;
   /** Cluster mode: API pods' ConfigMaps, Secrets and service account tokens come from this API server. */
   objectApi?: ObjectApi;
   /** After each pod sync, termination and removal: the pod's status may have changed (the kubelet's statusManager.SetPodStatus). */
@@ -195,6 +197,7 @@ export class Kubelet {
       cache: this.cache,
       probes: this.prober,
       volumes: this.volumes,
+      ...(this.opts.sysctls ? { sysctls: this.opts.sysctls } : {}),
       onEvent: (e) => {
         // Events carry the UID of the pod being synced (a pod being killed is no longer in `desired`).
         this.opts.bus.emit(e.kind === 'Event' ? { ...e, uid: forPod.metadata?.uid ?? e.uid } : e);

@@ -1,0 +1,81 @@
+/**
+ * `klet sync --kubeconfig` against a real kube-apiserver, on what the node
+ * conformance specs check of an API pod: unsafe sysctls refused at
+ * admission (SysctlForbidden, --allowed-unsafe-sysctls).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { runKlet } from '../helpers/cli.js';
+import { ensureNamespace, startTestCluster, type TestCluster } from '../helpers/cluster.js';
+import { poll } from '../helpers/poll.js';
+import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+import { killAllSyncs, startSync, type SyncProcess } from '../helpers/sync.js';
+
+const NODE = 'klet-pod-api-node';
+const NS = 'shop';
+const IMAGE = 'localhost/klet/busybox:1.36';
+let cluster: TestCluster;
+let rt: TestRuntime;
+let emptyDir: string;
+
+beforeAll(async () => {
+  [rt, cluster] = await Promise.all([startTestRuntime(), startTestCluster({ nodes: [NODE] })]);
+  emptyDir = fs.mkdtempSync(path.join(cluster.dir, 'empty-'));
+  await ensureNamespace(cluster, NS);
+}, 240_000);
+afterEach(async () => {
+  await killAllSyncs();
+});
+afterAll(async () => {
+  await Promise.allSettled([cluster?.stop(), rt?.stop()]);
+}, 120_000);
+
+interface ApiPod {
+  status: { phase?: string; reason?: string; message?: string; conditions?: Array<{ type: string; status: string; reason?: string; message?: string }> };
+}
+
+const apply = (o: unknown) => cluster.kubectl(['apply', '-f', '-'], { input: JSON.stringify(o) });
+const podJson = (name: string) => cluster.kubectlJson<ApiPod>(['get', 'pod', '-n', NS, name]);
+const sync = (args: string[] = []): Promise<SyncProcess> =>
+  startSync({ rootDir: rt.rootDir, endpoint: rt.endpoint, manifestDir: emptyDir, nodeName: NODE, args: ['--kubeconfig', cluster.nodes[NODE]!.kubeconfig, '--port', '0', ...args] });
+const pod = (name: string, spec: Record<string, unknown>) => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name, namespace: NS },
+  spec: { nodeName: NODE, terminationGracePeriodSeconds: 1, ...spec },
+});
+const phase = (name: string, want: string, s: SyncProcess) =>
+  poll(`${name} ${want}`, 90_000, async () => {
+    const p = await podJson(name);
+    return p.status.phase === want ? p : undefined;
+  }).catch((err: unknown) => {
+    throw new Error(`${String(err)}\n${s.tail()}`);
+  });
+
+describe('klet sync --kubeconfig: API pods as the node conformance specs see them', () => {
+  it('rejects a pod with an unsafe sysctl the node does not allow (SysctlForbidden, the kubelet message); --allowed-unsafe-sysctls lets it run', async () => {
+    const sysctlPod = (name: string) =>
+      pod(name, { securityContext: { sysctls: [{ name: 'kernel.msgmax', value: '65536' }] }, containers: [{ name: 'c', image: IMAGE, command: ['sh', '-c', 'cat /proc/sys/kernel/msgmax; sleep 3600'] }] });
+    let s = await sync();
+    await apply(sysctlPod('unsafe'));
+    const rejected = await phase('unsafe', 'Failed', s);
+    expect(rejected.status).toMatchObject({ reason: 'SysctlForbidden', message: 'Pod was rejected: forbidden sysctl: "kernel.msgmax" not allowlisted' });
+    const events = await cluster.kubectlJson<{ items: Array<{ reason: string; message: string; involvedObject: { name: string } }> }>(['get', 'events', '-n', NS]);
+    expect(events.items.filter((e) => e.involvedObject.name === 'unsafe' && e.reason === 'SysctlForbidden').map((e) => e.message)).toEqual(['forbidden sysctl: "kernel.msgmax" not allowlisted']);
+    await s.stop();
+    // A pattern that is not namespaced is refused before anything starts, naming the flag.
+    const bad = await runKlet(['sync', '--root-dir', rt.rootDir, '--container-runtime-endpoint', rt.endpoint, '--manifest-dir', emptyDir, '--node-name', NODE, '--allowed-unsafe-sysctls', 'vm.swappiness']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr.trim()).toBe('error: --allowed-unsafe-sysctls: the sysctls "vm.swappiness" are not known to be namespaced');
+    s = await sync(['--allowed-unsafe-sysctls', 'kernel.msg*,net.core.somaxconn']);
+    await apply(sysctlPod('allowed'));
+    await phase('allowed', 'Running', s);
+    const out = await poll('the sysctl in the pod', 30_000, async () => {
+      const r = await runKlet(['logs', `${NS}/allowed`, '--root-dir', rt.rootDir, '--container-runtime-endpoint', rt.endpoint, '--node-name', NODE]);
+      return r.stdout.trim() === '' ? undefined : r.stdout.trim();
+    });
+    expect(out).toBe('65536');
+  }, 240_000);
+
+});
