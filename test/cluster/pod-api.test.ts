@@ -1,7 +1,8 @@
 /**
  * `klet sync --kubeconfig` against a real kube-apiserver, on what the node
- * conformance specs check of an API pod: unsafe sysctls refused at
- * admission (SysctlForbidden, --allowed-unsafe-sysctls).
+ * conformance specs check of an API pod: the service environment variables
+ * (from klet's Service watch) and unsafe sysctls refused at admission
+ * (SysctlForbidden, --allowed-unsafe-sysctls).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -54,6 +55,35 @@ const phase = (name: string, want: string, s: SyncProcess) =>
   });
 
 describe('klet sync --kubeconfig: API pods as the node conformance specs see them', () => {
+  it("gives containers the service environment variables: their namespace's services (enableServiceLinks), the default namespace's kubernetes always, never a headless one", async () => {
+    await apply({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'fooservice', namespace: NS }, spec: { selector: { app: 'x' }, ports: [{ port: 8765, targetPort: 8080 }] } });
+    await apply({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'quiet', namespace: NS }, spec: { clusterIP: 'None', selector: { app: 'x' }, ports: [{ port: 1 }] } });
+    const svcIP = (await cluster.kubectlJson<{ spec: { clusterIP: string } }>(['get', 'service', '-n', NS, 'fooservice'])).spec.clusterIP;
+    const master = (await cluster.kubectlJson<{ spec: { clusterIP: string; ports: Array<{ port: number }> } }>(['get', 'service', '-n', 'default', 'kubernetes'])).spec;
+    const s = await sync();
+    const envPod = (name: string, links: boolean) =>
+      pod(name, { restartPolicy: 'Never', enableServiceLinks: links, containers: [{ name: 'c', image: IMAGE, command: ['sh', '-c', 'env | sort'], env: [{ name: 'FOO_URL', value: 'http://$(FOOSERVICE_SERVICE_HOST):$(FOOSERVICE_SERVICE_PORT)' }] }] });
+    await apply(envPod('linked', true));
+    await apply(envPod('unlinked', false));
+    await phase('linked', 'Succeeded', s);
+    await phase('unlinked', 'Succeeded', s);
+    const logs = async (name: string) => (await runKlet(['logs', `${NS}/${name}`, '--root-dir', rt.rootDir, '--container-runtime-endpoint', rt.endpoint, '--node-name', NODE])).stdout.split('\n');
+    const linked = await logs('linked');
+    expect(linked).toContain(`FOOSERVICE_SERVICE_HOST=${svcIP}`);
+    expect(linked).toContain('FOOSERVICE_SERVICE_PORT=8765');
+    expect(linked).toContain(`FOOSERVICE_PORT=tcp://${svcIP}:8765`);
+    expect(linked).toContain(`FOOSERVICE_PORT_8765_TCP_ADDR=${svcIP}`);
+    expect(linked).toContain(`FOO_URL=http://${svcIP}:8765`);
+    expect(linked).toContain(`KUBERNETES_SERVICE_HOST=${master.clusterIP}`);
+    expect(linked).toContain(`KUBERNETES_SERVICE_PORT=${master.ports[0]!.port}`);
+    expect(linked.filter((l) => l.startsWith('QUIET_'))).toEqual([]);
+    const unlinked = await logs('unlinked');
+    expect(unlinked).toContain(`KUBERNETES_SERVICE_HOST=${master.clusterIP}`);
+    expect(unlinked.filter((l) => l.startsWith('FOOSERVICE_'))).toEqual([]);
+    // Not set, so not expanded (the kubelet keeps an unknown $(VAR) as it is).
+    expect(unlinked).toContain('FOO_URL=http://$(FOOSERVICE_SERVICE_HOST):$(FOOSERVICE_SERVICE_PORT)');
+  }, 180_000);
+
   it('rejects a pod with an unsafe sysctl the node does not allow (SysctlForbidden, the kubelet message); --allowed-unsafe-sysctls lets it run', async () => {
     const sysctlPod = (name: string) =>
       pod(name, { securityContext: { sysctls: [{ name: 'kernel.msgmax', value: '65536' }] }, containers: [{ name: 'c', image: IMAGE, command: ['sh', '-c', 'cat /proc/sys/kernel/msgmax; sleep 3600'] }] });
@@ -77,5 +107,4 @@ describe('klet sync --kubeconfig: API pods as the node conformance specs see the
     });
     expect(out).toBe('65536');
   }, 240_000);
-
 });

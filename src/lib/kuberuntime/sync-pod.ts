@@ -13,7 +13,7 @@ import { errorMessage } from '../errors.js';
 import { log } from '../log.js';
 import { computePodActions, isNoop, isRestartableInit, type PodActions, type ProbeVerdicts } from './actions.js';
 import { generateContainerConfig, generatePodSandboxConfig, hostResolvConf, seccompProfileRoot, type ResolvConf } from './config.js';
-import { ContainerConfigError, type LocalObjects } from './env.js';
+import { ContainerConfigError, type LocalObjects, type ServiceSource } from './env.js';
 import { containerSubPaths } from './config.js';
 import { localObjectSource } from '../volume/plugins.js';
 import { VolumeManager, VolumeMountError, type MountedVolumes, type PodVolumes } from '../volume/manager.js';
@@ -103,6 +103,8 @@ export interface SyncContext {
   probes?: ProbeVerdicts;
   /** The volume manager; without one, a manager over `objects` is made for the sync. */
   volumes?: PodVolumes;
+  /** The cluster's Services, for the service environment variables (cluster mode). */
+  services?: ServiceSource;
   /** The sysctls pods may set (admission: SysctlForbidden); unchecked without it. */
   sysctls?: SysctlAllowlist;
 }
@@ -432,6 +434,7 @@ async function startContainer(
       nodeName: ctx.nodeName,
       objects: ctx.objects,
       nodeAllocatable: { cpuMillis: capacity.cpuMillis, memoryBytes: capacity.memoryBytes, ephemeralStorageBytes: 0 },
+      ...(ctx.services ? { services: ctx.services } : {}),
     };
     // subPaths are resolved and bound at each start: a symlink planted since the last one is refused.
     const subPaths = new Map<number, string>();

@@ -49,6 +49,7 @@ export interface SyncOptions {
     api: import('../node/api.js').NodeApi &
       import('../node/api.js').PodApi &
       import('../volume/api-objects.js').ObjectApi &
+      import('../node/service-lister.js').ServiceApi &
       import('../node/event-recorder.js').EventApi &
       Partial<import('../server/kubelet-auth.js').ReviewApi>;
     kletVersion: string;
@@ -167,6 +168,7 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
     concurrency: opts.concurrency,
     ...(opts.sysctls ? { sysctls: opts.sysctls } : {}),
     objectApi: opts.cluster?.api,
+    serviceApi: opts.cluster?.api,
     onPodSynced: (uid) => podSynced.fn(uid),
     onPodStatus: (pod) => podSynced.status(pod),
     // The runtime's own client: these are not CRI operations to count.
