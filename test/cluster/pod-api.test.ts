@@ -1,8 +1,9 @@
 /**
  * `klet sync --kubeconfig` against a real kube-apiserver, on what the node
  * conformance specs check of an API pod: the service environment variables
- * (from klet's Service watch) and unsafe sysctls refused at admission
- * (SysctlForbidden, --allowed-unsafe-sysctls).
+ * (from klet's Service watch), unsafe sysctls refused at admission
+ * (SysctlForbidden, --allowed-unsafe-sysctls), and Ready following the
+ * readiness gates someone else sets through pods/status.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -107,4 +108,32 @@ describe('klet sync --kubeconfig: API pods as the node conformance specs see the
     });
     expect(out).toBe('65536');
   }, 240_000);
+
+  it('Ready follows the readiness gate conditions set through pods/status, with nothing changing on the node', async () => {
+    const s = await sync();
+    await apply(pod('gated', { readinessGates: [{ conditionType: 'k8s.io/c1' }, { conditionType: 'k8s.io/c2' }], containers: [{ name: 'c', image: IMAGE, command: ['sleep', '3600'] }] }));
+    await phase('gated', 'Running', s);
+    const ready = (want: string) =>
+      poll(`gated Ready ${want}`, 30_000, async () => {
+        const c = (await podJson('gated')).status.conditions?.find((x) => x.type === 'Ready');
+        return c?.status === want ? c : undefined;
+      }).catch((err: unknown) => {
+        throw new Error(`${String(err)}\n${s.tail()}`);
+      });
+    const gate = (type: string, status: string) =>
+      cluster.kubectl(['patch', 'pod', '-n', NS, 'gated', '--subresource', 'status', '--type', 'strategic', '-p', JSON.stringify({ status: { conditions: [{ type, status }] } })]);
+    expect(await ready('False')).toMatchObject({ reason: 'ReadinessGatesNotReady' });
+    await gate('k8s.io/c1', 'True');
+    // One gate True: still not Ready, now for the other gate alone.
+    await poll('Ready False for k8s.io/c2 alone', 30_000, async () =>
+      (await podJson('gated')).status.conditions?.find((x) => x.type === 'Ready')?.message === 'corresponding condition of pod readiness gate "k8s.io/c2" does not exist.' ? true : undefined,
+    );
+    expect((await podJson('gated')).status.conditions?.find((x) => x.type === 'Ready')?.status).toBe('False');
+    await gate('k8s.io/c2', 'True');
+    await ready('True');
+    await gate('k8s.io/c1', 'False');
+    expect(await ready('False')).toMatchObject({ reason: 'ReadinessGatesNotReady', message: 'the status of pod readiness gate "k8s.io/c1" is not "True", but False' });
+    const conditions = (await podJson('gated')).status.conditions ?? [];
+    expect(conditions.filter((c) => c.type.startsWith('k8s.io/')).map((c) => `${c.type}=${c.status}`).sort()).toEqual(['k8s.io/c1=False', 'k8s.io/c2=True']);
+  }, 180_000);
 });
