@@ -32,6 +32,7 @@ export const SYNC_FLAGS: Readonly<Record<string, ArgvFlagSpec>> = {
   'pleg-relist-period': { type: 'duration', default: '1s' },
   'sync-frequency': { type: 'duration', default: '1m' },
   'max-parallel-syncs': { type: 'integer', default: '8', min: 1 },
+  'allowed-unsafe-sysctls': { type: 'string' },
   kubeconfig: { type: 'string' },
   'bootstrap-kubeconfig': { type: 'string' },
   'rotate-certificates': { type: 'option', options: ['true', 'false'] },

@@ -22,6 +22,7 @@ export interface SyncFlags extends NodeRegistrationFlagValues {
   'pleg-relist-period': number;
   'sync-frequency': number;
   'max-parallel-syncs': number;
+  'allowed-unsafe-sysctls'?: string;
   kubeconfig?: string;
   'bootstrap-kubeconfig'?: string;
   'rotate-certificates'?: string;
@@ -116,7 +117,9 @@ async function syncOptions(flags: SyncFlags, host: SyncHost): Promise<Omit<SyncO
     cluster = { options, api: await connectNodeApi(flags.kubeconfig), kletVersion: (await import('../lib/node/version.js')).kubeletVersion(host.kletVersion) };
   }
   const kubeletServer = await kubeletServerFlags(flags, host, cluster?.options.nodeIP);
+  const sysctls = await sysctlFlags(flags['allowed-unsafe-sysctls']);
   return {
+    sysctls,
     kubeletServer,
     manifestDir: flags['manifest-dir'] ?? (flags['manifest-url'] ? undefined : '/etc/kubernetes/manifests'),
     manifestUrl: flags['manifest-url'],
@@ -250,6 +253,19 @@ async function certificateRotation(kubeconfig: string, api: { reloadCredentials?
     signal,
   );
   return { done };
+}
+
+/** --allowed-unsafe-sysctls (comma-separated, as the kubelet's string slice) with this kernel's safe sysctls: the node's allowlist. */
+async function sysctlFlags(value: string | undefined): Promise<import('../lib/node/sysctl.js').SysctlAllowlist> {
+  const { nodeSysctlAllowlist } = await import('../lib/node/sysctl.js');
+  const { release } = await import('node:os');
+  const unsafe = (value ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '');
+  try {
+    return nodeSysctlAllowlist(release(), unsafe);
+  } catch (err) {
+    if (err instanceof InputError) throw new InputError(`--allowed-unsafe-sysctls: ${err.text}`);
+    throw err;
+  }
 }
 
 /** --listen with its token from --auth-token-file (never one without the other). */

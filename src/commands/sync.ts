@@ -45,6 +45,10 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
       default: 8,
       min: 1,
     }),
+    'allowed-unsafe-sysctls': Flags.string({
+      summary:
+        "Comma-separated unsafe sysctls or sysctl patterns (ending in *) pods may set besides the safe ones (the kubelet's flag); a pod setting any other is rejected at admission with reason SysctlForbidden. Use at your own risk.",
+    }),
     kubeconfig: Flags.string({
       summary: 'Join the cluster of this kubeconfig: register the node and keep its Lease and status fresh, run the pods bound to it, mirror pods for static pods.',
     }),

@@ -496,10 +496,11 @@ describe('klet sync: manifest directory', () => {
   it('a sandbox the runtime refuses: ContainerCreating, a FailedCreatePodSandBox event, retried after a back-off', async () => {
     const dir = tempDir('m');
     const pod = JSON.parse(podManifest('nosandbox')) as V1Pod;
-    // runc cannot write a sysctl the kernel does not have: RunPodSandbox fails.
+    // runc cannot write a sysctl the kernel does not have: RunPodSandbox fails (allowed at admission, as the kubelet
+    // allows it with allowedUnsafeSysctls; without that it is SysctlForbidden, below).
     pod.spec!.securityContext = { sysctls: [{ name: 'net.ipv4.klet_no_such_sysctl', value: '1' }] };
     writeAtomic(dir, 'nosandbox.yaml', JSON.stringify(pod));
-    const s = await sync({ manifestDir: dir, args: ['--crash-loop-backoff-initial', '1s', '--crash-loop-backoff-max', '2s'] });
+    const s = await sync({ manifestDir: dir, args: ['--crash-loop-backoff-initial', '1s', '--crash-loop-backoff-max', '2s', '--allowed-unsafe-sysctls', 'net.ipv4.klet_no_such_sysctl'] });
     const failed = await eventually(async () => {
       const e = await eventsWhere(s, (x) => x.kind === 'Event' && x.reason === 'FailedCreatePodSandBox');
       expect(e.length, s.tail()).toBeGreaterThanOrEqual(2);
@@ -512,6 +513,25 @@ describe('klet sync: manifest directory', () => {
     expect(st.status?.containerStatuses?.[0]?.state?.waiting).toEqual({ reason: 'ContainerCreating' });
     const table = await klet(['status']);
     expect(table.stdout).toMatch(new RegExp(`nosandbox-${NODE} +0/1 +ContainerCreating `));
+    await stopOk(s);
+  }, 60_000);
+
+  it('a static pod with an unsafe sysctl the node does not allow is rejected at admission: Failed, SysctlForbidden, nothing made', async () => {
+    const dir = tempDir('m');
+    const pod = JSON.parse(podManifest('unsafe')) as V1Pod;
+    pod.spec!.securityContext = { sysctls: [{ name: 'net.core.somaxconn', value: '1024' }] };
+    writeAtomic(dir, 'unsafe.yaml', JSON.stringify(pod));
+    const s = await sync({ manifestDir: dir });
+    const rejected = await eventually(async () => {
+      const p = await status('unsafe');
+      expect(p.status?.reason, s.tail()).toBe('SysctlForbidden');
+      return p;
+    }, 20_000);
+    expect(rejected.status).toMatchObject({ phase: 'Failed', message: 'Pod was rejected: forbidden sysctl: "net.core.somaxconn" not allowlisted' });
+    const e = await eventsWhere(s, (x) => x.kind === 'Event' && x.reason === 'SysctlForbidden');
+    expect(e[0]).toMatchObject({ type: 'Warning', pod: `${NS}/unsafe-${NODE}` });
+    const { items } = await cri.listPodSandbox({});
+    expect(items.filter((i) => i.metadata?.name === `unsafe-${NODE}`)).toEqual([]);
     await stopOk(s);
   }, 60_000);
 

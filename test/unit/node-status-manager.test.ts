@@ -205,6 +205,48 @@ describe('status manager: API pods, as the kubelet status manager writes them', 
     expect(new Date(conds.find((c) => c.type === 'Ready')!.lastTransitionTime!).getTime()).toBeGreaterThan(new Date(first!).getTime());
   });
 
+  it("readiness gates: Ready follows the gate conditions others set on the server, with no change on the node (the kubelet's NeedToReconcilePodReadiness)", async () => {
+    const { f, mgr, setLocal } = setup();
+    const gates = [{ conditionType: 'k8s.io/c1' }, { conditionType: 'k8s.io/c2' }];
+    const server = f.pods.get('p-u1')!;
+    server.spec!.readinessGates = gates;
+    const at = new Date(0);
+    // What klet generates from its record of the pod (admitted before any gate was set): gates missing.
+    const local = apiPod('u1', {
+      phase: 'Running',
+      conditions: [
+        { type: 'Initialized', status: 'True', lastTransitionTime: at },
+        { type: 'Ready', status: 'False', reason: 'ReadinessGatesNotReady', message: 'corresponding condition of pod readiness gate "k8s.io/c1" does not exist., corresponding condition of pod readiness gate "k8s.io/c2" does not exist.', lastTransitionTime: at },
+        { type: 'ContainersReady', status: 'True', lastTransitionTime: at },
+      ],
+    });
+    local.spec!.readinessGates = gates;
+    setLocal([local]);
+    await mgr.syncOnce(s);
+    const readyOf = () => f.pods.get('p-u1')!.status!.conditions!.find((c) => c.type === 'Ready')!;
+    expect(readyOf().status).toBe('False');
+    // Someone patches one gate True: still not Ready, with the kubelet's message about the other.
+    const patchGate = (type: string, status: string) => {
+      const st = f.pods.get('p-u1')!.status!;
+      st.conditions = [...st.conditions!.filter((c) => c.type !== type), { type, status }];
+    };
+    patchGate('k8s.io/c1', 'True');
+    mgr.kick();
+    await mgr.syncOnce(s, false);
+    expect(readyOf()).toMatchObject({ status: 'False', message: 'corresponding condition of pod readiness gate "k8s.io/c2" does not exist.' });
+    // Both True: Ready, and the gates' conditions stay as set.
+    patchGate('k8s.io/c2', 'True');
+    mgr.kick();
+    await mgr.syncOnce(s, false);
+    expect(readyOf().status).toBe('True');
+    expect(f.pods.get('p-u1')!.status!.conditions!.filter((c) => c.type.startsWith('k8s.io/')).map((c) => c.status)).toEqual(['True', 'True']);
+    // One back to False: not Ready again.
+    patchGate('k8s.io/c1', 'False');
+    mgr.kick();
+    await mgr.syncOnce(s, false);
+    expect(readyOf()).toMatchObject({ status: 'False', reason: 'ReadinessGatesNotReady', message: 'the status of pod readiness gate "k8s.io/c1" is not "True", but False' });
+  });
+
   it('between resyncs only the pods kicked are read; a status handed over by setPodStatus is written unless a later kick read a newer one', async () => {
     const { f, mgr, reads, setLocal } = setup();
     const pending = apiPod('u1', { phase: 'Pending', conditions: ready(false, new Date(0)) });

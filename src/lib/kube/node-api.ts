@@ -4,12 +4,13 @@
  * the commands that talk to an API server may pay for it.
  */
 import fs from 'node:fs/promises';
-import type { V1ConfigMap, V1Lease, V1Node, V1NodeStatus, V1Pod, V1Secret } from '@kubernetes/client-node';
+import type { V1ConfigMap, V1Lease, V1Node, V1NodeStatus, V1Pod, V1Secret, V1Service } from '@kubernetes/client-node';
 import { LineCounter, parseDocument } from 'yaml';
 import { InputError, errorMessage } from '../errors.js';
 import type { NodeApi, PodApi } from '../node/api.js';
 import { NODE_LEASE_NAMESPACE } from '../node/api.js';
 import type { ObjectApi } from '../volume/api-objects.js';
+import type { ServiceApi } from '../node/service-lister.js';
 import type { EventApi } from '../node/event-recorder.js';
 import type { ReviewApi } from '../server/kubelet-auth.js';
 import { pause } from '../util/sleep.js';
@@ -122,7 +123,7 @@ async function checkClientCertificate(path: string, user: import('@kubernetes/cl
 }
 
 /** Connect to the API server a kubeconfig names (no request is made yet). */
-export async function connectNodeApi(kubeconfigPath: string, opts: { requestTimeoutMs?: number } = {}): Promise<NodeApi & PodApi & ObjectApi & EventApi & ReviewApi> {
+export async function connectNodeApi(kubeconfigPath: string, opts: { requestTimeoutMs?: number } = {}): Promise<NodeApi & PodApi & ObjectApi & ServiceApi & EventApi & ReviewApi> {
   const { kc, server, secrets } = await loadKubeconfig(kubeconfigPath);
   const k8s = await import('@kubernetes/client-node');
   const core = kc.makeApiClient(k8s.CoreV1Api);
@@ -317,6 +318,19 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
         what: `pods on node ${nodeName}`,
         list: (s) => core.listPodForAllNamespaces({ fieldSelector }, options(s)),
         on: { items: on.pods, error: on.error },
+        signal,
+      });
+    },
+    watchServices: (on, signal) => {
+      // Headless services give no environment variables: the kubelet's informer leaves them out (issue 122394).
+      const fieldSelector = 'spec.clusterIP!=None';
+      return listWatch<V1Service>({
+        path: '/api/v1/services',
+        fieldSelector,
+        type: 'V1Service',
+        what: 'services',
+        list: (s) => core.listServiceForAllNamespaces({ fieldSelector }, options(s)),
+        on,
         signal,
       });
     },

@@ -2,11 +2,14 @@
  * Container environment, as the kubelet builds it (kubelet_pods.go
  * makeEnvironmentVariables): envFrom first, then env in order, each value
  * able to refer to the ones before it with $(VAR); then $(VAR) expansion of
- * command and args (third_party/forked/golang/expansion).
+ * command and args (third_party/forked/golang/expansion); last, the service
+ * variables the container does not set itself (service-env.ts).
  */
-import type { V1ConfigMap, V1Container, V1EnvVar, V1Pod, V1Secret } from '@kubernetes/client-node';
+import type { V1ConfigMap, V1Container, V1EnvVar, V1Pod, V1Secret, V1Service } from '@kubernetes/client-node';
 import { KletError } from '../errors.js';
+import { isStaticPod } from '../pod/static-pod.js';
 import { parseQuantity } from '../pod/quantity.js';
+import { serviceEnvVars } from './service-env.js';
 
 /** Local ConfigMaps and Secrets a pod's source provides (klet's standalone extension). */
 export interface LocalObjects {
@@ -35,6 +38,17 @@ export interface EnvContext {
   objects: LocalObjects;
   /** Node allocatable, for resourceFieldRef of unset limits. */
   nodeAllocatable: { cpuMillis: number; memoryBytes: number; ephemeralStorageBytes: number };
+  /**
+   * The cluster's Services (cluster mode: the kubelet's service informer),
+   * for the service environment variables; none without an API server.
+   */
+  services?: ServiceSource;
+}
+
+/** The Services known now, and whether they have been listed once (the informer's HasSynced). */
+export interface ServiceSource {
+  readonly synced: boolean;
+  list(): readonly V1Service[];
 }
 
 /**
@@ -223,6 +237,7 @@ function envVarValue(container: V1Container, v: V1EnvVar, ctx: EnvContext, looku
 
 /** The container's environment, in the kubelet's order, as name/value pairs. */
 export function makeEnvironment(container: V1Container, ctx: EnvContext): { key: string; value: string }[] {
+  const serviceEnv = podServiceEnv(ctx);
   const env = new Map<string, string>();
   for (const [i, from] of (container.envFrom ?? []).entries()) {
     const prefix = from.prefix ?? '';
@@ -238,7 +253,7 @@ export function makeEnvironment(container: V1Container, ctx: EnvContext): { key:
     }
     for (const [k, v] of Object.entries(data ?? {})) env.set(prefix + k, v);
   }
-  const lookup = (n: string) => env.get(n);
+  const lookup = (n: string) => env.get(n) ?? serviceEnv.get(n);
   for (const [i, v] of (container.env ?? []).entries()) {
     let value: string | undefined;
     try {
@@ -249,7 +264,21 @@ export function makeEnvironment(container: V1Container, ctx: EnvContext): { key:
     }
     if (value !== undefined) env.set(v.name, value);
   }
+  // The service variables the container does not set itself come last.
+  for (const [k, v] of serviceEnv) if (!env.has(k)) env.set(k, v);
   return [...env.entries()].map(([key, value]) => ({ key, value }));
+}
+
+/**
+ * The pod's service variables. An API pod's wait for the Services to have
+ * been listed once (a static pod's do not), so a container never starts
+ * without KUBERNETES_SERVICE_HOST because klet read its pod first.
+ */
+function podServiceEnv(ctx: EnvContext): Map<string, string> {
+  const services = ctx.services;
+  if (services === undefined) return new Map();
+  if (!services.synced && !isStaticPod(ctx.pod)) throw new ContainerConfigError('services have not yet been read at least once, cannot construct envvars');
+  return serviceEnvVars(services.list(), ctx.pod.metadata?.namespace ?? 'default', ctx.pod.spec?.enableServiceLinks ?? true);
 }
 
 /** Expand $(VAR) in command and args with the container's environment. */

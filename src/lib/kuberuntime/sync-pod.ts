@@ -13,7 +13,7 @@ import { errorMessage } from '../errors.js';
 import { log } from '../log.js';
 import { computePodActions, isNoop, isRestartableInit, type PodActions, type ProbeVerdicts } from './actions.js';
 import { generateContainerConfig, generatePodSandboxConfig, hostResolvConf, seccompProfileRoot, type ResolvConf } from './config.js';
-import { ContainerConfigError, type LocalObjects } from './env.js';
+import { ContainerConfigError, type LocalObjects, type ServiceSource } from './env.js';
 import { containerSubPaths } from './config.js';
 import { localObjectSource } from '../volume/plugins.js';
 import { VolumeManager, VolumeMountError, type MountedVolumes, type PodVolumes } from '../volume/manager.js';
@@ -37,6 +37,7 @@ import { formatDuration } from '../util/duration.js';
 import { runHandler } from './hooks.js';
 import { POD_UID_LABEL, instanceSelector, kletInstance } from './labels.js';
 import { admitHostPorts, admittedKey, podHostPorts } from './admission.js';
+import { admitSysctls, type SysctlAllowlist } from '../node/sysctl.js';
 import { terminationOrdering, type TerminationOrdering } from './termination-order.js';
 import { ContainerState, PodSandboxState } from '../cri/gen/api.js';
 import { podLogDirOf } from '../logs/paths.js';
@@ -102,6 +103,10 @@ export interface SyncContext {
   probes?: ProbeVerdicts;
   /** The volume manager; without one, a manager over `objects` is made for the sync. */
   volumes?: PodVolumes;
+  /** The cluster's Services, for the service environment variables (cluster mode). */
+  services?: ServiceSource;
+  /** The sysctls pods may set (admission: SysctlForbidden); unchecked without it. */
+  sysctls?: SysctlAllowlist;
 }
 
 export interface SyncPodResult {
@@ -429,6 +434,7 @@ async function startContainer(
       nodeName: ctx.nodeName,
       objects: ctx.objects,
       nodeAllocatable: { cpuMillis: capacity.cpuMillis, memoryBytes: capacity.memoryBytes, ephemeralStorageBytes: 0 },
+      ...(ctx.services ? { services: ctx.services } : {}),
     };
     // subPaths are resolved and bound at each start: a symlink planted since the last one is refused.
     const subPaths = new Map<number, string>();
@@ -527,9 +533,15 @@ export async function syncPod(
   const state = await readSyncState(ctx.rootDir, uid);
   const idle = { killPod: false, createSandbox: false, sandboxId: null, attempt: 0, initContainersToStart: [], containersToStart: [], containersToKill: [] };
   if (state.rejected === true) return { actions: idle, status, failures, rejected: true };
-  // Admission, before anything of the pod exists: the kubelet's NodePorts predicate.
-  if (status.sandboxes.length === 0 && status.containers.length === 0 && podHostPorts(pod).length > 0) {
-    const rejection = admitHostPorts(pod, await activePods(ctx, uid));
+  // Admission, before anything of the pod exists: the kubelet's sysctl handler, then its NodePorts predicate.
+  if (status.sandboxes.length === 0 && status.containers.length === 0) {
+    const sysctl = ctx.sysctls === undefined ? null : admitSysctls(pod, ctx.sysctls);
+    const rejection =
+      sysctl !== null
+        ? { reason: sysctl.reason, message: `Pod was rejected: ${sysctl.message}` }
+        : podHostPorts(pod).length > 0
+          ? admitHostPorts(pod, await activePods(ctx, uid))
+          : null;
     if (rejection !== null) {
       Object.assign(state, { rejected: true, reason: rejection.reason, message: rejection.message });
       await writeSyncState(ctx.rootDir, uid, state);

@@ -3,18 +3,22 @@
  * (pkg/kubelet/lifecycle/predicate.go): the node's allocatable resources
  * (OutOfcpu, OutOfmemory, OutOfpods), nodeSelector / required node affinity /
  * the OS label (NodeAffinity), and NoExecute taints the pod does not tolerate
- * (TaintToleration). Pure. Pods are admitted in the order given (the kubelet
+ * (TaintToleration), and before them the pod's sysctls (SysctlForbidden,
+ * lib/node/sysctl.ts), as the kubelet's handlers run. Pure. Pods are admitted in the order given (the kubelet
  * sorts by creation time); an admitted pod counts against what follows.
  */
 import type { V1NodeSelectorRequirement, V1Pod, V1Toleration } from '@kubernetes/client-node';
 import { parseQuantity } from '../pod/quantity.js';
 import type { Taint } from './config.js';
+import { admitSysctls, type SysctlAllowlist } from './sysctl.js';
 
 export interface AdmissionNode {
   /** Allocatable: cpu in millicores, memory in bytes, pods. */
   allocatable: { cpuMilli: number; memoryBytes: number; pods: number };
   labels: Record<string, string>;
   taints: Taint[];
+  /** The sysctls pods may set (safe and allowed unsafe ones); without it, sysctls are not checked. */
+  sysctls?: SysctlAllowlist;
 }
 
 export interface Rejection {
@@ -130,6 +134,12 @@ export function admitPods(
   const rejected: Array<{ pod: V1Pod } & Rejection> = [];
   const reject = (pod: V1Pod, reason: string, detail: string) => rejected.push({ pod, reason, message: `Pod was rejected: ${detail}` });
   for (const pod of candidates) {
+    // The sysctl handler comes before the predicates (NewMainKubelet's order of admit handlers).
+    const sysctl = node.sysctls === undefined ? null : admitSysctls(pod, node.sysctls);
+    if (sysctl !== null) {
+      reject(pod, sysctl.reason, sysctl.message);
+      continue;
+    }
     // The kubelet's OS checks come first (predicate.go): the pod's kubernetes.io/os label against the node's
     // (taken as this OS whatever it says), then spec.os against this OS; its messages stand without "Predicate … failed".
     const podOsLabel = pod.metadata?.labels?.['kubernetes.io/os'];

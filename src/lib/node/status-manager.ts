@@ -16,6 +16,7 @@ import { errorMessage } from '../errors.js';
 import { pause } from '../util/sleep.js';
 import { CONFIG_HASH_ANNOTATION, CONFIG_MIRROR_ANNOTATION, CONFIG_SEEN_ANNOTATION, CONFIG_SOURCE_ANNOTATION, isStaticPod } from '../pod/static-pod.js';
 import type { PodApi } from './api.js';
+import { withServerConditions } from '../status/pod-status.js';
 
 export { CONFIG_MIRROR_ANNOTATION, isStaticPod };
 /**
@@ -327,9 +328,11 @@ export class PodStatusManager {
     // Changed statuses are written a few at a time: one slow answer does not hold up the other pods.
     // Every pod's latest status counts, also one read in an earlier pass whose write failed.
     const changed: Array<() => Promise<void>> = [];
-    for (const [uid, status] of this.statuses) {
+    for (const [uid, own] of this.statuses) {
       const rp = remoteByUid.get(uid);
       if (!rp || !localUids.has(uid)) continue;
+      // The conditions others own are the server's as the watch shows them now, and Ready follows the readiness gates among them.
+      const status = withServerConditions(rp, own, now);
       const text = comparable(status);
       if (this.written.get(uid) === text) continue;
       changed.push(async () => {

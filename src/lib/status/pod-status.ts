@@ -197,9 +197,8 @@ function condition(type: string, ok: boolean, reason?: string, message?: string,
  * conditions the pod's source gave (a static pod's gates have nobody to
  * set them, so they hold the pod unready, as on the kubelet).
  */
-function readyCondition(pod: V1Pod, containersReady: boolean, reason: string, message: string | undefined, at?: Date): V1PodCondition {
+function readyCondition(pod: V1Pod, containersReady: boolean, reason: string, message: string | undefined, at?: Date, have: V1PodCondition[] = pod.status?.conditions ?? []): V1PodCondition {
   if (!containersReady) return condition('Ready', false, reason, message, at);
-  const have = pod.status?.conditions ?? [];
   const unready: string[] = [];
   for (const gate of pod.spec?.readinessGates ?? []) {
     const c = have.find((x) => x.type === gate.conditionType);
@@ -212,6 +211,30 @@ function readyCondition(pod: V1Pod, containersReady: boolean, reason: string, me
 
 /** The conditions the kubelet owns (types.PodConditionsByKubelet, PodReadyToStartContainers on in 1.34). */
 const KUBELET_CONDITIONS = new Set(['PodScheduled', 'Ready', 'Initialized', 'ContainersReady', 'PodResizeInProgress', 'PodResizePending', 'PodReadyToStartContainers']);
+
+/**
+ * An API pod's status to write, given the pod as the server has it now: the
+ * conditions the kubelet does not own are the server's (a readiness gate's,
+ * set through pods/status by someone else), and the Ready condition is
+ * computed again over them (the status manager's mergePodStatus and
+ * NeedToReconcilePodReadiness: a gate set True makes the pod Ready without
+ * any change on the node). A Ready condition that changed gets `now` as its
+ * lastTransitionTime, one that did not keeps the server's.
+ */
+export function withServerConditions(server: V1Pod, status: V1PodStatus, now: Date): V1PodStatus {
+  const own = (status.conditions ?? []).filter((c) => KUBELET_CONDITIONS.has(c.type));
+  const foreign = (server.status?.conditions ?? []).filter((c) => !KUBELET_CONDITIONS.has(c.type));
+  const conditions = [...own, ...foreign];
+  const containersReady = own.find((c) => c.type === 'ContainersReady')?.status === 'True';
+  const i = conditions.findIndex((c) => c.type === 'Ready');
+  if (containersReady && i !== -1 && (server.spec?.readinessGates ?? []).length > 0) {
+    const ready = readyCondition(server, true, '', undefined, undefined, conditions);
+    const old = server.status?.conditions?.find((c) => c.type === 'Ready');
+    ready.lastTransitionTime = old !== undefined && old.status === ready.status && old.lastTransitionTime ? old.lastTransitionTime : now;
+    conditions[i] = ready;
+  }
+  return { ...status, conditions };
+}
 
 export function generatePodStatus(inputs: StatusInputs): V1PodStatus {
   const { pod, runtime } = inputs;

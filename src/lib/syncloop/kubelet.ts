@@ -30,12 +30,16 @@ import { relistOnContainerExit, type ExitSource } from '../pleg/exit-trigger.js'
 import type { GenericPLEG } from '../pleg/generic.js';
 import { hostIPs } from '../node/addresses.js';
 import { ProberManager, type ProbeUpdate } from '../prober/manager.js';
+import { type ServiceApi, ServiceLister } from '../node/service-lister.js';
 import { Channel } from '../util/channel.js';
 import { ApiObjectManager, type ObjectApi } from '../volume/api-objects.js';
 import { localObjectSource } from '../volume/plugins.js';
 import { VolumeManager } from '../volume/manager.js';
 import { PodWorkers, type SyncOutcome, type UpdateType, type WorkerState } from './pod-workers.js';
 
+
+/** How long an API pod's sync waits for the first list of Services (then its containers fail CreateContainerConfigError and retry). */
+const SERVICES_SYNC_WAIT_MS = 10_000;
 
 /** The reason the loop's idle wait ends with (an abort's reason; never thrown). */
 const LOOP_WOKE = Object.freeze(new Error('sync loop woke'));
@@ -62,6 +66,10 @@ export interface KubeletOptions {
   evictionIntervalMs?: number;
   /** The volume manager (default: one over the sources' ConfigMaps and Secrets, resynced every resyncIntervalMs). */
   volumes?: VolumeManager;
+  /** The sysctls pods may set; a static pod setting another is rejected (SysctlForbidden) as API pods are at the source. */
+  sysctls?: import('../node/sysctl.js').SysctlAllowlist;
+  /** Cluster mode: the Services, for the service environment variables of every pod. */
+  serviceApi?: ServiceApi;
   /** Cluster mode: API pods' ConfigMaps, Secrets and service account tokens come from this API server. */
   objectApi?: ObjectApi;
   /** After each pod sync, termination and removal: the pod's status may have changed (the kubelet's statusManager.SetPodStatus). */
@@ -110,8 +118,11 @@ export class Kubelet {
   readonly volumes: VolumeManager;
   /** API pods' ConfigMaps, Secrets and tokens (cluster mode). */
   readonly apiObjects: ApiObjectManager | undefined;
+  /** The cluster's Services (cluster mode), for the service environment variables. */
+  readonly services: ServiceLister | undefined;
 
   constructor(private readonly opts: KubeletOptions) {
+    this.services = opts.serviceApi === undefined ? undefined : new ServiceLister({ api: opts.serviceApi, onWarning: (m) => log.warn(m) });
     this.apiObjects =
       opts.objectApi === undefined
         ? undefined
@@ -195,6 +206,8 @@ export class Kubelet {
       cache: this.cache,
       probes: this.prober,
       volumes: this.volumes,
+      ...(this.services ? { services: this.services } : {}),
+      ...(this.opts.sysctls ? { sysctls: this.opts.sysctls } : {}),
       onEvent: (e) => {
         // Events carry the UID of the pod being synced (a pod being killed is no longer in `desired`).
         this.opts.bus.emit(e.kind === 'Event' ? { ...e, uid: forPod.metadata?.uid ?? e.uid } : e);
@@ -227,6 +240,8 @@ export class Kubelet {
     const started = new Set<string>();
     // The objects its environment and volumes read have been listed once (the watch-based managers' HasSynced).
     if (d?.source === API_SOURCE) await this.apiObjects?.ready(pod, this.abort.signal);
+    // And the Services have been listed once (an API pod's containers need them, the kubelet's serviceHasSynced).
+    if (d?.source === API_SOURCE) await this.services?.waitSynced(SERVICES_SYNC_WAIT_MS, this.abort.signal);
     const res = await syncPod(this.ctx(d?.source ?? 'file', pod, (c) => started.add(c)), pod, { startTime: firstSeen });
     this.trackPodStart(pod, firstSeen, res.status, res.actions.containersToKill, started);
     // The prober works from the runtime status each sync reads (its status provider).
@@ -588,6 +603,7 @@ export class Kubelet {
     if (signal.aborted) onAbort();
     else signal.addEventListener('abort', onAbort, { once: true });
     const { config, pleg } = this.opts;
+    const services = this.services?.run(this.abort.signal);
     await this.seedIdentities();
     await this.volumes.start(this.abort.signal);
     const unwatch = config.watchObjects(() => this.volumes.objectsChanged());
@@ -668,6 +684,7 @@ export class Kubelet {
       unwatch();
       this.abort.abort();
       await exits;
+      await services;
       await pleg.stop();
       await config.stop();
     }

@@ -41,6 +41,8 @@ export interface SyncOptions {
   resyncIntervalMs?: number;
   backoff?: { initialMs: number; maxMs: number; resetAfterMs: number };
   concurrency?: number;
+  /** The sysctls pods may set (lib/node/sysctl.ts nodeSysctlAllowlist); without it, sysctls are not checked at admission. */
+  sysctls?: import('../node/sysctl.js').SysctlAllowlist;
   /** Also serve the local API on loopback TCP, with this bearer token. */
   listen?: { host: string; port: number; token: string };
   /**
@@ -52,6 +54,7 @@ export interface SyncOptions {
     api: import('../node/api.js').NodeApi &
       import('../node/api.js').PodApi &
       import('../volume/api-objects.js').ObjectApi &
+      import('../node/service-lister.js').ServiceApi &
       import('../node/event-recorder.js').EventApi &
       Partial<import('../server/kubelet-auth.js').ReviewApi>;
     kletVersion: string;
@@ -168,7 +171,9 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
     backoff: opts.backoff,
     resyncIntervalMs: opts.resyncIntervalMs,
     concurrency: opts.concurrency,
+    ...(opts.sysctls ? { sysctls: opts.sysctls } : {}),
     objectApi: opts.cluster?.api,
+    serviceApi: opts.cluster?.api,
     onPodSynced: (uid) => podSynced.fn(uid),
     onPodStatus: (pod) => podSynced.status(pod),
     // The runtime's own client: these are not CRI operations to count.
@@ -569,6 +574,7 @@ async function apiPodSource(opts: SyncOptions, cluster: NonNullable<SyncOptions[
     allocatable: allocatableAmounts(m, o.maxPods, o.reserved),
     labels: { ...o.labels, ...defaultLabels(opts.nodeName, m) },
     taints: o.taints,
+    ...(opts.sysctls ? { sysctls: opts.sysctls } : {}),
   };
   return new ApiSource({
     server: cluster.api.server,
