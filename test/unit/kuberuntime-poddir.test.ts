@@ -57,7 +57,7 @@ describe('pod dirs', () => {
 
     // Other writes leave the dir's temp files alone (no readdir per write)...
     await writeSyncState(root, UID, { containers: {} });
-    await writeEtcHosts(root, pod, ['10.0.0.2']);
+    await writeEtcHosts(root, pod, ['10.0.0.2'], 'cluster.local');
     for (const n of left) expect(fs.existsSync(path.join(dir, n))).toBe(true);
 
     // ...the next admission's record write sweeps them.

@@ -36,6 +36,8 @@ export interface SyncOptions {
   resyncIntervalMs?: number;
   backoff?: { initialMs: number; maxMs: number; resetAfterMs: number };
   concurrency?: number;
+  /** The pods' DNS: --cluster-dns, --cluster-domain, --resolv-conf (the kubelet's defaults when unset). */
+  dns?: import('../pod/dns.js').DnsSettings;
   /** Also serve the local API on loopback TCP, with this bearer token. */
   listen?: { host: string; port: number; token: string };
   /**
@@ -163,6 +165,7 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
     backoff: opts.backoff,
     resyncIntervalMs: opts.resyncIntervalMs,
     concurrency: opts.concurrency,
+    dns: opts.dns,
     objectApi: opts.cluster?.api,
     onPodSynced: (uid) => podSynced.fn(uid),
     onPodStatus: (pod) => podSynced.status(pod),
@@ -374,7 +377,7 @@ async function registerInBackground(
   const { keepRegistered, logRegisterNodeEvent } = await import('../services/register-node.js');
   const { PodStatusManager } = await import('../node/status-manager.js');
   const { EventRecorder } = await import('../node/event-recorder.js');
-  const { nodeConditionEvents, podEventToRecorded, startingEvent } = await import('../node/kubelet-events.js');
+  const { nodeConditionEvents, nodeRef, podEventToRecorded, startingEvent } = await import('../node/kubelet-events.js');
   let lastEventError = '';
   const recorder = new EventRecorder({
     api: cluster.api,
@@ -472,6 +475,8 @@ async function registerInBackground(
   const forwarded = track('event forwarding', (async () => {
     try {
       for await (const m of bus.subscribe(signal, { since: fromSeq, queueSize: 1024 })) {
+        // The kubelet's events about its Node (MissingClusterDNS, CheckLimitsForResolvConf).
+        if (m.kind === 'NodeEvent') recorder.record({ object: nodeRef(opts.nodeName), type: m.type, reason: m.reason, message: m.message });
         if (m.kind !== 'Event') continue;
         if (parked.length > 0 || !forward(m, false)) {
           if (parked.length >= 1000) parked.shift();
