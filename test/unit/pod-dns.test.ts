@@ -73,7 +73,11 @@ describe('readResolvConf', () => {
     await expect(readResolvConf(missing)).rejects.toThrow(`open ${missing}: no such file or directory`);
     const bad = path.join(dir, 'bad.conf');
     fs.writeFileSync(bad, 'nameserver\n');
-    const err = await readResolvConf(bad).catch((e: unknown) => e as ResolvConfError);
+    const err = (await readResolvConf(bad).then(
+      () => undefined,
+      (e: unknown) => e,
+    )) as ResolvConfError;
+    expect(err).toBeInstanceOf(ResolvConfError);
     expect(err.message).toBe('Encountered error while parsing resolv conf file. Error: nameserver list is empty ');
     expect(err.detail).toBe('nameserver list is empty ');
   });
