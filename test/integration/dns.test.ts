@@ -106,8 +106,9 @@ describe('with --cluster-dns and --cluster-domain', () => {
     manifest(dir, 'dflt', { dnsPolicy: 'Default' });
     manifest(dir, 'none', {
       dnsPolicy: 'None',
-      dnsConfig: { nameservers: ['1.1.1.1', '1.0.0.1', '8.8.8.8', '8.8.4.4'], searches: ['x.example'], options: [{ name: 'ndots', value: '1' }, { name: 'edns0' }] },
+      dnsConfig: { nameservers: ['1.1.1.1', '1.0.0.1'], searches: ['x.example', 'x.example'], options: [{ name: 'ndots', value: '1' }, { name: 'edns0' }] },
     });
+    manifest(dir, 'cf-ns', { dnsConfig: { nameservers: ['1.1.1.1', '1.0.0.1', '8.8.8.8'] } });
     manifest(dir, 'hostnet', { hostNetwork: true, hostAliases: [{ ip: '123.45.67.89', hostnames: ['foo', 'bar'] }] });
     manifest(dir, 'hostnet-cf', { hostNetwork: true, dnsPolicy: 'ClusterFirstWithHostNet', dnsConfig: { options: [{ name: 'ndots', value: '3' }] } });
     const s = await sync(dir, ['--cluster-dns', '10.96.0.10', '--cluster-domain', 'cluster.local', '--resolv-conf', resolv]);
@@ -124,13 +125,20 @@ describe('with --cluster-dns and --cluster-domain', () => {
 
     expect(lines((await inside('dflt', s)).resolv)).toEqual(['search corp.example lab.example', 'nameserver 10.0.0.2', 'nameserver 10.0.0.3', 'options edns0 ndots:2']);
 
-    // Three nameservers at most, with the kubelet's DNSConfigForming event.
-    expect(lines((await inside('none', s)).resolv)).toEqual(['search x.example', 'nameserver 1.1.1.1', 'nameserver 1.0.0.1', 'nameserver 8.8.8.8', 'options ndots:1 edns0']);
+    expect(lines((await inside('none', s)).resolv)).toEqual(['search x.example', 'nameserver 1.1.1.1', 'nameserver 1.0.0.1', 'options ndots:1 edns0']);
+    // The cluster's nameserver and the pod's three: three at most, with the kubelet's DNSConfigForming event.
+    expect(lines((await inside('cf-ns', s)).resolv)).toEqual([
+      'search kdns.svc.cluster.local svc.cluster.local cluster.local corp.example lab.example',
+      'nameserver 10.96.0.10',
+      'nameserver 1.1.1.1',
+      'nameserver 1.0.0.1',
+      'options ndots:5',
+    ]);
     const forming = (await apiEvents(s.socketPath)).filter((e) => e.kind === 'Event' && e.reason === 'DNSConfigForming');
     expect(forming.map((e) => [e.pod, e.type, e.message])).toContainEqual([
-      `${NS}/none-${NODE}`,
+      `${NS}/cf-ns-${NODE}`,
       'Warning',
-      'Nameserver limits were exceeded, some nameservers have been omitted, the applied nameserver line is: 1.1.1.1 1.0.0.1 8.8.8.8',
+      'Nameserver limits were exceeded, some nameservers have been omitted, the applied nameserver line is: 10.96.0.10 1.1.1.1 1.0.0.1',
     ]);
 
     // The host network: the node's own /etc/hosts under the kubelet's header, then the aliases (a conformance spec);
