@@ -129,7 +129,7 @@ empty_kubelet() {
 }
 
 for pass in 1 2; do
-  if [ $pass = 1 ]; then DNSCFG=$'clusterDNS: [10.96.0.10]\nclusterDomain: cluster.local'; RC="$RESOLV"; N=10; else DNSCFG=''; RC=''; N=1; fi
+  if [ $pass = 1 ]; then DNSCFG=$'clusterDNS: [10.96.0.10]\nclusterDomain: cluster.local'; RC="$RESOLV"; N=9; else DNSCFG=''; RC=''; N=1; fi
   manifests "$OUT/m-kubelet-$pass" "$OUT/kubelet-$pass-out" $pass
   run_kubelet "$OUT/m-kubelet-$pass" "$pass" "$DNSCFG" "$RC"
   wait_files "$OUT/kubelet-$pass-out" $N
