@@ -22,6 +22,7 @@ import { localApiSocketPath } from '../server/client.js';
 import { startLocalApi, type LocalApi, type LocalApiHandlers } from '../server/local-api.js';
 import type { ClusterStatus, NodeStatus, RuntimeCondition } from '../server/node-status.js';
 import { Kubelet } from './kubelet.js';
+import { DEFAULT_DNS_SETTINGS, type DnsSettings } from '../pod/dns.js';
 
 export interface SyncOptions {
   cri: CriClient;
@@ -37,7 +38,7 @@ export interface SyncOptions {
   backoff?: { initialMs: number; maxMs: number; resetAfterMs: number };
   concurrency?: number;
   /** The pods' DNS: --cluster-dns, --cluster-domain, --resolv-conf (the kubelet's defaults when unset). */
-  dns?: import('../pod/dns.js').DnsSettings;
+  dns?: DnsSettings;
   /** Also serve the local API on loopback TCP, with this bearer token. */
   listen?: { host: string; port: number; token: string };
   /**
@@ -342,6 +343,10 @@ function configz(opts: SyncOptions): Record<string, unknown> {
       authorization: s ? { mode: s.authorizationMode, webhook: { cacheAuthorizedTTL: '5m0s', cacheUnauthorizedTTL: '30s' } } : undefined,
       maxPods: opts.cluster?.options.maxPods,
       podLogsDir: '/var/log/pods',
+      // As the kubelet's: the empty ones left out, resolvConf always there.
+      clusterDomain: opts.dns?.clusterDomain || undefined,
+      clusterDNS: opts.dns?.clusterDNS.length ? opts.dns.clusterDNS : undefined,
+      resolvConf: (opts.dns ?? DEFAULT_DNS_SETTINGS).resolvConf,
     }),
   ) as Record<string, unknown>;
 }
