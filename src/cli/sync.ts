@@ -23,6 +23,9 @@ export interface SyncFlags extends NodeRegistrationFlagValues {
   'sync-frequency': number;
   'max-parallel-syncs': number;
   'allowed-unsafe-sysctls'?: string;
+  'cluster-dns'?: string[];
+  'cluster-domain'?: string;
+  'resolv-conf': string;
   kubeconfig?: string;
   'bootstrap-kubeconfig'?: string;
   'rotate-certificates'?: string;
@@ -130,9 +133,23 @@ async function syncOptions(flags: SyncFlags, host: SyncHost): Promise<Omit<SyncO
     resyncIntervalMs: flags['sync-frequency'],
     backoff: { initialMs: flags['crash-loop-backoff-initial'], maxMs: flags['crash-loop-backoff-max'], resetAfterMs: flags['crash-loop-backoff-reset'] },
     concurrency: flags['max-parallel-syncs'],
+    dns: await dnsFlags(flags),
     listen,
     cluster,
   };
+}
+
+/**
+ * The pods' DNS settings from --cluster-dns (comma-separated, repeatable),
+ * --cluster-domain and --resolv-conf. The kubelet logs and skips an entry
+ * of --cluster-dns that is not an IP; klet refuses it.
+ */
+async function dnsFlags(flags: SyncFlags): Promise<NonNullable<SyncOptions['dns']>> {
+  const { invalidClusterDNS } = await import('../lib/pod/dns.js');
+  const clusterDNS = (flags['cluster-dns'] ?? []).flatMap((v) => v.split(',')).map((v) => v.trim()).filter((v) => v !== '');
+  const bad = invalidClusterDNS(clusterDNS);
+  if (bad.length > 0) throw new InputError(`--cluster-dns: ${JSON.stringify(bad[0])} is not an IP address`);
+  return { clusterDNS, clusterDomain: flags['cluster-domain'] ?? '', resolvConf: flags['resolv-conf'] };
 }
 
 /**

@@ -60,6 +60,18 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
       options: ['true', 'false'],
     }),
     ...nodeRegistrationFlags,
+    'cluster-dns': Flags.string({
+      summary:
+        'DNS server IP addresses, comma-separated (repeatable): the only nameservers of pods with dnsPolicy ClusterFirst. Without any, those pods fall back to Default with a MissingClusterDNS warning, as the kubelet\'s.',
+      multiple: true,
+    }),
+    'cluster-domain': Flags.string({
+      summary: "The cluster's domain (e.g. cluster.local): ClusterFirst pods search <namespace>.svc.<domain>, svc.<domain> and <domain> before the host's domains, and a pod with a subdomain is <hostname>.<subdomain>.<namespace>.svc.<domain> in its /etc/hosts.",
+    }),
+    'resolv-conf': Flags.string({
+      summary: 'Resolver file the DNS config of Default pods (and host-network ClusterFirst pods) is made from, read at each sandbox; "" for none (a loopback nameserver).',
+      default: '/etc/resolv.conf',
+    }),
     listen: Flags.string({ summary: 'Also serve the local API on loopback TCP (127.0.0.1:PORT); needs --auth-token-file.' }),
     'auth-token-file': Flags.string({ summary: 'File holding the bearer token required on --listen (an error without --listen).' }),
     address: Flags.string({ summary: 'IP address the kubelet server listens on (0.0.0.0 for all interfaces).', default: '0.0.0.0' }),

@@ -86,3 +86,23 @@ export function errorMessage(err: unknown): string {
   if (err instanceof Error) return err.message;
   return String(err);
 }
+
+/** A file system error as Go's syscall errors read ("no such file or directory"), else its message. */
+export function fsErrorReason(err: unknown): string {
+  const code = (err as { code?: unknown }).code;
+  switch (code) {
+    case 'ENOENT':
+      return 'no such file or directory';
+    case 'EACCES':
+    case 'EPERM':
+      return 'permission denied';
+    case 'ENOTDIR':
+      return 'not a directory';
+    case 'EISDIR':
+      return 'is a directory';
+    case 'ELOOP':
+      return 'too many levels of symbolic links';
+    default:
+      return errorMessage(err);
+  }
+}

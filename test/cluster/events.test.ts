@@ -99,7 +99,8 @@ describe('klet sync --kubeconfig: events in the API server', () => {
       expect(e.involvedObject).toMatchObject({ kind: 'Pod', namespace: NS, name: 'crasher', uid, apiVersion: 'v1' });
       expect(e.metadata.name.startsWith('crasher.')).toBe(true);
     }
-    expect(new Set(later.map((e) => e.reason))).toEqual(new Set(['Pulled', 'Created', 'Started', 'BackOff']));
+    // Without --cluster-dns the kubelet also warns MissingClusterDNS at each sync of a ClusterFirst pod.
+    expect(new Set(later.map((e) => e.reason))).toEqual(new Set(['Pulled', 'Created', 'Started', 'BackOff', 'MissingClusterDNS']));
     expect(starts[0]!.involvedObject.fieldPath).toBe('spec.containers{main}');
     expect(starts[0]!.message).toBe('Started container main');
     expect(Date.parse(starts[0]!.lastTimestamp)).toBeGreaterThan(Date.parse(starts[0]!.firstTimestamp));
@@ -140,8 +141,15 @@ describe('klet sync --kubeconfig: events in the API server', () => {
 
     const nodeEvents = await poll('node events', 30_000, async () => {
       const evs = await events('default', `involvedObject.kind=Node,involvedObject.name=${NODE}`);
-      return evs.some((e) => e.reason === 'NodeReady') ? evs : undefined;
+      return evs.some((e) => e.reason === 'NodeReady') && evs.some((e) => e.reason === 'MissingClusterDNS') ? evs : undefined;
     });
+    // No --cluster-dns: the kubelet's warning about the Node (and one about the pod) for a ClusterFirst pod.
+    expect(nodeEvents.find((e) => e.reason === 'MissingClusterDNS')).toMatchObject({
+      type: 'Warning',
+      message: 'kubelet does not have ClusterDNS IP configured and cannot create Pod using "ClusterFirst" policy. Falling back to "Default" policy.',
+      involvedObject: { kind: 'Node', name: NODE },
+    });
+    expect(podEvents.map((e) => e.reason)).toContain('MissingClusterDNS');
     const starting = nodeEvents.find((e) => e.reason === 'Starting');
     expect(starting).toMatchObject({ type: 'Normal', message: 'Starting kubelet.', involvedObject: { kind: 'Node', name: NODE, uid: NODE }, source: { component: 'kubelet', host: NODE } });
     expect(nodeEvents.find((e) => e.reason === 'NodeReady')?.message).toBe(`Node ${NODE} status is now: NodeReady`);

@@ -57,12 +57,28 @@ describe('pod dirs', () => {
 
     // Other writes leave the dir's temp files alone (no readdir per write)...
     await writeSyncState(root, UID, { containers: {} });
-    await writeEtcHosts(root, pod, ['10.0.0.2']);
+    await writeEtcHosts(root, pod, ['10.0.0.2'], 'cluster.local');
     for (const n of left) expect(fs.existsSync(path.join(dir, n))).toBe(true);
 
     // ...the next admission's record write sweeps them.
     await writePodRecord(root, { pod, source: 'web.yaml', firstSeen: '2026-01-01T00:00:00.000Z' });
     expect(fs.readdirSync(dir).sort()).toEqual([...kept, 'pod.json', 'sync-state.json'].sort());
+  });
+
+  it('the managed /etc/hosts: mode 0644, rewritten in place (the containers bind-mount that inode), the node\'s file for a host-network pod', async () => {
+    await writePodRecord(root, { pod, source: 'web.yaml', firstSeen: '2026-01-01T00:00:00.000Z' });
+    const file = await writeEtcHosts(root, { ...pod, spec: { ...pod.spec!, subdomain: 'db' } }, ['10.0.0.2'], 'cluster.local');
+    expect(file).toBe(path.join(podDir(root, UID), 'etc-hosts'));
+    expect(fs.readFileSync(file, 'utf8')).toContain('10.0.0.2\tweb-node1.db.default.svc.cluster.local\tweb-node1\n');
+    expect(fs.statSync(file).mode & 0o777).toBe(0o644);
+    const inode = fs.statSync(file).ino;
+    const nodeHosts = path.join(root, 'node-hosts');
+    fs.writeFileSync(nodeHosts, '127.0.0.1\tlocalhost\n');
+    const hostNet: V1Pod = { ...pod, spec: { ...pod.spec!, hostNetwork: true, hostAliases: [{ ip: '10.1.1.1', hostnames: ['a'] }] } };
+    await writeEtcHosts(root, hostNet, [], '', nodeHosts);
+    expect(fs.statSync(file).ino).toBe(inode);
+    expect(fs.readFileSync(file, 'utf8')).toBe('# Kubernetes-managed hosts file (host network).\n127.0.0.1\tlocalhost\n\n# Entries added by HostAliases.\n10.1.1.1\ta\n');
+    await expect(writeEtcHosts(root, hostNet, [], '', path.join(root, 'none'))).rejects.toThrow(`open ${path.join(root, 'none')}: no such file or directory`);
   });
 
   it("the prober's results file: written whole, no temp file left, a killed prober's temp file swept, a failed write cleans up", async () => {

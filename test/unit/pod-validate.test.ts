@@ -220,6 +220,27 @@ describe('validatePod', () => {
       'spec.dnsPolicy: Unsupported value: "Google": supported values: "ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"',
     ]],
     ['dnsPolicy None needs dnsConfig', (p) => (p.spec!.dnsPolicy = 'None'), ['spec.dnsConfig: Required value: must provide `dnsConfig` when `dnsPolicy` is None']],
+    ['dnsPolicy None needs a nameserver', (p) => Object.assign(p.spec!, { dnsPolicy: 'None', dnsConfig: { searches: ['a.example'] } }), [
+      'spec.dnsConfig.nameservers: Required value: must provide at least one DNS nameserver when `dnsPolicy` is None',
+    ]],
+    ['dnsConfig: 4 nameservers, one not an IP', (p) => (p.spec!.dnsConfig = { nameservers: ['1.1.1.1', '1.0.0.1', '8.8.8.8', 'dns'] }), [
+      'spec.dnsConfig.nameservers: Invalid value: ["1.1.1.1","1.0.0.1","8.8.8.8","dns"]: must not have more than 3 nameservers',
+      'spec.dnsConfig.nameservers[3]: Invalid value: "dns": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)',
+    ]],
+    ['dnsConfig: 33 searches', (p) => (p.spec!.dnsConfig = { searches: Array.from({ length: 33 }, (_, i) => `s${i}`) }), [
+      expect.stringMatching(/^spec\.dnsConfig\.searches: Invalid value: \["s0",.*: must not have more than 32 search paths$/),
+    ]],
+    ['dnsConfig: searches of 2049 characters', (p) => (p.spec!.dnsConfig = { searches: Array.from({ length: 8 }, (_, i) => Array(4).fill('abcdefgh'[i]!.repeat(62)).join('.')).concat(['y'.repeat(33)]) }), [
+      expect.stringMatching(/: must not have more than 2048 characters \(including spaces\) in the search list$/),
+    ]],
+    ['dnsConfig: searches with "_", a trailing dot and "." are fine; "Bad" is not; an option needs a name', (p) => (p.spec!.dnsConfig = { searches: ['_srv.example.', '.', 'Bad'], options: [{ value: '1' }] }), [
+      expect.stringMatching(/^spec\.dnsConfig\.searches\[2\]: Invalid value: "Bad": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '_', '-' or '\.'/),
+      'spec.dnsConfig.options[0]: Required value: must not be empty',
+    ]],
+    ['hostAliases: a bad IP, a bad hostname', (p) => (p.spec!.hostAliases = [{ ip: 'host', hostnames: ['ok.example', 'Not_OK'] }]), [
+      'spec.hostAliases[0].ip: Invalid value: "host": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)',
+      expect.stringMatching(/^spec\.hostAliases\[0\]\.hostnames\[1\]: Invalid value: "Not_OK": a lowercase RFC 1123 subdomain/),
+    ]],
     [
       'hostNetwork with a different hostPort',
       (p) => {

@@ -65,6 +65,10 @@ export const podEvents = {
   failedMount(pod: V1Pod, message: string): PodEvent {
     return { ...base(pod), type: 'Warning', reason: 'FailedMount', message };
   },
+  /** The kubelet's DNS configurer warnings about a pod: DNSConfigForming (limits cut its config), MissingClusterDNS. */
+  dnsWarning(pod: V1Pod, reason: string, message: string): PodEvent {
+    return { ...base(pod), type: 'Warning', reason, message };
+  },
   /** The eviction manager's Evicted (an emptyDir over its sizeLimit). */
   evicted(pod: V1Pod, message: string): PodEvent {
     return { ...base(pod), type: 'Warning', reason: 'Evicted', message };

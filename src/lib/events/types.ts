@@ -150,6 +150,17 @@ export interface SourceErrorEvent {
   message: string;
 }
 
+/**
+ * What the kubelet records as an Event about its Node (not about a pod):
+ * MissingClusterDNS, CheckLimitsForResolvConf.
+ */
+export interface NodeEvent {
+  kind: 'NodeEvent';
+  type: PodEventType;
+  reason: string;
+  message: string;
+}
+
 /** What the volume manager did to one volume of one pod. */
 export interface VolumeEvent {
   kind: 'Volume';
@@ -172,6 +183,7 @@ export type KletEventBody =
   | PodEvent
   | ProbeResultEvent
   | SourceErrorEvent
+  | NodeEvent
   | PodWaitStartedEvent
   | PodWaitDoneEvent
   | VolumeEvent;

@@ -3,7 +3,6 @@
  * generateContainerConfig, as the kubelet builds them
  * (kuberuntime_sandbox.go, kuberuntime_container.go).
  */
-import fs from 'node:fs';
 import type { V1Container, V1Pod, V1SeccompProfile } from '@kubernetes/client-node';
 import {
   MountPropagation,
@@ -22,6 +21,7 @@ import { ContainerConfigError, expand, expandCommand, makeEnvironment, type EnvC
 import { containerHash } from './hash.js';
 import { containerAnnotations, containerLabels, podSandboxAnnotations, podSandboxLabels, type ContainerType } from './labels.js';
 import { linuxContainerResources } from './resources.js';
+import type { ResolvConf } from '../pod/dns.js';
 import { containerLogPath } from '../logs/paths.js';
 
 /** The kubelet's defaults for /proc and /sys paths hidden from unprivileged containers. */
@@ -39,58 +39,6 @@ export const DEFAULT_MASKED_PATHS = [
   '/sys/devices/virtual/powercap',
 ];
 export const DEFAULT_READONLY_PATHS = ['/proc/bus', '/proc/fs', '/proc/irq', '/proc/sys', '/proc/sysrq-trigger'];
-
-export interface ResolvConf {
-  servers: string[];
-  searches: string[];
-  options: string[];
-}
-
-/** Parse a resolv.conf (nameserver, search/domain, options lines). */
-export function parseResolvConf(text: string): ResolvConf {
-  const out: ResolvConf = { servers: [], searches: [], options: [] };
-  for (const raw of text.split('\n')) {
-    const line = raw.replace(/[#;].*$/, '').trim();
-    const [key, ...rest] = line.split(/\s+/);
-    if (key === 'nameserver' && rest[0]) out.servers.push(rest[0]);
-    // Last search line wins; "." is dropped and trailing dots trimmed, as the
-    // kubelet normalises them ("domain" lines are not read, as by the kubelet).
-    else if (key === 'search') out.searches = rest.filter((d) => d !== '.').map((d) => d.replace(/\.$/, ''));
-    else if (key === 'options') out.options.push(...rest);
-  }
-  return out;
-}
-
-export function hostResolvConf(file = '/etc/resolv.conf'): ResolvConf {
-  try {
-    return parseResolvConf(fs.readFileSync(file, 'utf8'));
-  } catch {
-    return { servers: [], searches: [], options: [] };
-  }
-}
-
-/**
- * DNS config for a sandbox. klet has no cluster DNS: ClusterFirst falls back
- * to the host's resolv.conf, as the kubelet does when --cluster-dns is unset.
- */
-export function dnsConfigFor(pod: V1Pod, host: ResolvConf): ResolvConf {
-  const policy = pod.spec?.dnsPolicy ?? 'ClusterFirst';
-  let cfg: ResolvConf = { servers: [], searches: [], options: [] };
-  if (policy !== 'None') cfg = { servers: [...host.servers], searches: [...host.searches], options: [...host.options] };
-  const extra = pod.spec?.dnsConfig;
-  if (extra) {
-    cfg.servers.push(...(extra.nameservers ?? []));
-    cfg.searches.push(...(extra.searches ?? []));
-    for (const o of extra.options ?? []) {
-      const opt = o.value === undefined ? o.name ?? '' : `${o.name}:${o.value}`;
-      cfg.options = cfg.options.filter((x) => x.split(':')[0] !== o.name);
-      cfg.options.push(opt);
-    }
-  }
-  cfg.searches = [...new Set(cfg.searches)].slice(0, 32);
-  cfg.servers = cfg.servers.slice(0, 3);
-  return cfg;
-}
 
 function protocol(p: string | undefined): Protocol {
   if (p === 'UDP') return Protocol.UDP;
@@ -130,21 +78,18 @@ function allContainers(pod: V1Pod): V1Container[] {
   return [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];
 }
 
-/**
- * The sandbox's hostname. Empty for a host-network pod, as the kubelet leaves
- * it (kuberuntime_sandbox.go): it shares the node's UTS namespace, and runc
- * refuses to set a hostname without a private one.
- */
-export function podHostname(pod: V1Pod, nodeName: string): string {
-  if (pod.spec?.hostNetwork) return '';
-  const name = pod.spec?.hostname || pod.metadata?.name || nodeName;
-  // A hostname is at most 63 characters; the kubelet truncates and trims trailing '-' and '.'.
-  return name.slice(0, 63).replace(/[-.]+$/, '');
-}
-
 export function generatePodSandboxConfig(
   pod: V1Pod,
-  opts: { attempt: number; nodeName: string; logDirectory: string; resolvConf: ResolvConf; instance?: string; seccompProfileRoot: string },
+  opts: {
+    attempt: number;
+    logDirectory: string;
+    /** The pod's DNS config (dns.ts podDNSConfig). */
+    dnsConfig: ResolvConf;
+    /** The sandbox's hostname (dns.ts sandboxHostname): '' on the host network. */
+    hostname: string;
+    instance?: string;
+    seccompProfileRoot: string;
+  },
 ): DeepPartial<PodSandboxConfig> {
   const md = pod.metadata ?? {};
   const psc = pod.spec?.securityContext;
@@ -155,12 +100,11 @@ export function generatePodSandboxConfig(
       portMappings.push({ protocol: protocol(p.protocol), containerPort: p.containerPort, hostPort: p.hostPort, hostIp: p.hostIP ?? '' });
     }
   }
-  const dns = dnsConfigFor(pod, opts.resolvConf);
   return {
     metadata: { name: md.name ?? '', namespace: md.namespace ?? 'default', uid: md.uid ?? '', attempt: opts.attempt },
-    hostname: podHostname(pod, opts.nodeName),
+    hostname: opts.hostname,
     logDirectory: opts.logDirectory,
-    dnsConfig: dns,
+    dnsConfig: opts.dnsConfig,
     portMappings,
     labels: podSandboxLabels(pod, opts.instance),
     annotations: podSandboxAnnotations(pod),

@@ -12,7 +12,9 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { errorMessage } from '../errors.js';
+import { errorMessage, fsErrorReason } from '../errors.js';
+import { podHostnameAndDomain } from '../pod/dns.js';
+import { managedHostsContent, nodeHostsContent } from '../pod/hosts.js';
 import type { V1Pod } from '@kubernetes/client-node';
 import { unmountAll } from '../util/mounts.js';
 import { pidAlive } from '../util/process.js';
@@ -180,25 +182,33 @@ export async function writeSyncState(rootDir: string, uid: string, st: PodSyncSt
   await writeFileAtomic(path.join(dir, 'sync-state.json'), JSON.stringify(st) + '\n', 0o600);
 }
 
-/** The kubelet-managed /etc/hosts for a pod not on the host network. */
-export async function writeEtcHosts(rootDir: string, pod: V1Pod, podIPs: string[]): Promise<string> {
+/** The node's hosts file, which a host-network pod's starts from (the kubelet's etcHostsPath). */
+export const NODE_HOSTS_FILE = '/etc/hosts';
+
+/**
+ * The pod's kubelet-managed /etc/hosts, `<pod dir>/etc-hosts` (the kubelet's
+ * makeHostsMount, at each container start): the managed file for a pod on
+ * the pod network, the node's hosts file for a host-network pod, each with
+ * the pod's hostAliases. Written in place (mode 0644), as the kubelet does,
+ * so the pod's running containers, which bind-mount that file, see it too.
+ */
+export async function writeEtcHosts(rootDir: string, pod: V1Pod, podIPs: string[], clusterDomain: string, nodeHostsFile = NODE_HOSTS_FILE): Promise<string> {
   const file = path.join(podDir(rootDir, pod.metadata?.uid ?? ''), 'etc-hosts');
-  const hostname = pod.spec?.hostname || pod.metadata?.name || '';
-  const fqdn = pod.spec?.subdomain ? `${hostname}.${pod.spec.subdomain}.${pod.metadata?.namespace ?? 'default'}.svc.cluster.local` : '';
-  const lines = [
-    '# Kubernetes-managed hosts file.',
-    '127.0.0.1\tlocalhost',
-    '::1\tlocalhost ip6-localhost ip6-loopback',
-    'fe00::0\tip6-localnet',
-    'fe00::0\tip6-mcastprefix',
-    'fe00::1\tip6-allnodes',
-    'fe00::2\tip6-allrouters',
-    ...podIPs.map((ip) => `${ip}\t${fqdn ? `${fqdn}\t` : ''}${hostname}`),
-  ];
-  for (const ha of pod.spec?.hostAliases ?? []) {
-    lines.push(`# Entries added by HostAliases.`, `${ha.ip}\t${(ha.hostnames ?? []).join('\t')}`);
+  const { hostname, domain } = podHostnameAndDomain(pod, clusterDomain);
+  let content: string;
+  if (pod.spec?.hostNetwork === true) {
+    let nodeHosts: string;
+    try {
+      nodeHosts = await fsp.readFile(nodeHostsFile, 'utf8');
+    } catch (err) {
+      throw new Error(`open ${nodeHostsFile}: ${fsErrorReason(err)}`, { cause: err });
+    }
+    content = nodeHostsContent(nodeHosts, pod.spec.hostAliases);
+  } else {
+    content = managedHostsContent(podIPs, hostname, domain, pod.spec?.hostAliases);
   }
-  await writeFileAtomic(file, lines.join('\n') + '\n');
+  await fsp.writeFile(file, content, { mode: 0o644 });
+  await fsp.chmod(file, 0o644);
   return file;
 }
 

@@ -12,7 +12,8 @@ import { CriError, CriNotFoundError, goStatusText } from '../cri/errors.js';
 import { errorMessage } from '../errors.js';
 import { log } from '../log.js';
 import { computePodActions, isNoop, isRestartableInit, type PodActions, type ProbeVerdicts } from './actions.js';
-import { generateContainerConfig, generatePodSandboxConfig, hostResolvConf, seccompProfileRoot, type ResolvConf } from './config.js';
+import { generateContainerConfig, generatePodSandboxConfig, seccompProfileRoot } from './config.js';
+import { DEFAULT_DNS_SETTINGS, PodHostnameError, podDNSConfig, readResolvConf, ResolvConfError, sandboxHostname, type DnsSettings, type ResolvConf } from '../pod/dns.js';
 import { ContainerConfigError, type LocalObjects, type ServiceSource } from './env.js';
 import { containerSubPaths } from './config.js';
 import { localObjectSource } from '../volume/plugins.js';
@@ -43,7 +44,7 @@ import { ContainerState, PodSandboxState } from '../cri/gen/api.js';
 import { podLogDirOf } from '../logs/paths.js';
 import type { KletEventBody } from '../events/types.js';
 import { podEvents } from '../events/pod-events.js';
-import { podKey } from '../pod/key.js';
+import { podDesc, podKey } from '../pod/key.js';
 
 /** Crash-loop back-off: the kubelet's defaults. */
 export const DEFAULT_BACKOFF = { initialMs: 10_000, maxMs: 300_000, resetAfterMs: 600_000 };
@@ -53,8 +54,6 @@ export const DEFAULT_BACKOFF = { initialMs: 10_000, maxMs: 300_000, resetAfterMs
  * context (a command run, `klet sync`): never module-level state.
  */
 export class NodeCache {
-  /** Host resolv.conf, read on first use. */
-  resolvConf?: ResolvConf;
   /** The runtime's name (containerd), for containerIDs in status. */
   runtimeName?: string;
   private ips: { at: number; value: string[] } | undefined;
@@ -96,8 +95,8 @@ export interface SyncContext {
   backoff?: { initialMs: number; maxMs: number; resetAfterMs: number };
   onEvent?: (e: KletEventBody) => void;
   now?: () => number;
-  /** Host resolv.conf; read from the host (once per cache) when unset. */
-  resolvConf?: ResolvConf;
+  /** The node's DNS settings (--cluster-dns, --cluster-domain, --resolv-conf); the kubelet's defaults when unset. */
+  dns?: DnsSettings;
   cache?: NodeCache;
   /** The prober's liveness and startup results: a failed container is killed and restarted. */
   probes?: ProbeVerdicts;
@@ -167,15 +166,29 @@ async function activePods(ctx: SyncContext, self: string): Promise<V1Pod[]> {
 
 /** The kubelet's kubecontainer.ErrCreatePodSandbox. */
 export const CREATE_POD_SANDBOX_ERROR = 'CreatePodSandboxError';
+/** The kubelet's kubecontainer.ErrConfigPodSandbox: a running pod's sandbox config could not be made again. */
+const CONFIG_POD_SANDBOX_ERROR = 'ConfigPodSandboxError';
 /** When a container whose config could not be made is tried again (the kubelet's pod worker backOffPeriod). */
 const CONFIG_ERROR_RETRY_MS = 10_000;
 
 export const DEADLINE_EXCEEDED_MESSAGE = 'Pod was active on the node longer than the specified deadline';
 
-function resolvConf(ctx: SyncContext): ResolvConf {
-  if (ctx.resolvConf) return ctx.resolvConf;
-  if (ctx.cache) return (ctx.cache.resolvConf ??= hostResolvConf());
-  return hostResolvConf();
+/**
+ * The sandbox's DNS config and hostname (the kubelet's GetPodDNS and
+ * GeneratePodHostNameAndDomain), with the pod's and node's DNS warnings
+ * emitted as the kubelet records them. The resolver file is read each time,
+ * as the kubelet reads it: an unreadable one fails the sandbox.
+ */
+async function sandboxDNS(ctx: SyncContext, pod: V1Pod): Promise<{ dnsConfig: ResolvConf; hostname: string }> {
+  const settings = ctx.dns ?? DEFAULT_DNS_SETTINGS;
+  const host = await readResolvConf(settings.resolvConf);
+  const nodeIP = ctx.cache?.nodeIP;
+  const { config, warnings } = podDNSConfig(pod, host, settings, nodeIP ? [nodeIP] : []);
+  for (const w of warnings) {
+    if (w.object === 'pod') ctx.onEvent?.(podEvents.dnsWarning(pod, w.reason, w.message));
+    else ctx.onEvent?.({ kind: 'NodeEvent', type: 'Warning', reason: w.reason, message: w.message });
+  }
+  return { dnsConfig: config, hostname: sandboxHostname(pod, settings.clusterDomain) };
 }
 
 function gracePeriod(pod: V1Pod, override?: number): number {
@@ -324,7 +337,6 @@ interface StartContext {
   podIPs: string[];
   volumes: MountedVolumes;
   state: PodSyncState;
-  etcHosts: string | null;
   /** The containers this sync started (and whose postStart hook, if any, succeeded). */
   started: string[];
 }
@@ -371,6 +383,22 @@ function checkPullBackoff(ctx: SyncContext, c: V1Container, state: ContainerSync
 /** The gRPC status code of a runtime error (kubelet_started_containers_errors_total's `code`); 2 (Unknown) for any other failure. */
 function runtimeCode(err: unknown): number {
   return err instanceof CriError ? err.grpcCode : 2;
+}
+
+/**
+ * The pod's /etc/hosts for a container about to be created, written afresh
+ * (the kubelet's makeHostsMount in makeMounts): none for a container that
+ * mounts its own at /etc/hosts, nor for a pod-network pod without an IP yet.
+ * A failure is the container's CreateContainerConfigError.
+ */
+async function etcHostsFor(ctx: SyncContext, pod: V1Pod, c: V1Container, podIPs: string[]): Promise<string | null> {
+  if ((c.volumeMounts ?? []).some((m) => m.mountPath === '/etc/hosts')) return null;
+  if (pod.spec?.hostNetwork !== true && podIPs.length === 0) return null;
+  try {
+    return await writeEtcHosts(ctx.rootDir, pod, podIPs, (ctx.dns ?? DEFAULT_DNS_SETTINGS).clusterDomain);
+  } catch (err) {
+    throw new ContainerConfigError(errorMessage(err), { cause: err });
+  }
 }
 
 async function startContainer(
@@ -446,6 +474,7 @@ async function startContainer(
         await prepareSubPath({ volumePath, subPath: sp.subPath, podDir: podDir(ctx.rootDir, uid), volumeName: sp.volume, containerName: c.name, index }),
       );
     }
+    const etcHosts = await etcHostsFor(ctx, pod, c, sc.podIPs);
     const tmFile = c.terminationMessagePath === '' ? null : await newTerminationMessageFile(ctx.rootDir, uid, c.name);
     const config = generateContainerConfig(pod, c, {
       env,
@@ -456,7 +485,7 @@ async function startContainer(
       restartCount,
       type: ephemeral ? 'ephemeral' : init ? 'init' : 'regular',
       ...(ephemeral?.targetContainerId ? { targetContainerId: ephemeral.targetContainerId } : {}),
-      etcHostsPath: sc.etcHosts,
+      etcHostsPath: etcHosts,
       terminationMessagePath: tmFile,
       memoryCapacity: capacity.memoryBytes,
       instance: kletInstance(ctx.rootDir, ctx.nodeName),
@@ -611,11 +640,34 @@ export async function syncPod(
   let podIPs: string[];
   let newSandbox: PodSandboxStatus | undefined;
   const logDirectory = podLogDirOf(pod, ctx.logRoot);
+  // The kubelet's CreatePodSandboxError: recorded for status, a
+  // FailedCreatePodSandBox event, and retried after a back-off.
+  const sandboxFailed = async (cause: string): Promise<SyncPodResult> => {
+    const message = `Failed to create pod sandbox: ${cause}`;
+    const cfg = ctx.backoff ?? DEFAULT_BACKOFF;
+    const backoffMs = state.sandboxError ? Math.min(state.sandboxError.backoffMs * 2, cfg.maxMs) : cfg.initialMs;
+    state.sandboxError = { reason: CREATE_POD_SANDBOX_ERROR, message, backoffMs };
+    await writeSyncState(ctx.rootDir, uid, state).catch((e) => log.debug(`sync state of ${podKey(pod)}: ${errorMessage(e)}`));
+    ctx.onEvent?.(podEvents.sandboxFailed(pod, message));
+    failures.push({ container: '', reason: CREATE_POD_SANDBOX_ERROR, message, retryInMs: backoffMs });
+    return { actions, status, failures, requeueAfterMs: backoffMs, sandboxError: { reason: CREATE_POD_SANDBOX_ERROR, message } };
+  };
+  let dns: { dnsConfig: ResolvConf; hostname: string };
+  try {
+    dns = await sandboxDNS(ctx, pod);
+  } catch (err) {
+    if (!(err instanceof ResolvConfError || err instanceof PodHostnameError)) throw err;
+    if (actions.createSandbox) return sandboxFailed(err.message);
+    // The running sandbox stays; no container starts this sync (the kubelet's ConfigPodSandbox failure).
+    const message = `GeneratePodSandboxConfig for pod "${podDesc(pod)}" failed: ${err.message}`;
+    log.warn(message);
+    failures.push({ container: '', reason: CONFIG_POD_SANDBOX_ERROR, message, retryInMs: CONFIG_ERROR_RETRY_MS });
+    return { actions, status, failures, requeueAfterMs: CONFIG_ERROR_RETRY_MS };
+  }
   const sandboxConfig = generatePodSandboxConfig(pod, {
     attempt: actions.attempt,
-    nodeName: ctx.nodeName,
     logDirectory,
-    resolvConf: resolvConf(ctx),
+    ...dns,
     instance: kletInstance(ctx.rootDir, ctx.nodeName),
     seccompProfileRoot: seccompProfileRoot(ctx.rootDir),
   });
@@ -626,17 +678,8 @@ export async function syncPod(
       sandboxId = res.podSandboxId;
     } catch (err) {
       if (ctx.signal?.aborted) throw err;
-      // The kubelet's CreatePodSandboxError: recorded for status, a
-      // FailedCreatePodSandBox event, and retried after a back-off. The
-      // runtime's error as the kubelet prints it ("rpc error: code = … desc = …").
-      const message = `Failed to create pod sandbox: ${goStatusText(err)}`;
-      const cfg = ctx.backoff ?? DEFAULT_BACKOFF;
-      const backoffMs = state.sandboxError ? Math.min(state.sandboxError.backoffMs * 2, cfg.maxMs) : cfg.initialMs;
-      state.sandboxError = { reason: CREATE_POD_SANDBOX_ERROR, message, backoffMs };
-      await writeSyncState(ctx.rootDir, uid, state).catch((e) => log.debug(`sync state of ${podKey(pod)}: ${errorMessage(e)}`));
-      ctx.onEvent?.(podEvents.sandboxFailed(pod, message));
-      failures.push({ container: '', reason: CREATE_POD_SANDBOX_ERROR, message, retryInMs: backoffMs });
-      return { actions, status, failures, requeueAfterMs: backoffMs, sandboxError: { reason: CREATE_POD_SANDBOX_ERROR, message } };
+      // The runtime's error as the kubelet prints it ("rpc error: code = … desc = …").
+      return sandboxFailed(goStatusText(err));
     }
     if (state.sandboxError) delete state.sandboxError;
     const st = await ctx.cri.podSandboxStatus({ podSandboxId: sandboxId }, { signal: ctx.signal });
@@ -653,8 +696,7 @@ export async function syncPod(
   if (pod.spec?.hostNetwork) podIPs = nodeHostIPs(ctx);
 
   if (!pod.spec?.hostNetwork && podIPs.length > 0) state.podIPs = podIPs;
-  const etcHosts = pod.spec?.hostNetwork ? null : await writeEtcHosts(ctx.rootDir, pod, podIPs);
-  const sc: StartContext = { pod, sandboxId, sandboxConfig, podIPs, volumes, state, etcHosts, started: [] };
+  const sc: StartContext = { pod, sandboxId, sandboxConfig, podIPs, volumes, state, started: [] };
   // After a new sandbox, earlier container statuses belong to the old one: restart counts continue.
   const inits = pod.spec?.initContainers ?? [];
   for (const idx of actions.initContainersToStart) {

@@ -12,3 +12,8 @@ export function podKey(obj: { metadata?: { namespace?: string; name?: string } }
 export function namespacedName(namespace: string, name: string): string {
   return `${namespace}/${name}`;
 }
+
+/** The kubelet's format.Pod: `name_namespace(uid)`, as its messages name a pod. */
+export function podDesc(pod: { metadata?: { namespace?: string; name?: string; uid?: string } }): string {
+  return `${pod.metadata?.name ?? ''}_${pod.metadata?.namespace ?? DEFAULT_NAMESPACE}(${pod.metadata?.uid ?? ''})`;
+}

@@ -33,7 +33,7 @@ import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { V1ConfigMap, V1ListMeta, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { Composer, CST, type Document, Lexer, type Tags, isAlias, isMap, isScalar, isSeq, LineCounter, Parser, visit } from 'yaml';
-import { InputError, type KletErrorOptions, errorMessage } from '../errors.js';
+import { InputError, type KletErrorOptions, errorMessage, fsErrorReason } from '../errors.js';
 import { log } from '../log.js';
 import { mapLimit } from '../util/limit.js';
 import { decodeModel, describeJSONValue, isPlainObject } from './decode.js';
@@ -190,24 +190,6 @@ function isMissingFile(e: ManifestError): boolean {
   return (e.cause as { code?: unknown } | undefined)?.code === 'ENOENT';
 }
 
-function fsReason(err: unknown): string {
-  const code = (err as { code?: unknown }).code;
-  switch (code) {
-    case 'ENOENT':
-      return 'no such file or directory';
-    case 'EACCES':
-    case 'EPERM':
-      return 'permission denied';
-    case 'ENOTDIR':
-      return 'not a directory';
-    case 'EISDIR':
-      return 'is a directory';
-    case 'ELOOP':
-      return 'too many levels of symbolic links';
-    default:
-      return errorMessage(err);
-  }
-}
 
 function sizeError(file: string, bytes: number | undefined): ManifestError {
   const size = bytes === undefined ? 'more than 10 MiB' : `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
@@ -563,7 +545,7 @@ export async function readManifestFile(file: string): Promise<ParsedManifests> {
     if (!st.isFile()) return fail('not a regular file');
     size = st.size;
   } catch (err) {
-    return fail(fsReason(err), err);
+    return fail(fsErrorReason(err), err);
   }
   if (size > MAX_MANIFEST_BYTES) return failed(sizeError(file, size));
   let buf: Buffer;
@@ -575,7 +557,7 @@ export async function readManifestFile(file: string): Promise<ParsedManifests> {
       await handle.close();
     }
   } catch (err) {
-    return fail(fsReason(err), err);
+    return fail(fsErrorReason(err), err);
   }
   if (buf.length > MAX_MANIFEST_BYTES) return failed(sizeError(file, undefined));
   const text = decodeText(buf, file);
@@ -594,7 +576,7 @@ export async function readManifestDir(dir: string): Promise<ParsedManifests> {
     names = await fs.readdir(dir);
   } catch (err) {
     const code = (err as { code?: unknown }).code;
-    const reason = code === 'ENOENT' ? 'manifest directory does not exist' : fsReason(err);
+    const reason = code === 'ENOENT' ? 'manifest directory does not exist' : fsErrorReason(err);
     return { objects: [], errors: [fileError(dir, reason)], files: [dir] };
   }
   // Files are read a few at a time and merged in name order, as if read one
@@ -620,7 +602,7 @@ async function readDirEntry(file: string): Promise<ParsedManifests | null> {
     // Listed, then removed before it could be read: gone, not broken (a
     // file put back since is seen by the next read).
     if ((err as { code?: unknown }).code === 'ENOENT' && (await removedWhileReading(file))) return null;
-    return { objects: [], errors: [fileError(file, fsReason(err))], files: [file] };
+    return { objects: [], errors: [fileError(file, fsErrorReason(err))], files: [file] };
   }
   if (st.isDirectory()) {
     log.debug(`${file}: not descending into a subdirectory of the manifest directory`);

@@ -21,6 +21,9 @@ const cIdentifierFmt = '[A-Za-z_][A-Za-z0-9_]*';
 
 const dns1123LabelRe = anchored(dns1123LabelFmt);
 const dns1123SubdomainRe = anchored(dns1123SubdomainFmt);
+const dns1123LabelFmtWithUnderscore = '_?[a-z0-9]([-_a-z0-9]*[a-z0-9])?';
+const dns1123SubdomainFmtWithUnderscore = `${dns1123LabelFmtWithUnderscore}(\\.${dns1123LabelFmtWithUnderscore})*`;
+const dns1123SubdomainWithUnderscoreRe = anchored(dns1123SubdomainFmtWithUnderscore);
 const labelKeyRe = anchored(labelKeyFmt);
 const labelValueRe = anchored(labelValueFmt);
 const envVarNameRe = anchored(envVarNameFmt);
@@ -88,6 +91,22 @@ export function isDNS1123Subdomain(value: string): string[] {
   const errs: string[] = [];
   if (byteLength(value) > DNS1123_SUBDOMAIN_MAX_LENGTH) errs.push(maxLenError(DNS1123_SUBDOMAIN_MAX_LENGTH));
   if (!dns1123SubdomainRe.test(value)) errs.push(regexError(dns1123SubdomainErrMsg, dns1123SubdomainFmt, 'example.com'));
+  return errs;
+}
+
+/** IsDNS1123SubdomainWithUnderscore: a subdomain whose labels may hold '_' (pod dnsConfig searches). */
+export function isDNS1123SubdomainWithUnderscore(value: string): string[] {
+  const errs: string[] = [];
+  if (byteLength(value) > DNS1123_SUBDOMAIN_MAX_LENGTH) errs.push(maxLenError(DNS1123_SUBDOMAIN_MAX_LENGTH));
+  if (!dns1123SubdomainWithUnderscoreRe.test(value)) {
+    errs.push(
+      regexError(
+        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '_', '-' or '.', and must start and end with an alphanumeric character",
+        dns1123SubdomainFmtWithUnderscore,
+        'example.com',
+      ),
+    );
+  }
   return errs;
 }
 

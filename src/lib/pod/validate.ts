@@ -57,6 +57,7 @@ import {
   isConfigMapKey,
   isDNS1123Label,
   isDNS1123Subdomain,
+  isDNS1123SubdomainWithUnderscore,
   isEnvVarName,
   isQualifiedName,
   isValidLabelValue,
@@ -64,6 +65,7 @@ import {
   isValidPortNum,
 } from './names.js';
 import { Quantity, QuantityError } from './quantity.js';
+import { MAX_DNS_NAMESERVERS, MAX_DNS_SEARCH_LIST_CHARS, MAX_DNS_SEARCH_PATHS } from './dns.js';
 
 /** Total size of all annotations of one object (TotalAnnotationSizeLimitB). */
 export const TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024;
@@ -881,6 +883,43 @@ function validateTolerations(tolerations: V1Toleration[] | undefined, fld: Field
   return errs;
 }
 
+/** IsValidIPForLegacyField's message. */
+const IP_ERROR = 'must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)';
+
+/**
+ * validatePodDNSConfig: dnsPolicy None needs a dnsConfig with a nameserver;
+ * at most 3 nameservers (IPs), 32 search domains of 2048 characters in all
+ * (each a subdomain, '_' allowed, a trailing dot ignored, "." alone allowed:
+ * RelaxedDNSSearchValidation, GA in 1.34), options with names.
+ */
+function validatePodDNSConfig(cfg: V1PodSpec['dnsConfig'], dnsPolicy: string, fld: FieldPath): FieldError[] {
+  if (dnsPolicy === 'None') {
+    if (cfg === undefined) return [required(fld, 'must provide `dnsConfig` when `dnsPolicy` is None')];
+    if ((cfg.nameservers ?? []).length === 0) return [required(fld.child('nameservers'), 'must provide at least one DNS nameserver when `dnsPolicy` is None')];
+  }
+  if (cfg === undefined) return [];
+  const errs: FieldError[] = [];
+  const nameservers = cfg.nameservers ?? [];
+  if (nameservers.length > MAX_DNS_NAMESERVERS) errs.push(invalid(fld.child('nameservers'), nameservers, `must not have more than ${MAX_DNS_NAMESERVERS} nameservers`));
+  nameservers.forEach((ns, i) => {
+    if (isIP(ns) === 0) errs.push(invalid(fld.child('nameservers').index(i), ns, IP_ERROR));
+  });
+  const searches = cfg.searches ?? [];
+  if (searches.length > MAX_DNS_SEARCH_PATHS) errs.push(invalid(fld.child('searches'), searches, `must not have more than ${MAX_DNS_SEARCH_PATHS} search paths`));
+  if (byteLength(searches.join(' ')) > MAX_DNS_SEARCH_LIST_CHARS) {
+    errs.push(invalid(fld.child('searches'), searches, `must not have more than ${MAX_DNS_SEARCH_LIST_CHARS} characters (including spaces) in the search list`));
+  }
+  searches.forEach((search, i) => {
+    if (search === '.') return;
+    const s = search.endsWith('.') ? search.slice(0, -1) : search;
+    errs.push(...each(fld.child('searches').index(i), s, isDNS1123SubdomainWithUnderscore(s)));
+  });
+  (cfg.options ?? []).forEach((o, i) => {
+    if ((o.name ?? '') === '') errs.push(required(fld.child('options').index(i), 'must not be empty'));
+  });
+  return errs;
+}
+
 /** ValidatePodSpec: the spec of a pod being created. */
 export function validatePodSpec(spec: V1PodSpec | undefined, fld: FieldPath = FieldPath.of('spec')): FieldError[] {
   if (spec === undefined) return [required(fld.child('containers'))];
@@ -897,9 +936,7 @@ export function validatePodSpec(spec: V1PodSpec | undefined, fld: FieldPath = Fi
   const dnsPolicy = spec.dnsPolicy ?? '';
   if (dnsPolicy === '') errs.push(required(fld.child('dnsPolicy')));
   else if (!DNS_POLICIES.includes(dnsPolicy)) errs.push(notSupported(fld.child('dnsPolicy'), dnsPolicy, DNS_POLICIES));
-  else if (dnsPolicy === 'None' && spec.dnsConfig === undefined) {
-    errs.push(required(fld.child('dnsConfig'), 'must provide `dnsConfig` when `dnsPolicy` is None'));
-  }
+  errs.push(...validatePodDNSConfig(spec.dnsConfig, dnsPolicy, fld.child('dnsConfig')));
 
   if (spec.hostNetwork === true) {
     errs.push(...validateHostNetworkPorts(spec.containers, fld.child('containers')));
@@ -914,7 +951,9 @@ export function validatePodSpec(spec: V1PodSpec | undefined, fld: FieldPath = Fi
   if ((spec.hostname ?? '') !== '') errs.push(...each(fld.child('hostname'), spec.hostname, isDNS1123Label(spec.hostname ?? '')));
   if ((spec.subdomain ?? '') !== '') errs.push(...each(fld.child('subdomain'), spec.subdomain, isDNS1123Label(spec.subdomain ?? '')));
   (spec.hostAliases ?? []).forEach((alias, i) => {
-    if (isIP(alias.ip ?? '') === 0) errs.push(invalid(fld.child('hostAliases').index(i).child('ip'), alias.ip, 'must be valid IP address'));
+    const at = fld.child('hostAliases').index(i);
+    if (isIP(alias.ip ?? '') === 0) errs.push(invalid(at.child('ip'), alias.ip ?? '', IP_ERROR));
+    (alias.hostnames ?? []).forEach((h, j) => errs.push(...each(at.child('hostnames').index(j), h, isDNS1123Subdomain(h))));
   });
 
   if (spec.activeDeadlineSeconds !== undefined) {

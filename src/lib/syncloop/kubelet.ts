@@ -23,6 +23,7 @@ import { listPodRecordUids, listPodRecords, readPodRecord, recordOfOtherNode, re
 import { getRuntimePodStatus, type RuntimePodStatus } from '../kuberuntime/runtime-status.js';
 import { killPod, NodeCache, syncPod, type SyncContext } from '../kuberuntime/sync-pod.js';
 import { podKey as key } from '../pod/key.js';
+import { DEFAULT_DNS_SETTINGS, readResolvConf, ResolvConfError, resolvConfLimitWarning, type DnsSettings } from '../pod/dns.js';
 import { podWithStatus } from '../status/pods.js';
 import { log } from '../log.js';
 import { grpcCodeLabel, type KletMetrics } from '../metrics/metrics.js';
@@ -83,6 +84,8 @@ export interface KubeletOptions {
   onPodStatus?: (pod: V1Pod) => void;
   /** Container exits as the runtime reports them (containerd): each asks the PLEG for a relist at once. */
   exits?: ExitSource;
+  /** The pods' DNS settings (the kubelet's defaults when unset). */
+  dns?: DnsSettings;
 }
 
 interface DesiredPod {
@@ -204,6 +207,7 @@ export class Kubelet {
       signal: this.abort.signal,
       backoff: this.opts.backoff,
       cache: this.cache,
+      dns: this.opts.dns,
       probes: this.prober,
       volumes: this.volumes,
       ...(this.services ? { services: this.services } : {}),
@@ -596,6 +600,23 @@ export class Kubelet {
     this.opts.bus.emit({ kind: 'SyncLoopIteration', trigger, durationMs: Number(durationMs.toFixed(3)), pods: [...new Set(pods)] });
   }
 
+  /**
+   * The kubelet's CheckLimitsForResolvConf, once as the loop starts: a
+   * resolver file that cannot be read, or whose search line cannot fit in
+   * pods, is a Warning event about the Node (and a log line).
+   */
+  private async checkResolvConf(): Promise<void> {
+    const { resolvConf, clusterDomain } = this.opts.dns ?? DEFAULT_DNS_SETTINGS;
+    if (resolvConf === '') return;
+    const message = await readResolvConf(resolvConf).then(
+      (host) => resolvConfLimitWarning(resolvConf, host, clusterDomain),
+      (err: unknown) => (err instanceof ResolvConfError ? err.detail : errorMessage(err)),
+    );
+    if (message === null) return;
+    log.warn(`resolv.conf: ${message}`);
+    this.opts.bus.emit({ kind: 'NodeEvent', type: 'Warning', reason: 'CheckLimitsForResolvConf', message });
+  }
+
   /** Run until the signal aborts. Pods keep running afterwards, as with the kubelet. */
   async run(signal: AbortSignal): Promise<void> {
     const onAbort = () => this.abort.abort(signal.reason);
@@ -605,6 +626,7 @@ export class Kubelet {
     const { config, pleg } = this.opts;
     const services = this.services?.run(this.abort.signal);
     await this.seedIdentities();
+    await this.checkResolvConf();
     await this.volumes.start(this.abort.signal);
     const unwatch = config.watchObjects(() => this.volumes.objectsChanged());
     config.start(this.abort.signal);

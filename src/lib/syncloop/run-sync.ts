@@ -24,6 +24,7 @@ import { DEFAULT_POD_LOGS_ROOT } from '../logs/paths.js';
 import { StatsProvider } from '../stats/provider.js';
 import type { ClusterStatus, NodeStatus, RuntimeCondition } from '../server/node-status.js';
 import { Kubelet } from './kubelet.js';
+import { DEFAULT_DNS_SETTINGS, type DnsSettings } from '../pod/dns.js';
 
 /** How often the stats provider samples the runtime (the base of CPU rates), as cAdvisor's housekeeping. */
 const STATS_SAMPLE_MS = 10_000;
@@ -43,6 +44,8 @@ export interface SyncOptions {
   concurrency?: number;
   /** The sysctls pods may set (lib/node/sysctl.ts nodeSysctlAllowlist); without it, sysctls are not checked at admission. */
   sysctls?: import('../node/sysctl.js').SysctlAllowlist;
+  /** The pods' DNS: --cluster-dns, --cluster-domain, --resolv-conf (the kubelet's defaults when unset). */
+  dns?: DnsSettings;
   /** Also serve the local API on loopback TCP, with this bearer token. */
   listen?: { host: string; port: number; token: string };
   /**
@@ -172,6 +175,7 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
     resyncIntervalMs: opts.resyncIntervalMs,
     concurrency: opts.concurrency,
     ...(opts.sysctls ? { sysctls: opts.sysctls } : {}),
+    dns: opts.dns,
     objectApi: opts.cluster?.api,
     serviceApi: opts.cluster?.api,
     onPodSynced: (uid) => podSynced.fn(uid),
@@ -369,6 +373,10 @@ function configz(opts: SyncOptions): Record<string, unknown> {
       authorization: s ? { mode: s.authorizationMode, webhook: { cacheAuthorizedTTL: '5m0s', cacheUnauthorizedTTL: '30s' } } : undefined,
       maxPods: opts.cluster?.options.maxPods,
       podLogsDir: '/var/log/pods',
+      // As the kubelet's: the empty ones left out, resolvConf always there.
+      clusterDomain: opts.dns?.clusterDomain || undefined,
+      clusterDNS: opts.dns?.clusterDNS.length ? opts.dns.clusterDNS : undefined,
+      resolvConf: (opts.dns ?? DEFAULT_DNS_SETTINGS).resolvConf,
     }),
   ) as Record<string, unknown>;
 }
@@ -404,7 +412,7 @@ async function registerInBackground(
   const { keepRegistered, logRegisterNodeEvent } = await import('../services/register-node.js');
   const { PodStatusManager } = await import('../node/status-manager.js');
   const { EventRecorder } = await import('../node/event-recorder.js');
-  const { nodeConditionEvents, podEventToRecorded, startingEvent } = await import('../node/kubelet-events.js');
+  const { nodeConditionEvents, nodeRef, podEventToRecorded, startingEvent } = await import('../node/kubelet-events.js');
   let lastEventError = '';
   const recorder = new EventRecorder({
     api: cluster.api,
@@ -502,6 +510,8 @@ async function registerInBackground(
   const forwarded = track('event forwarding', (async () => {
     try {
       for await (const m of bus.subscribe(signal, { since: fromSeq, queueSize: 1024 })) {
+        // The kubelet's events about its Node (MissingClusterDNS, CheckLimitsForResolvConf).
+        if (m.kind === 'NodeEvent') recorder.record({ object: nodeRef(opts.nodeName), type: m.type, reason: m.reason, message: m.message });
         if (m.kind !== 'Event') continue;
         if (parked.length > 0 || !forward(m, false)) {
           if (parked.length >= 1000) parked.shift();
