@@ -78,6 +78,17 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
       summary: 'Authorize kubelet server requests with a SubjectAccessReview on nodes/<name>/<subresource> (Webhook, default with --kubeconfig; allowed cached 5m, denied 30s) or allow every authenticated one (AlwaysAllow, default standalone).',
       options: ['AlwaysAllow', 'Webhook'],
     }),
+    'cgroups-per-qos': Flags.string({
+      summary: "Create the QoS cgroup hierarchy: each pod in <cgroup-root>/kubepods/{burstable,besteffort}/pod<uid> (Guaranteed ones directly in kubepods) with the pod's limits. false: the runtime's default cgroups.",
+      options: ['true', 'false'],
+      default: 'true',
+    }),
+    'cgroup-root': Flags.string({ summary: "Root cgroup (a cgroupfs path that must exist) of the pods' cgroups. Default: /." }),
+    'cgroup-driver': Flags.string({ summary: 'How cgroups are made: cgroupfs (systemd is not supported yet).', options: ['cgroupfs', 'systemd'], default: 'cgroupfs' }),
+    'enforce-node-allocatable': Flags.string({
+      summary: 'Node allocatable enforcement: pods (kubepods gets the capacity less --kube-reserved and --system-reserved) or none.',
+      default: 'pods',
+    }),
     tui: Flags.boolean({
       summary: 'Show the live dashboard (as klet dashboard draws it) in this terminal; q stops the sync, pods keep running.',
       default: false,

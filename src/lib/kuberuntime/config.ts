@@ -144,7 +144,7 @@ export function podHostname(pod: V1Pod, nodeName: string): string {
 
 export function generatePodSandboxConfig(
   pod: V1Pod,
-  opts: { attempt: number; nodeName: string; logDirectory: string; resolvConf: ResolvConf; instance?: string; seccompProfileRoot: string },
+  opts: { attempt: number; nodeName: string; logDirectory: string; resolvConf: ResolvConf; instance?: string; seccompProfileRoot: string; cgroupParent?: string },
 ): DeepPartial<PodSandboxConfig> {
   const md = pod.metadata ?? {};
   const psc = pod.spec?.securityContext;
@@ -165,7 +165,7 @@ export function generatePodSandboxConfig(
     labels: podSandboxLabels(pod, opts.instance),
     annotations: podSandboxAnnotations(pod),
     linux: {
-      cgroupParent: '',
+      cgroupParent: opts.cgroupParent ?? '',
       sysctls: Object.fromEntries((psc?.sysctls ?? []).map((s) => [s.name, s.value])),
       securityContext: {
         namespaceOptions: namespaceOptions(pod),

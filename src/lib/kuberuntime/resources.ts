@@ -36,7 +36,18 @@ export function milliCPUToQuota(milliCPU: number, period: number): number {
   return Math.max(MIN_QUOTA_PERIOD, quota);
 }
 
+/** The pod's `resources` (PodLevelResources), as the API gives it. */
+function podLevelResources(pod: V1Pod): { requests?: Record<string, string | number>; limits?: Record<string, string | number> } | undefined {
+  return (pod.spec as { resources?: { requests?: Record<string, string | number>; limits?: Record<string, string | number> } } | undefined)?.resources;
+}
+
+/**
+ * ComputePodQOS. With pod-level resources (the PodLevelResources feature,
+ * on by default since v1.34) the pod's own requests and limits decide.
+ */
 export function qosClass(pod: V1Pod): QOSClass {
+  const pl = podLevelResources(pod);
+  if (pl !== undefined && (Object.keys(pl.requests ?? {}).length > 0 || Object.keys(pl.limits ?? {}).length > 0)) return podLevelQOS(pl);
   const all = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];
   let anySet = false;
   let guaranteed = true;
@@ -62,13 +73,36 @@ export function qosClass(pod: V1Pod): QOSClass {
   return guaranteed ? 'Guaranteed' : 'Burstable';
 }
 
+function podLevelQOS(pl: { requests?: Record<string, string | number>; limits?: Record<string, string | number> }): QOSClass {
+  const positive = (list: Record<string, string | number> | undefined) =>
+    new Map(
+      Object.entries(list ?? {})
+        .filter(([k, v]) => (k === 'cpu' || k === 'memory') && parseQuantity(String(v)).sign() > 0)
+        .map(([k, v]) => [k, parseQuantity(String(v))] as const),
+    );
+  const limits = positive(pl.limits);
+  // Requests default to the limits (the API server's defaulting).
+  const requests = new Map([...limits, ...positive(pl.requests)]);
+  if (requests.size === 0 && limits.size === 0) return 'BestEffort';
+  if (!limits.has('cpu') || !limits.has('memory')) return 'Burstable';
+  for (const [k, q] of requests) if (limits.get(k)?.cmp(q) !== 0) return 'Burstable';
+  return requests.size === limits.size ? 'Guaranteed' : 'Burstable';
+}
+
 /** The kubelet's GetContainerOOMScoreAdjust (runtime clamps it where the host forbids). */
 export function oomScoreAdj(pod: V1Pod, container: V1Container, memoryCapacity: number): number {
   const qos = qosClass(pod);
   if (qos === 'Guaranteed') return -997;
   if (qos === 'BestEffort') return 1000;
-  const req = bytes(container.resources?.requests?.memory ?? container.resources?.limits?.memory) ?? 0;
-  let adj = 1000 - Math.floor((1000 * req) / Math.max(memoryCapacity, 1));
+  let req = bytes(container.resources?.requests?.memory ?? container.resources?.limits?.memory) ?? 0;
+  // A pod-level memory request: what the containers do not request is shared among them (remainingPodMemReqPerContainer).
+  const podReq = bytes(podLevelResources(pod)?.requests?.memory ?? podLevelResources(pod)?.limits?.memory);
+  if (podReq !== undefined && podReq > 0) {
+    const all = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];
+    const requested = all.reduce((n, c) => n + (bytes(c.resources?.requests?.memory ?? c.resources?.limits?.memory) ?? 0), 0);
+    req += Math.trunc((podReq - requested) / Math.max(all.length, 1));
+  }
+  let adj = 1000 - Math.trunc((1000 * req) / Math.max(memoryCapacity, 1));
   if (adj < 3) adj = 3;
   if (adj >= 1000) adj = 999;
   return adj;

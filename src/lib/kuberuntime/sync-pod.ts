@@ -4,6 +4,7 @@
  * (image, config, start) do not throw: they are recorded with the kubelet's
  * waiting reasons in the pod's sync state, which status generation reads.
  */
+import type { PodCgroups } from '../cm/manager.js';
 import fsp from 'node:fs/promises';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { CriClient } from '../cri/client.js';
@@ -102,6 +103,8 @@ export interface SyncContext {
   probes?: ProbeVerdicts;
   /** The volume manager; without one, a manager over `objects` is made for the sync. */
   volumes?: PodVolumes;
+  /** Pod and QoS cgroups (--cgroups-per-qos); without them pods get the runtime's default cgroup parent. */
+  cgroups?: PodCgroups;
 }
 
 export interface SyncPodResult {
@@ -599,7 +602,10 @@ export async function syncPod(
   let podIPs: string[];
   let newSandbox: PodSandboxStatus | undefined;
   const logDirectory = podLogDirOf(pod, ctx.logRoot);
+  // The pod's cgroup before its sandbox (the kubelet's pcm.EnsureExists in SyncPod); its settings follow the pod.
+  const cgroupParent = ctx.cgroups ? await ctx.cgroups.ensurePod(pod) : '';
   const sandboxConfig = generatePodSandboxConfig(pod, {
+    cgroupParent,
     attempt: actions.attempt,
     nodeName: ctx.nodeName,
     logDirectory,
