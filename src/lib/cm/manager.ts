@@ -237,7 +237,7 @@ export async function rmdirTree(dir: string): Promise<void> {
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'ENOENT') return;
-      if (code !== 'EBUSY' || i >= 50) throw new Error(`cannot remove cgroup ${dir}: ${errorMessage(err)}`);
+      if (code !== 'EBUSY' || i >= 50) throw new Error(`cannot remove cgroup ${dir}: ${errorMessage(err)}`, { cause: err });
       await new Promise((r) => setTimeout(r, 100));
     }
   }
