@@ -197,6 +197,33 @@ describe('klet sync --cgroups-per-qos', () => {
     await sync.stop();
   }, 180_000);
 
+  it('a kubepods klet did not make is used as it is: its settings unchanged, never removed', async () => {
+    const dir = tempDir('foreign');
+    const root = `${ROOT}/foreign`;
+    for (const m of new Set(h.mounts.values())) {
+      for (const d of ['', '/kubepods', '/kubepods/burstable', '/kubepods/besteffort']) fs.mkdirSync(path.join(m, root + d));
+    }
+    fs.writeFileSync(path.join(h.mounts.get('cpu')!, root, 'kubepods', 'cpu.shares'), '1234');
+    fs.writeFileSync(path.join(h.mounts.get('cpu')!, root, 'kubepods', 'burstable', 'cpu.shares'), '567');
+    writeAtomic(dir, 'p.yaml', pod('foreign', container(['requests: {cpu: 300m}'])));
+    const sync = await startSync({ rootDir: rt.rootDir, endpoint: rt.endpoint, nodeName: NODE, manifestDir: dir, args: ['--cgroup-root', root] });
+    const uid = await eventually(async () => {
+      const p = (await pods(sync))[0];
+      if (!p?.status?.containerStatuses?.[0]?.state?.running) throw new Error('not running');
+      return p.metadata?.uid ?? '';
+    }, 60_000);
+    const podName = `${root}/kubepods/burstable/pod${uid}`;
+    expect(cg('cpu', podName, 'cpu.shares')).toBe('307');
+    expect(cg('cpu', `${root}/kubepods`, 'cpu.shares')).toBe('1234');
+    expect(cg('cpu', `${root}/kubepods/burstable`, 'cpu.shares')).toBe('567');
+    fs.rmSync(path.join(dir, 'p.yaml'));
+    await eventually(() => {
+      if (cgExists(podName)) throw new Error(`${podName} still there`);
+    }, 60_000);
+    await sync.stop();
+    expect(cg('cpu', `${root}/kubepods/burstable`, 'cpu.shares')).toBe('567');
+  }, 180_000);
+
   it('--cgroups-per-qos=false keeps the runtime\'s cgroups: no kubepods is made', async () => {
     const dir = tempDir('flat');
     const root = `${ROOT}/flat`;

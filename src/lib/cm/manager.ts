@@ -112,7 +112,7 @@ export class CgroupManager implements PodCgroups {
       for (const qos of ['Burstable', 'BestEffort'] as const) await m.create(qosCgroup(opts.cgroupRoot, qos), qosCgroupConfigs([])[qos === 'Burstable' ? 'burstable' : 'besteffort'], created);
     } catch (err) {
       for (const name of created.reverse()) await m.remove(name).catch(() => undefined);
-      throw new InputError(`--cgroup-root ${opts.cgroupRoot}: ${errorMessage(err)}`);
+      throw new InputError(`--cgroup-root ${opts.cgroupRoot}: ${errorMessage(err)} (--cgroups-per-qos=false --enforce-node-allocatable=none keeps the runtime's cgroups)`, { cause: err });
     }
     return m;
   }
