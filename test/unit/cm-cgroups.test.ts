@@ -123,6 +123,21 @@ describe('oomScoreAdj (pkg/kubelet/qos/policy.go)', () => {
   ])('$name', ({ p, want }) => {
     expect(oomScoreAdj(p, p.spec!.containers[0]!, capacity)).toBe(want);
   });
+  it('a sidecar is killed no later than the regular container with the smallest request', () => {
+    const p = pod([c('a', { requests: { memory: '1Gi' } }), c('b', { requests: { memory: '2Gi' } })], { init: [c('s', { requests: { memory: '100Mi' } }, 'Always')] });
+    expect(oomScoreAdj(p, p.spec!.initContainers![0]!, capacity)).toBe(750);
+    expect(oomScoreAdj(p, p.spec!.containers[1]!, capacity)).toBe(500);
+  });
+  it('a node-critical static pod: -997 whatever its QoS class', () => {
+    const p = pod([c('a', { requests: { cpu: '250m' } })]);
+    p.spec!.priorityClassName = 'system-node-critical';
+    expect(oomScoreAdj(p, p.spec!.containers[0]!, capacity)).toBe(999);
+    p.metadata!.annotations = { 'kubernetes.io/config.source': 'file' };
+    expect(oomScoreAdj(p, p.spec!.containers[0]!, capacity)).toBe(-997);
+    p.metadata!.annotations = { 'kubernetes.io/config.source': 'api' };
+    p.spec!.priority = 2_000_001_000;
+    expect(oomScoreAdj(p, p.spec!.containers[0]!, capacity)).toBe(-997);
+  });
 });
 
 describe('node allocatable (kubepods)', () => {
