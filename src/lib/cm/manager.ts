@@ -168,14 +168,15 @@ export class CgroupManager implements PodCgroups {
       await fsp.writeFile(marker, name + '\n');
       created.push(name);
       const { version, mounts } = this.opts.hierarchies;
-      for (const [controller, mount] of mounts) {
+      for (const mount of new Set(mounts.values())) {
         const dir = path.join(mount, name);
         if (fs.existsSync(dir)) continue;
         if (version === 2) await enableControllers(path.dirname(dir));
         await fsp.mkdir(dir).catch((err: NodeJS.ErrnoException) => {
           if (err.code !== 'EEXIST') throw new Error(`cannot create cgroup ${dir}: ${errorMessage(err)}`);
         });
-        if (controller === 'cpuset') await copyCpuset(dir);
+        // The cpuset hierarchy (alone or co-mounted with others).
+        if (mount === mounts.get('cpuset')) await copyCpuset(dir);
       }
     }
     await this.write(name, rc);
