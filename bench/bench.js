@@ -25,6 +25,8 @@ import { median, medianCI, roundOut, verdict } from './stats.js';
 
 const repo = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const KLET = path.join(repo, 'bin/run.js');
+/** klet sync as the kubelet here runs (cgroupsPerQOS: false): the runtime's cgroups, none made under the host's /kubepods. */
+const KLET_FLAT_CGROUPS = ['--cgroups-per-qos=false', '--enforce-node-allocatable=none'];
 const FLOOR = path.join(repo, 'bench/floor.js');
 const NODE = process.execPath;
 const TAG = String(process.pid % 1000).padStart(3, '0');
@@ -409,7 +411,7 @@ async function kletHeap() {
   return { heapUsedMB: metric('nodejs_heap_size_used_bytes'), heapTotalMB: metric('nodejs_heap_size_total_bytes'), externalMB: metric('nodejs_external_memory_bytes') };
 }
 async function startKletSyncWarm() {
-  const proc = start(NODE, [...opts.kletNodeFlags, KLET, 'sync', '--manifest-dir', MANIFESTS, ...kletGlobal()], { log: path.join(tmp, 'klet-sync.log'), env: kletEnv() });
+  const proc = start(NODE, [...opts.kletNodeFlags, KLET, 'sync', '--manifest-dir', MANIFESTS, ...KLET_FLAT_CGROUPS, ...kletGlobal()], { log: path.join(tmp, 'klet-sync.log'), env: kletEnv() });
   await waitFor('klet sync local API', () => fs.existsSync(path.join(KROOT, 'klet.sock')), { timeoutMs: 60_000, proc });
   await sleep(2000);
   return proc;
@@ -451,7 +453,7 @@ function startupVariants(n) {
     'klet sync (cold)': async () => {
       writeManifests(MANIFESTS, n);
       const t0 = now();
-      const p = start(NODE, [...opts.kletNodeFlags, KLET, 'sync', '--manifest-dir', MANIFESTS, ...kletGlobal()], { log: path.join(tmp, 'klet-sync.log'), env: kletEnv() });
+      const p = start(NODE, [...opts.kletNodeFlags, KLET, 'sync', '--manifest-dir', MANIFESTS, ...KLET_FLAT_CGROUPS, ...kletGlobal()], { log: path.join(tmp, 'klet-sync.log'), env: kletEnv() });
       const t1 = await waitFor('klet sync', nRunning(n), { proc: p });
       const rssMB = procStatus(p.pid, 'VmHWM');
       await stopProc(p);
@@ -569,7 +571,7 @@ function steadyVariants(n, { probes = false } = {}) {
   const v = {
     'klet sync': async () => {
       writeManifests(MANIFESTS, n, { probes });
-      const p = start(NODE, [...opts.kletNodeFlags, KLET, 'sync', '--manifest-dir', MANIFESTS, ...kletGlobal()], { log: path.join(tmp, 'klet-sync.log'), env: kletEnv() });
+      const p = start(NODE, [...opts.kletNodeFlags, KLET, 'sync', '--manifest-dir', MANIFESTS, ...KLET_FLAT_CGROUPS, ...kletGlobal()], { log: path.join(tmp, 'klet-sync.log'), env: kletEnv() });
       const r = await measure(p, 'klet sync');
       await stopProc(p);
       return r;
@@ -620,7 +622,7 @@ function exitVariants(m) {
   const v = {
     'klet sync': async () => {
       writeManifests(MANIFESTS, m);
-      const p = start(NODE, [...opts.kletNodeFlags, KLET, 'sync', '--manifest-dir', MANIFESTS, ...kletGlobal()], { log: path.join(tmp, 'klet-sync.log'), env: kletEnv() });
+      const p = start(NODE, [...opts.kletNodeFlags, KLET, 'sync', '--manifest-dir', MANIFESTS, ...KLET_FLAT_CGROUPS, ...kletGlobal()], { log: path.join(tmp, 'klet-sync.log'), env: kletEnv() });
       const r = await measure(p, 'klet sync');
       await stopProc(p);
       return r;
@@ -847,7 +849,7 @@ async function withControlPlane({ audit = false }, fn) {
 }
 /** `klet sync --kubeconfig` joined as NODE_NAME; `extra`: more flags (its kubelet server's). */
 function startKletJoined(kubeconfig, extra = []) {
-  return start(NODE, [...opts.kletNodeFlags, KLET, 'sync', '--manifest-dir', MANIFESTS, '--kubeconfig', kubeconfig, ...kletGlobal(), ...extra], { log: path.join(tmp, 'klet-sync-api.log'), env: kletEnv() });
+  return start(NODE, [...opts.kletNodeFlags, KLET, 'sync', '--manifest-dir', MANIFESTS, ...KLET_FLAT_CGROUPS, '--kubeconfig', kubeconfig, ...kletGlobal(), ...extra], { log: path.join(tmp, 'klet-sync-api.log'), env: kletEnv() });
 }
 
 // ------------------------------------------------------------ api-start-N

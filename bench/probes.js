@@ -188,7 +188,7 @@ ${withProbes ? PROBES : ''}`,
   }
   const t0 = Date.now();
   const nodeFlags = cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', cpuProfDir] : [];
-  klet = spawn(process.execPath, [...nodeFlags, path.join(root, 'bin/run.js'), 'sync', '--manifest-dir', manifests, '--root-dir', tmp, '--container-runtime-endpoint', target.endpoint, '--node-name', 'bench'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  klet = spawn(process.execPath, [...nodeFlags, path.join(root, 'bin/run.js'), 'sync', '--manifest-dir', manifests, '--cgroups-per-qos=false', '--enforce-node-allocatable=none', '--root-dir', tmp, '--container-runtime-endpoint', target.endpoint, '--node-name', 'bench'], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   klet.stderr.on('data', (d) => (stderr = (stderr + d).slice(-4000)));
   let ready = 0;

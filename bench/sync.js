@@ -70,7 +70,7 @@ spec:
     );
   }
   const t0 = Date.now();
-  klet = spawn(process.execPath, [path.join(root, 'bin/run.js'), 'sync', '--manifest-dir', manifests, '--root-dir', tmp, '--container-runtime-endpoint', target.endpoint, '--node-name', 'bench'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  klet = spawn(process.execPath, [path.join(root, 'bin/run.js'), 'sync', '--manifest-dir', manifests, '--cgroups-per-qos=false', '--enforce-node-allocatable=none', '--root-dir', tmp, '--container-runtime-endpoint', target.endpoint, '--node-name', 'bench'], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   klet.stderr.on('data', (d) => (stderr += d));
   for (;;) {

@@ -265,7 +265,7 @@ echo "kubelet done $START"
 MS="$OUT/manifests-klet"
 cp -r "$M" "$MS"
 sidecar_order "$OUT/order-klet" >"$MS/sidecars.yaml"
-$KLET sync --manifest-dir "$MS" --file-check-frequency 1s --allowed-unsafe-sysctls net.ipv4.klet_no_such_sysctl "${COMMON[@]}" >"$OUT/klet-sync.log" 2>&1 &
+$KLET sync --manifest-dir "$MS" --file-check-frequency 1s --allowed-unsafe-sysctls net.ipv4.klet_no_such_sysctl --cgroups-per-qos=false --enforce-node-allocatable=none "${COMMON[@]}" >"$OUT/klet-sync.log" 2>&1 &
 SPID=$!
 sleep 8; $KLET status -o json "${COMMON[@]}" >"$OUT/klet-status-8s.json"
 sleep 22; $KLET status -o json "${COMMON[@]}" >"$OUT/klet-status-30s.json"

@@ -39,6 +39,11 @@ export interface SyncFlags extends NodeRegistrationFlagValues {
   'anonymous-auth'?: string;
   'authentication-token-webhook'?: string;
   'authorization-mode'?: string;
+  /** 'true' or 'false' (the kubelet's bool); unset: false (callers without the flag). */
+  'cgroups-per-qos'?: string;
+  'cgroup-root'?: string;
+  'cgroup-driver'?: string;
+  'enforce-node-allocatable'?: string;
   tui: boolean;
   'crash-loop-backoff-initial': number;
   'crash-loop-backoff-max': number;
@@ -120,9 +125,21 @@ async function syncOptions(flags: SyncFlags, host: SyncHost): Promise<Omit<SyncO
     cluster = { options, api: await connectNodeApi(flags.kubeconfig), kletVersion: (await import('../lib/node/version.js')).kubeletVersion(host.kletVersion) };
   }
   const kubeletServer = await kubeletServerFlags(flags, host, cluster?.options.nodeIP);
+  const { cgroupSettings } = await import('../lib/cm/settings.js');
+  const cgroups = cgroupSettings({
+    cgroupsPerQOS: flags['cgroups-per-qos'] === 'true',
+    cgroupRoot: flags['cgroup-root'],
+    cgroupDriver: flags['cgroup-driver'],
+    enforceNodeAllocatable: flags['enforce-node-allocatable']?.split(',') ?? [],
+    kubeReserved: flags['kube-reserved'],
+    systemReserved: flags['system-reserved'],
+  });
+  // Checked before the runtime is started for the sync: a bad root leaves nothing behind.
+  if (cgroups) await (await import('../lib/cm/manager.js')).checkCgroupRoot(cgroups);
   const sysctls = await sysctlFlags(flags['allowed-unsafe-sysctls']);
   return {
     sysctls,
+    ...(cgroups ? { cgroups } : {}),
     kubeletServer,
     manifestDir: flags['manifest-dir'] ?? (flags['manifest-url'] ? undefined : '/etc/kubernetes/manifests'),
     manifestUrl: flags['manifest-url'],

@@ -13,6 +13,8 @@ With --kubeconfig it also serves the kubelet server on --address:--port (0.0.0.0
 
 With --bootstrap-kubeconfig (a kubeconfig holding a bootstrap token, as kubeadm writes /etc/kubernetes/bootstrap-kubelet.conf; klet join writes one) it first does the kubelet's TLS bootstrap when --kubeconfig is missing or its client certificate expired: an ECDSA P-256 key (0600), a CertificateSigningRequest node-csr-<digest> for CN system:node:<node name>, O system:nodes (signer kubernetes.io/kube-apiserver-client-kubelet, usages digital signature and client auth), a wait for its approval and certificate (one line on stderr; kube-controller-manager approves such requests of bootstrap tokens, or kubectl certificate approve), then <root-dir>/pki/kubelet-client-<time>.pem with the kubelet-client-current.pem link, and --kubeconfig written to use it. A denied or failed request is an error naming it. While it runs, that certificate is renewed at a jittered 70–90% of its lifetime (--rotate-certificates, as the kubelet's rotateCertificates): a new key and CSR with the node's own identity, a new kubelet-client-<time>.pem behind the link, and the API connections switched to it without a restart (watches resume with it).
 
+Pods get the kubelet's cgroups (--cgroups-per-qos, cgroupfs driver): <cgroup-root>/kubepods sized to node allocatable (capacity less --kube-reserved and --system-reserved with --enforce-node-allocatable=pods), its burstable and besteffort QoS cgroups, and a pod<uid> cgroup per pod (Guaranteed pods directly in kubepods) with the pod's cpu.shares, CFS quota and memory limit from its containers, its pod-level resources and its overhead; the runtime gets it as the sandbox's cgroup parent, and it is removed with the pod. klet changes or removes only cgroups it made (recorded in <root-dir>/cgroups).
+
 A source that cannot be read keeps its last good pods (an unreadable URL or a deleted directory never kills running pods). On start it adopts what is already running (after a crash, even a SIGKILL, or a runtime restart): containers whose spec hash matches are kept, changed ones restarted, pods no source wants killed once every source has answered. On SIGTERM or SIGINT it stops the loop within seconds (requests to the API server in flight are cancelled) and leaves the pods running, as the kubelet does.
 
 State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (a v1 PodList), /node (runtime version and conditions, pod sources, PLEG relist, pod-worker queue), /events (newline-delimited JSON of sync-loop iterations, PLEG, pod lifecycle and probe result events: the retained ones after ?since=SEQ, then it streams new ones until the client disconnects; ?follow=false returns after the retained ones), /metrics (Prometheus). --listen 127.0.0.1:PORT also serves it on loopback TCP, only with --auth-token-file (bearer token). Watch it with klet dashboard, or run it with --tui to see the dashboard in this terminal.`;
@@ -27,6 +29,7 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
     "curl --unix-socket /var/lib/klet/klet.sock 'http://klet/events?follow=false'",
     "curl -N --unix-socket /var/lib/klet/klet.sock 'http://klet/events?since=42'    # follows",
     '<%= config.bin %> <%= command.id %> --manifest-dir /etc/kubernetes/manifests --tui',
+    '<%= config.bin %> <%= command.id %> --cgroup-root /klet --kube-reserved cpu=100m,memory=256Mi    # pods in /klet/kubepods/{burstable,besteffort}/pod<uid>',
   ];
   static override flags = {
     'manifest-dir': Flags.string({
@@ -93,6 +96,17 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
     'authorization-mode': Flags.string({
       summary: 'Authorize kubelet server requests with a SubjectAccessReview on nodes/<name>/<subresource> (Webhook, default with --kubeconfig; allowed cached 5m, denied 30s) or allow every authenticated one (AlwaysAllow, default standalone).',
       options: ['AlwaysAllow', 'Webhook'],
+    }),
+    'cgroups-per-qos': Flags.string({
+      summary: "Create the QoS cgroup hierarchy: each pod in <cgroup-root>/kubepods/{burstable,besteffort}/pod<uid> (Guaranteed ones directly in kubepods) with the pod's limits. false: the runtime's default cgroups.",
+      options: ['true', 'false'],
+      default: 'true',
+    }),
+    'cgroup-root': Flags.string({ summary: "Root cgroup (a cgroupfs path that must exist) of the pods' cgroups. Default: /." }),
+    'cgroup-driver': Flags.string({ summary: 'How cgroups are made: cgroupfs (systemd is not supported yet).', options: ['cgroupfs', 'systemd'], default: 'cgroupfs' }),
+    'enforce-node-allocatable': Flags.string({
+      summary: 'Node allocatable enforcement: pods (kubepods gets the capacity less --kube-reserved and --system-reserved) or none.',
+      default: 'pods',
     }),
     tui: Flags.boolean({
       summary: 'Show the live dashboard (as klet dashboard draws it) in this terminal; q stops the sync, pods keep running.',

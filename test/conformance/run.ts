@@ -307,7 +307,7 @@ async function startKubelet(o: { dir: string; bin: string; endpoint: string; kub
   return { proc, logFile, version };
 }
 
-async function startKlet(o: { dir: string; endpoint: string; kubeconfig: string; certs: string }): Promise<AgentProcess> {
+async function startKlet(o: { dir: string; endpoint: string; kubeconfig: string; certs: string; cgroupRoot: string }): Promise<AgentProcess> {
   const klet = path.join(ROOT, 'bin', 'run.js');
   if (!fs.existsSync(path.join(ROOT, 'dist', 'cli', 'sync-entry.js'))) throw new Error('klet is not built: run npm run build first');
   const help = (await execFileP(process.execPath, [klet, 'sync', '--help'])).stdout;
@@ -322,6 +322,8 @@ async function startKlet(o: { dir: string; endpoint: string; kubeconfig: string;
     `--node-ip=${NODE_IP}`,
     `--manifest-dir=${path.join(o.dir, 'manifests')}`,
   ];
+  // Pod and QoS cgroups as the kubelet's here (cgroupsPerQOS under a private cgroupRoot), once klet has them.
+  if (help.includes('--cgroup-root')) args.push(`--cgroup-root=/${o.cgroupRoot}`);
   // The kubelet server (logs, exec, port-forward through the API server) with the kubelet's flags, once klet has it.
   if (help.includes('--client-ca-file')) {
     args.push(
@@ -489,9 +491,9 @@ async function runAgent(o: RunOptions): Promise<{ run: AgentRun; verdicts: Map<s
     const nodeDir = path.join(dir, o.agent);
     await fsp.mkdir(nodeDir, { recursive: true });
     const cgroupRoot = `klet-conformance-${randomBytes(3).toString('hex')}`;
-    if (o.agent === 'kubelet') {
-      await makeCgroupRoot(cgroupRoot, cleanup);
-    } else {
+    // Both agents make their pod and QoS cgroups under a private cgroup root, never the host's /kubepods.
+    await makeCgroupRoot(cgroupRoot, cleanup);
+    if (o.agent !== 'kubelet') {
       // klet writes pod logs under /var/log/pods (it has no flag for another dir):
       // remove the new dirs of this run's namespaces at the end.
       const before = new Set(await fsp.readdir('/var/log/pods').catch(() => [] as string[]));
@@ -508,7 +510,7 @@ async function runAgent(o: RunOptions): Promise<{ run: AgentRun; verdicts: Map<s
     const agent =
       o.agent === 'kubelet'
         ? await startKubelet({ dir: nodeDir, bin: o.bin, endpoint, kubeconfig, certs: c.dir, cgroupRoot })
-        : await startKlet({ dir: nodeDir, endpoint, kubeconfig, certs: c.dir });
+        : await startKlet({ dir: nodeDir, endpoint, kubeconfig, certs: c.dir, cgroupRoot });
     cleanup.add(`stop ${o.agent}`, async () => {
       await stop(agent.proc, 30_000);
     });

@@ -175,6 +175,9 @@ export function syncArgs(opts: SyncOptions): string[] {
     '--file-check-frequency',
     opts.fileCheckFrequency ?? '2s',
     ...(opts.args ?? []),
+    // The pods' cgroups stay the runtime's unless a test asks for them (with a private --cgroup-root):
+    // a test never makes cgroups in the host's /kubepods, which a real kubelet may share.
+    ...(opts.args?.some((a) => a.startsWith('--cgroup')) ? [] : ['--cgroups-per-qos=false', '--enforce-node-allocatable=none']),
     // A cluster-mode sync serves the kubelet server on 0.0.0.0:10250 by default: tests that do not ask for it leave it off.
     ...(opts.args?.includes('--kubeconfig') && !opts.args.includes('--port') ? ['--port', '0'] : []),
   ];

@@ -89,6 +89,8 @@ export function generatePodSandboxConfig(
     hostname: string;
     instance?: string;
     seccompProfileRoot: string;
+    /** The pod's cgroup (cm/manager.ts), '' for the runtime's default. */
+    cgroupParent?: string;
   },
 ): DeepPartial<PodSandboxConfig> {
   const md = pod.metadata ?? {};
@@ -109,7 +111,7 @@ export function generatePodSandboxConfig(
     labels: podSandboxLabels(pod, opts.instance),
     annotations: podSandboxAnnotations(pod),
     linux: {
-      cgroupParent: '',
+      cgroupParent: opts.cgroupParent ?? '',
       sysctls: Object.fromEntries((psc?.sysctls ?? []).map((s) => [s.name, s.value])),
       securityContext: {
         namespaceOptions: namespaceOptions(pod),

@@ -131,6 +131,8 @@ async function removePodFiles(ctx: LifecycleContext, pod: V1Pod, objs: PodRuntim
   // removed yet leaves the record for the next try, not a log dir nothing knows of.
   const mine = kletInstance(ctx.rootDir, ctx.nodeName);
   if (!objs.sandboxes.some((sb) => sb.labels[KLET_INSTANCE_LABEL] !== mine)) await removeLogDir(podLogDirOf({ metadata: id }, ctx.logRoot));
+  // The pod cgroup once its sandbox is gone (the kubelet's cleanupOrphanedPodCgroups), before the record that names the pod.
+  await ctx.cgroups?.removePod(id.uid);
   await removePodDir(ctx.rootDir, id.uid);
 }
 

@@ -4,6 +4,7 @@
  */
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { parseQuantity } from '../pod/quantity.js';
+import { CONFIG_MIRROR_ANNOTATION, isStaticPod } from '../pod/static-pod.js';
 
 export const MIN_SHARES = 2;
 export const MAX_SHARES = 262144;
@@ -36,7 +37,18 @@ export function milliCPUToQuota(milliCPU: number, period: number): number {
   return Math.max(MIN_QUOTA_PERIOD, quota);
 }
 
+/** The pod's `resources` (PodLevelResources), as the API gives it. */
+function podLevelResources(pod: V1Pod): { requests?: Record<string, string | number>; limits?: Record<string, string | number> } | undefined {
+  return (pod.spec as { resources?: { requests?: Record<string, string | number>; limits?: Record<string, string | number> } } | undefined)?.resources;
+}
+
+/**
+ * ComputePodQOS. With pod-level resources (the PodLevelResources feature,
+ * on by default since v1.34) the pod's own requests and limits decide.
+ */
 export function qosClass(pod: V1Pod): QOSClass {
+  const pl = podLevelResources(pod);
+  if (pl !== undefined && (Object.keys(pl.requests ?? {}).length > 0 || Object.keys(pl.limits ?? {}).length > 0)) return podLevelQOS(pl);
   const all = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];
   let anySet = false;
   let guaranteed = true;
@@ -62,16 +74,55 @@ export function qosClass(pod: V1Pod): QOSClass {
   return guaranteed ? 'Guaranteed' : 'Burstable';
 }
 
+function podLevelQOS(pl: { requests?: Record<string, string | number>; limits?: Record<string, string | number> }): QOSClass {
+  const positive = (list: Record<string, string | number> | undefined) =>
+    new Map(
+      Object.entries(list ?? {})
+        .filter(([k, v]) => (k === 'cpu' || k === 'memory') && parseQuantity(String(v)).sign() > 0)
+        .map(([k, v]) => [k, parseQuantity(String(v))] as const),
+    );
+  const limits = positive(pl.limits);
+  // Requests default to the limits (the API server's defaulting).
+  const requests = new Map([...limits, ...positive(pl.requests)]);
+  if (requests.size === 0 && limits.size === 0) return 'BestEffort';
+  if (!limits.has('cpu') || !limits.has('memory')) return 'Burstable';
+  for (const [k, q] of requests) if (limits.get(k)?.cmp(q) !== 0) return 'Burstable';
+  return requests.size === limits.size ? 'Guaranteed' : 'Burstable';
+}
+
 /** The kubelet's GetContainerOOMScoreAdjust (runtime clamps it where the host forbids). */
 export function oomScoreAdj(pod: V1Pod, container: V1Container, memoryCapacity: number): number {
+  // Only a node-critical pod is the last to be killed, whatever its QoS class.
+  if (isNodeCriticalPod(pod)) return -997;
   const qos = qosClass(pod);
   if (qos === 'Guaranteed') return -997;
   if (qos === 'BestEffort') return 1000;
-  const req = bytes(container.resources?.requests?.memory ?? container.resources?.limits?.memory) ?? 0;
-  let adj = 1000 - Math.floor((1000 * req) / Math.max(memoryCapacity, 1));
+  const memReq = (c: V1Container) => bytes(c.resources?.requests?.memory ?? c.resources?.limits?.memory) ?? 0;
+  const scoreOf = (req: number) => 1000 - Math.trunc((1000 * req) / Math.max(memoryCapacity, 1));
+  // A pod-level memory request: what the containers do not request is shared among them (remainingPodMemReqPerContainer).
+  let remaining = 0;
+  const podReq = bytes(podLevelResources(pod)?.requests?.memory ?? podLevelResources(pod)?.limits?.memory);
+  if (podReq !== undefined && podReq > 0) {
+    const all = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];
+    remaining = Math.trunc((podReq - all.reduce((n, c) => n + memReq(c), 0)) / Math.max(all.length, 1));
+  }
+  let adj = scoreOf(memReq(container) + remaining);
+  // A sidecar is killed no later than the regular container with the smallest memory request.
+  const sidecar = (container as V1Container & { restartPolicy?: string }).restartPolicy === 'Always' && (pod.spec?.initContainers ?? []).some((c) => c.name === container.name);
+  const regular = pod.spec?.containers ?? [];
+  if (sidecar && regular.length > 0) adj = Math.min(adj, scoreOf(Math.min(...regular.map(memReq)) + remaining));
   if (adj < 3) adj = 3;
   if (adj >= 1000) adj = 999;
   return adj;
+}
+
+/**
+ * IsNodeCriticalPod: priorityClassName system-node-critical on a static or
+ * mirror pod, or with a system-critical priority (which the API gives that class).
+ */
+export function isNodeCriticalPod(pod: V1Pod): boolean {
+  if (pod.spec?.priorityClassName !== 'system-node-critical') return false;
+  return isStaticPod(pod) || pod.metadata?.annotations?.[CONFIG_MIRROR_ANNOTATION] !== undefined || (pod.spec?.priority ?? 0) >= 2_000_000_000;
 }
 
 export interface LinuxResources {

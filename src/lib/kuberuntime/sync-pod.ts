@@ -4,6 +4,7 @@
  * (image, config, start) do not throw: they are recorded with the kubelet's
  * waiting reasons in the pod's sync state, which status generation reads.
  */
+import type { PodCgroups } from '../cm/manager.js';
 import fsp from 'node:fs/promises';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { CriClient } from '../cri/client.js';
@@ -106,6 +107,8 @@ export interface SyncContext {
   services?: ServiceSource;
   /** The sysctls pods may set (admission: SysctlForbidden); unchecked without it. */
   sysctls?: SysctlAllowlist;
+  /** Pod and QoS cgroups (--cgroups-per-qos); without them pods get the runtime's default cgroup parent. */
+  cgroups?: PodCgroups;
 }
 
 export interface SyncPodResult {
@@ -664,7 +667,10 @@ export async function syncPod(
     failures.push({ container: '', reason: CONFIG_POD_SANDBOX_ERROR, message, retryInMs: CONFIG_ERROR_RETRY_MS });
     return { actions, status, failures, requeueAfterMs: CONFIG_ERROR_RETRY_MS };
   }
+  // The pod's cgroup before its sandbox (the kubelet's pcm.EnsureExists in SyncPod); its settings follow the pod.
+  const cgroupParent = ctx.cgroups ? await ctx.cgroups.ensurePod(pod) : '';
   const sandboxConfig = generatePodSandboxConfig(pod, {
+    cgroupParent,
     attempt: actions.attempt,
     logDirectory,
     ...dns,

@@ -6,6 +6,7 @@
  * restart of klet, even after SIGKILL, adopts the running pods), and it
  * kills pods no source wants only once every source has answered.
  */
+import type { PodCgroups } from '../cm/manager.js';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { CriClient } from '../cri/client.js';
 import type { PodConfig, PodUpdate } from '../config/config.js';
@@ -73,6 +74,8 @@ export interface KubeletOptions {
   serviceApi?: ServiceApi;
   /** Cluster mode: API pods' ConfigMaps, Secrets and service account tokens come from this API server. */
   objectApi?: ObjectApi;
+  /** Pod and QoS cgroups (--cgroups-per-qos). */
+  cgroups?: PodCgroups;
   /** After each pod sync, termination and removal: the pod's status may have changed (the kubelet's statusManager.SetPodStatus). */
   onPodSynced?: (uid: string) => void;
   /**
@@ -212,6 +215,7 @@ export class Kubelet {
       volumes: this.volumes,
       ...(this.services ? { services: this.services } : {}),
       ...(this.opts.sysctls ? { sysctls: this.opts.sysctls } : {}),
+      ...(this.opts.cgroups ? { cgroups: this.opts.cgroups } : {}),
       onEvent: (e) => {
         // Events carry the UID of the pod being synced (a pod being killed is no longer in `desired`).
         this.opts.bus.emit(e.kind === 'Event' ? { ...e, uid: forPod.metadata?.uid ?? e.uid } : e);
@@ -538,6 +542,7 @@ export class Kubelet {
         }
       }
       try {
+        await this.opts.cgroups?.removePod(uid);
         await removePodDir(this.opts.rootDir, uid);
         this.cleanupWarned.delete(uid);
       } catch (err) {

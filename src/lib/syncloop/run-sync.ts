@@ -62,6 +62,8 @@ export interface SyncOptions {
       Partial<import('../server/kubelet-auth.js').ReviewApi>;
     kletVersion: string;
   };
+  /** Pod and QoS cgroups (--cgroups-per-qos): made before the loop starts. */
+  cgroups?: import('../cm/settings.js').CgroupSettings;
   /** The kubelet server (HTTPS, port 10250): logs, exec, attach, port-forward for the API server. */
   kubeletServer?: import('../server/kubelet-server-config.js').LoadedKubeletServer;
   /** Called once the kubelet server listens, with its port. */
@@ -141,6 +143,8 @@ export function stopWatch(signal: AbortSignal): { track<T>(name: string, p: Prom
 }
 
 export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<void> {
+  // kubepods and the QoS cgroups before any pod (the kubelet's container manager Start).
+  const cgroups = opts.cgroups ? await (await import('../cm/manager.js')).openCgroups(opts.cgroups, opts.rootDir) : undefined;
   const stop = stopWatch(signal);
   const metrics = new KletMetrics();
   const cri = instrumentCri(opts.cri, metrics);
@@ -178,6 +182,7 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
     dns: opts.dns,
     objectApi: opts.cluster?.api,
     serviceApi: opts.cluster?.api,
+    ...(cgroups ? { cgroups } : {}),
     onPodSynced: (uid) => podSynced.fn(uid),
     onPodStatus: (pod) => podSynced.status(pod),
     // The runtime's own client: these are not CRI operations to count.

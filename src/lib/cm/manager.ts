@@ -1,0 +1,273 @@
+/**
+ * Pod and QoS cgroups, as the kubelet's container manager makes them with
+ * the cgroupfs driver (--cgroups-per-qos): `<cgroup-root>/kubepods` (node
+ * allocatable), its `burstable` and `besteffort` children, and a
+ * `pod<uid>` cgroup per pod (Guaranteed pods directly under kubepods), whose
+ * name the runtime gets as the sandbox's cgroup_parent.
+ *
+ * klet never changes or removes a cgroup it did not create: each cgroup it
+ * creates is recorded first (a marker file under <root-dir>/cgroups), and
+ * only recorded ones get settings written or are removed. A `kubepods` that
+ * another kubelet made is used as it is.
+ */
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import type { V1Pod } from '@kubernetes/client-node';
+import { InputError, errorMessage } from '../errors.js';
+import { qosClass, type QOSClass } from '../kuberuntime/resources.js';
+import { type CgroupVersion, V2_CONTROLLERS, cgroupWrites, kubepodsCgroup, podCgroup, qosCgroup } from './cgroup-files.js';
+import { type PodCgroupOptions, type ResourceConfig, nodeAllocatableConfig, qosCgroupConfigs, resourceConfigForPod } from './resource-config.js';
+import type { CgroupSettings } from './settings.js';
+import { nodeCapacity } from '../node/machine.js';
+
+/** CGROUP2_SUPER_MAGIC: /sys/fs/cgroup is the unified hierarchy. */
+const CGROUP2_MAGIC = 0x63677270;
+
+/** The cgroup hierarchies of the host: controller (or name=...) → mount point. */
+export interface Hierarchies {
+  version: CgroupVersion;
+  /** v1: one entry per mounted hierarchy (its first controller names it); v2: { '': mount }. */
+  mounts: Map<string, string>;
+}
+
+/**
+ * The cgroup hierarchies in /proc/self/mountinfo: every cgroup v1 mount (by
+ * its controllers, or name=… for a named one) and, on a hybrid host, the
+ * cgroup2 mount beside them (runc puts containers there too).
+ */
+export function parseMountinfo(text: string, version: CgroupVersion): Map<string, string> {
+  const mounts = new Map<string, string>();
+  for (const line of text.split('\n')) {
+    const sep = line.indexOf(' - ');
+    if (sep < 0) continue;
+    const pre = line.slice(0, sep).split(' ');
+    const [fstype, , superOpts = ''] = line.slice(sep + 3).split(' ');
+    const mountPoint = pre[4];
+    if (mountPoint === undefined) continue;
+    if (version === 2) {
+      if (fstype === 'cgroup2' && !mounts.has('')) mounts.set('', mountPoint);
+      continue;
+    }
+    if (fstype === 'cgroup2') mounts.set('unified', mountPoint);
+    if (fstype !== 'cgroup') continue;
+    for (const opt of superOpts.split(',')) {
+      if (['rw', 'ro', 'clone_children', 'noprefix', 'xattr', 'cpuset_v2_mode'].includes(opt) || opt.startsWith('release_agent=')) continue;
+      if (!mounts.has(opt)) mounts.set(opt, mountPoint);
+    }
+  }
+  return mounts;
+}
+
+/** The host's hierarchies: v2 when /sys/fs/cgroup is cgroup2, else v1 (legacy or hybrid). */
+export async function hostHierarchies(): Promise<Hierarchies> {
+  const st = await fsp.statfs('/sys/fs/cgroup');
+  const version: CgroupVersion = st.type === CGROUP2_MAGIC ? 2 : 1;
+  return { version, mounts: parseMountinfo(await fsp.readFile('/proc/self/mountinfo', 'utf8'), version) };
+}
+
+export interface CgroupManagerOptions {
+  /** --cgroup-root (cgroupfs form, e.g. "/"). */
+  cgroupRoot: string;
+  /** klet's root dir: where the record of the cgroups klet made is kept. */
+  rootDir: string;
+  /** The settings of kubepods (node allocatable). */
+  nodeAllocatable: ResourceConfig;
+  pod?: PodCgroupOptions;
+  /** The host's hierarchies (hostHierarchies()). */
+  hierarchies: Hierarchies;
+}
+
+/** What the pod sync needs of the container manager. */
+export interface PodCgroups {
+  /** The pod's cgroup (cgroup_parent of its sandbox and containers). */
+  parentOf(pod: V1Pod): string;
+  /** Create the pod's cgroup with its settings (if klet has not) and update the QoS cgroups; the cgroup_parent. */
+  ensurePod(pod: V1Pod): Promise<string>;
+  /** Remove the pod's cgroup, if klet made it. */
+  removePod(uid: string): Promise<void>;
+}
+
+export class CgroupManager implements PodCgroups {
+  /** Pods with a cgroup: what the burstable QoS cgroup's shares are summed from. */
+  private readonly pods = new Map<string, V1Pod>();
+
+  private constructor(private readonly opts: CgroupManagerOptions) {}
+
+  /**
+   * Check --cgroup-root and create kubepods and the QoS cgroups (those
+   * missing). On any failure, what this call created is removed and an
+   * InputError names the flag.
+   */
+  static async open(opts: CgroupManagerOptions): Promise<CgroupManager> {
+    const m = new CgroupManager(opts);
+    assertCgroupRoot(opts.cgroupRoot, opts.hierarchies);
+    const created: string[] = [];
+    try {
+      const kubepods = kubepodsCgroup(opts.cgroupRoot);
+      await m.create(kubepods, opts.nodeAllocatable, created);
+      for (const qos of ['Burstable', 'BestEffort'] as const) await m.create(qosCgroup(opts.cgroupRoot, qos), qosCgroupConfigs([])[qos === 'Burstable' ? 'burstable' : 'besteffort'], created);
+    } catch (err) {
+      for (const name of created.reverse()) await m.remove(name).catch(() => undefined);
+      throw new InputError(`--cgroup-root ${opts.cgroupRoot}: ${errorMessage(err)} (--cgroups-per-qos=false --enforce-node-allocatable=none keeps the runtime's cgroups)`, { cause: err });
+    }
+    return m;
+  }
+
+  parentOf(pod: V1Pod): string {
+    return podCgroup(this.opts.cgroupRoot, qosClass(pod), pod.metadata?.uid ?? '');
+  }
+
+  async ensurePod(pod: V1Pod): Promise<string> {
+    const name = this.parentOf(pod);
+    const uid = pod.metadata?.uid ?? '';
+    this.pods.set(uid, pod);
+    await this.create(name, resourceConfigForPod(pod, this.opts.pod), []);
+    await this.updateQOS();
+    return name;
+  }
+
+  async removePod(uid: string): Promise<void> {
+    this.pods.delete(uid);
+    for (const qos of ['Guaranteed', 'Burstable', 'BestEffort'] as QOSClass[]) {
+      const name = podCgroup(this.opts.cgroupRoot, qos, uid);
+      if (fs.existsSync(this.marker(name))) await this.remove(name);
+    }
+    await this.updateQOS();
+  }
+
+  /** The burstable QoS cgroup's shares follow its pods (the kubelet's UpdateCgroups). */
+  private async updateQOS(): Promise<void> {
+    const name = qosCgroup(this.opts.cgroupRoot, 'Burstable');
+    if (fs.existsSync(this.marker(name))) await this.write(name, qosCgroupConfigs([...this.pods.values()]).burstable);
+  }
+
+  /** The cgroup's directory in each hierarchy. */
+  private dirs(name: string): string[] {
+    return [...new Set(this.opts.hierarchies.mounts.values())].map((mount) => path.join(mount, name));
+  }
+
+  private marker(name: string): string {
+    return path.join(this.opts.rootDir, 'cgroups', encodeURIComponent(name));
+  }
+
+  /**
+   * Create `name` in every hierarchy if klet has not yet, and write its
+   * settings if it is klet's. Created names are pushed to `created`.
+   */
+  private async create(name: string, rc: ResourceConfig, created: string[]): Promise<void> {
+    const marker = this.marker(name);
+    const exists = this.dirs(name).every((d) => fs.existsSync(d));
+    if (exists && !fs.existsSync(marker)) return; // someone else's: used as it is
+    if (!exists) {
+      // The record first: a crash after it leaves a cgroup klet knows is its own.
+      await fsp.mkdir(path.dirname(marker), { recursive: true, mode: 0o700 });
+      await fsp.writeFile(marker, name + '\n');
+      created.push(name);
+      const { version, mounts } = this.opts.hierarchies;
+      for (const mount of new Set(mounts.values())) {
+        const dir = path.join(mount, name);
+        if (fs.existsSync(dir)) continue;
+        if (version === 2) await enableControllers(path.dirname(dir));
+        await fsp.mkdir(dir).catch((err: NodeJS.ErrnoException) => {
+          if (err.code !== 'EEXIST') throw new Error(`cannot create cgroup ${dir}: ${errorMessage(err)}`);
+        });
+        // The cpuset hierarchy (alone or co-mounted with others).
+        if (mount === mounts.get('cpuset')) await copyCpuset(dir);
+      }
+    }
+    await this.write(name, rc);
+  }
+
+  private async write(name: string, rc: ResourceConfig): Promise<void> {
+    const { version, mounts } = this.opts.hierarchies;
+    for (const w of cgroupWrites(version, rc)) {
+      const mount = mounts.get(w.controller);
+      if (mount === undefined) continue;
+      const file = path.join(mount, name, w.file);
+      await fsp.writeFile(file, w.value).catch((err) => {
+        throw new Error(`cannot write ${w.value} to ${file}: ${errorMessage(err)}`);
+      });
+    }
+  }
+
+  /** Remove a cgroup klet made (and what the runtime left in it), then its record. */
+  private async remove(name: string): Promise<void> {
+    for (const dir of this.dirs(name)) await rmdirTree(dir);
+    await fsp.rm(this.marker(name), { force: true });
+  }
+}
+
+/** v2: the parent lets its children have the cpu, memory and pids controllers. */
+async function enableControllers(parent: string): Promise<void> {
+  const have = (await fsp.readFile(path.join(parent, 'cgroup.subtree_control'), 'utf8')).split(/\s+/);
+  const want = V2_CONTROLLERS.filter((c) => !have.includes(c));
+  if (want.length > 0) await fsp.writeFile(path.join(parent, 'cgroup.subtree_control'), want.map((c) => `+${c}`).join(' '));
+}
+
+/** v1 cpuset: a new cgroup starts with no CPUs or memory nodes; it gets its parent's. */
+async function copyCpuset(dir: string): Promise<void> {
+  for (const f of ['cpuset.cpus', 'cpuset.mems']) {
+    const own = (await fsp.readFile(path.join(dir, f), 'utf8')).trim();
+    if (own !== '') continue;
+    await fsp.writeFile(path.join(dir, f), await fsp.readFile(path.join(path.dirname(dir), f), 'utf8'));
+  }
+}
+
+/**
+ * rmdir a cgroup and the cgroups under it, deepest first (a cgroup dir
+ * holds only control files, which rmdir ignores). A cgroup whose last
+ * process is still exiting is busy for a moment: retried for up to 5 s.
+ */
+export async function rmdirTree(dir: string): Promise<void> {
+  let entries: fs.Dirent[];
+  try {
+    entries = await fsp.readdir(dir, { withFileTypes: true });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw err;
+  }
+  for (const e of entries) if (e.isDirectory()) await rmdirTree(path.join(dir, e.name));
+  for (let i = 0; ; i++) {
+    try {
+      await fsp.rmdir(dir);
+      return;
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') return;
+      if (code !== 'EBUSY' || i >= 50) throw new Error(`cannot remove cgroup ${dir}: ${errorMessage(err)}`, { cause: err });
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+
+/** --cgroup-root must exist in every hierarchy (the kubelet's validateSystemRequirements); an InputError names what is missing. */
+function assertCgroupRoot(cgroupRoot: string, hierarchies: Hierarchies): void {
+  const missing = [...new Set(hierarchies.mounts.values())].map((mount) => path.join(mount, cgroupRoot)).filter((d) => !fs.existsSync(d));
+  if (missing.length > 0) {
+    throw new InputError(`--cgroup-root ${cgroupRoot}: invalid configuration: cgroup "${cgroupRoot}" has some missing paths: ${missing.join(', ')}`);
+  }
+}
+
+/** The --cgroup-root check alone, before anything starts (the runtime, the sync loop): bad input leaves nothing behind. */
+export async function checkCgroupRoot(settings: CgroupSettings): Promise<void> {
+  assertCgroupRoot(settings.cgroupRoot, await hostHierarchies());
+}
+
+/**
+ * The container manager of a `klet sync`: the host's hierarchies, kubepods
+ * sized from the node's capacity (less the reservations when `pods` is
+ * enforced), the QoS cgroups. Throws an InputError naming --cgroup-root.
+ */
+export async function openCgroups(settings: CgroupSettings, rootDir: string): Promise<CgroupManager> {
+  const { cpuMillis, memoryBytes } = nodeCapacity();
+  const pidMax = Number((await fsp.readFile('/proc/sys/kernel/pid_max', 'utf8').catch(() => '0')).trim()) || 0;
+  const capacity = { cpuMilli: cpuMillis, memoryBytes, pid: pidMax };
+  return CgroupManager.open({
+    cgroupRoot: settings.cgroupRoot,
+    rootDir,
+    nodeAllocatable: nodeAllocatableConfig(capacity, [settings.kubeReserved, settings.systemReserved], settings.enforcePods),
+    hierarchies: await hostHierarchies(),
+  });
+}

@@ -1,0 +1,71 @@
+/**
+ * The container manager's settings (the kubelet's cgroupsPerQOS, cgroupRoot,
+ * cgroupDriver, enforceNodeAllocatable, kubeReserved, systemReserved),
+ * checked as the kubelet's ValidateKubeletConfiguration checks them. The
+ * raw values come from flags or a KubeletConfiguration; errors name the
+ * kubelet's field and flag.
+ */
+import { InputError } from '../errors.js';
+import { NO_RESERVATION, type Reservation, parseReservation } from '../node/config.js';
+
+export interface RawCgroupSettings {
+  cgroupsPerQOS: boolean;
+  /** Default "/" (with cgroupsPerQOS). */
+  cgroupRoot?: string;
+  cgroupDriver?: string;
+  /** The enforcement levels; default ["pods"]. */
+  enforceNodeAllocatable?: readonly string[];
+  kubeReserved?: string;
+  systemReserved?: string;
+}
+
+export interface CgroupSettings {
+  cgroupRoot: string;
+  /** `pods` is enforced: kubepods gets capacity less the reservations. */
+  enforcePods: boolean;
+  kubeReserved: Reservation;
+  systemReserved: Reservation;
+}
+
+const LEVELS = ['pods', 'system-reserved', 'system-reserved-compressible', 'kube-reserved', 'kube-reserved-compressible', 'none'];
+
+/** The settings, or null without cgroupsPerQOS (pods get the runtime's default cgroup parent). */
+export function cgroupSettings(raw: RawCgroupSettings): CgroupSettings | null {
+  const driver = raw.cgroupDriver ?? 'cgroupfs';
+  if (driver === 'systemd') throw new InputError('--cgroup-driver systemd: not supported by klet yet; use cgroupfs (and SystemdCgroup = false in containerd)');
+  if (driver !== 'cgroupfs') throw new InputError(`--cgroup-driver ${driver}: must be cgroupfs or systemd`);
+  const levels = (raw.enforceNodeAllocatable ?? ['pods']).map((l) => l.trim()).filter((l) => l !== '');
+  const seen = new Set<string>();
+  for (const l of levels) {
+    const flag = `--enforce-node-allocatable ${levels.join(',')}`;
+    if (seen.has(l)) throw new InputError(`${flag}: invalid configuration: duplicated enforcements "${l}" in enforceNodeAllocatable (--enforce-node-allocatable)`);
+    seen.add(l);
+    if (!LEVELS.includes(l)) {
+      throw new InputError(`${flag}: invalid configuration: option "${l}" specified for enforceNodeAllocatable (--enforce-node-allocatable). Valid options are ${LEVELS.map((x) => `"${x}"`).join(', ')}`);
+    }
+    if (l === 'none') {
+      if (levels.length > 1) throw new InputError(`${flag}: invalid configuration: enforceNodeAllocatable (--enforce-node-allocatable) may not contain additional enforcements when "none" is specified`);
+      continue;
+    }
+    if (l !== 'pods') throw new InputError(`${flag}: "${l}" is not supported by klet yet (it needs --${l.replace('-compressible', '')}-cgroup); klet enforces "pods" or "none"`);
+    if (!raw.cgroupsPerQOS) throw new InputError(`${flag}: invalid configuration: cgroupsPerQOS (--cgroups-per-qos) must be set to true when "${l}" contained in enforceNodeAllocatable (--enforce-node-allocatable)`);
+  }
+  if (!raw.cgroupsPerQOS) return null;
+  const cgroupRoot = raw.cgroupRoot === undefined || raw.cgroupRoot === '' ? '/' : raw.cgroupRoot;
+  if (!cgroupRoot.startsWith('/') || cgroupRoot.split('/').some((s) => s === '..' || s === '.')) {
+    throw new InputError(`--cgroup-root ${cgroupRoot}: must be an absolute cgroupfs path (e.g. / or /klet)`);
+  }
+  const reservation = (flag: string, text: string | undefined): Reservation => {
+    try {
+      return text === undefined ? { ...NO_RESERVATION } : parseReservation(text);
+    } catch (err) {
+      throw new InputError(`--${flag} ${text}: ${(err as Error).message}`);
+    }
+  };
+  return {
+    cgroupRoot,
+    enforcePods: levels.includes('pods'),
+    kubeReserved: reservation('kube-reserved', raw.kubeReserved),
+    systemReserved: reservation('system-reserved', raw.systemReserved),
+  };
+}
