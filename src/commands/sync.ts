@@ -82,6 +82,17 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
       summary: 'Show the live dashboard (as klet dashboard draws it) in this terminal; q stops the sync, pods keep running.',
       default: false,
     }),
+    'image-gc-high-threshold': Flags.integer({
+      summary: 'Disk usage (percent of the image filesystem) at or above which image GC runs, every 5 minutes: unused images klet pulled are removed, least recently used first. 100 turns image GC off.',
+      default: 85,
+    }),
+    'image-gc-low-threshold': Flags.integer({
+      summary: 'Disk usage (percent) image GC frees down to; less than --image-gc-high-threshold.',
+      default: 80,
+    }),
+    'minimum-image-gc-age': durationFlag({ summary: 'Minimum age of an unused image (since klet first saw it) before image GC may remove it.', default: '2m', allowZero: true }),
+    'container-gc-period': durationFlag({ summary: 'Container GC period (tests; the kubelet\'s ContainerGCPeriod).', default: '1m', hidden: true }),
+    'image-gc-period': durationFlag({ summary: 'Image GC period (tests; the kubelet\'s ImageGCPeriod).', default: '5m', hidden: true }),
     'crash-loop-backoff-initial': durationFlag({ summary: 'First crash-loop back-off delay (tests).', default: '10s', hidden: true }),
     'crash-loop-backoff-max': durationFlag({ summary: 'Crash-loop back-off cap (tests).', default: '5m', hidden: true }),
     'crash-loop-backoff-reset': durationFlag({ summary: 'Clean running time that resets the back-off (tests).', default: '10m', hidden: true }),

@@ -167,6 +167,8 @@ export function formatEventLine(e: KletEvent): EventLine | null {
       };
     case 'Volume':
       return { seq: e.seq, tone: 'lifecycle', text: `${t} Volume  ${e.op.padEnd(14)} ${e.pod}: ${e.volume} (${e.plugin})` };
+    case 'NodeEvent':
+      return { seq: e.seq, tone: e.type === 'Warning' ? 'warning' : 'normal', text: `${t} ${e.type.padEnd(7)} ${e.reason.padEnd(14)} node: ${e.message}` };
     case 'SyncLoopIteration':
     case 'PodWaitStarted':
     case 'PodWaitDone':

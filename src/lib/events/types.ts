@@ -164,6 +164,18 @@ export interface VolumeEvent {
   hostPath: string;
 }
 
+/**
+ * What the kubelet records as a core/v1 Event on the Node (garbage
+ * collection's ContainerGCFailed, ImageGCFailed, FreeDiskSpaceFailed,
+ * InvalidDiskCapacity), with its reason and message.
+ */
+export interface NodeEvent {
+  kind: 'NodeEvent';
+  type: PodEventType;
+  reason: string;
+  message: string;
+}
+
 /** An event as emitters write it: the bus adds `seq` and `time`. */
 export type KletEventBody =
   | SyncLoopIterationEvent
@@ -174,7 +186,8 @@ export type KletEventBody =
   | SourceErrorEvent
   | PodWaitStartedEvent
   | PodWaitDoneEvent
-  | VolumeEvent;
+  | VolumeEvent
+  | NodeEvent;
 
 /** An event as readers see it. */
 export type KletEvent = KletEventMeta & KletEventBody;
