@@ -14,7 +14,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ContainerState, CriClient, PodSandboxState } from '../../src/lib/cri/index.js';
+import { ContainerState, CriClient } from '../../src/lib/cri/index.js';
 import { busyboxImageSpec } from '../../src/lib/runtime/oci-image.js';
 import { explain, runKlet } from '../helpers/cli.js';
 import { podYaml, SLEEP_FOREVER } from '../helpers/manifests.js';
