@@ -35,7 +35,7 @@ async function readArchive(file: string): Promise<{ blobs: Map<string, Buffer>; 
   const done = new Promise<void>((resolve, reject) => {
     extract.on('entry', (header, stream, next) => {
       const chunks: Buffer[] = [];
-      stream.on('data', (c: Buffer) => chunks.push(c));
+      stream.on('data', (c: unknown) => chunks.push(c as Buffer));
       stream.on('end', () => {
         const data = Buffer.concat(chunks);
         const name = header.name.replace(/^\.\//, '');
