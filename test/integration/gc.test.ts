@@ -48,7 +48,7 @@ async function containersOf(name: string): Promise<{ id: string; state: Containe
 }
 
 /** A pod of "another client" (a kubelet): a sandbox with its labels and `dead` exited containers named c in it, plus a stopped sandbox without containers. */
-async function foreignPod(dead: number, image: string): Promise<{ sandboxes: string[]; containers: string[] }> {
+async function foreignPod(dead: number, image: string): Promise<{ sandboxes: string[]; containers: string[]; live: string }> {
   const uid = randomBytes(16).toString('hex');
   const meta = { name: 'foreign', namespace: NS, uid };
   const labels = { [NAME_LABEL]: meta.name, 'io.kubernetes.pod.namespace': NS, [UID_LABEL]: uid };
@@ -75,7 +75,7 @@ async function foreignPod(dead: number, image: string): Promise<{ sandboxes: str
     const { containers: now } = await cri.listContainers({ filter: { labelSelector: { [UID_LABEL]: uid } } });
     expect(now.filter((c) => c.state === ContainerState.CONTAINER_EXITED)).toHaveLength(dead);
   });
-  return { sandboxes: [old, live].sort(), containers: containers.sort() };
+  return { sandboxes: [old, live].sort(), containers: containers.sort(), live };
 }
 
 async function idsOf(uidLabel: string): Promise<{ sandboxes: string[]; containers: string[] }> {
@@ -108,7 +108,7 @@ afterAll(async () => {
 
 describe('container garbage collection', () => {
   it('a crash-looping container keeps one dead instance beside the running one, with its log for --previous; another client\'s dead containers and sandboxes stay', async () => {
-    const foreign = await foreignPod(3, rt.images.busybox);
+    const { live: _live, ...foreign } = await foreignPod(3, rt.images.busybox);
     const foreignUid = (await cri.podSandboxStatus({ podSandboxId: foreign.sandboxes[0]! })).status?.metadata?.uid ?? '';
     const dir = manifestDir();
     // Each instance counts itself in an emptyDir (which outlives container restarts) and says which it is.
@@ -177,8 +177,7 @@ describe('image garbage collection', () => {
       for (const n of ['keep', 'gone', 'shared']) expect((await containersOf(n)).map((c) => c.state), `${n}\n${s.tail()}`).toEqual([ContainerState.CONTAINER_RUNNING]);
     }, 60_000);
     // Another client runs a container of the image klet pulled for "shared".
-    const foreign = await foreignPod(0, rt.images.busybox);
-    const sandbox = foreign.sandboxes[1]!;
+    const sandbox = (await foreignPod(0, rt.images.busybox)).live;
     const sbConfig = { metadata: { name: 'foreign', namespace: NS, uid: 'x', attempt: 1 }, linux: {} };
     const { containerId } = await cri.createContainer({ podSandboxId: sandbox, sandboxConfig: sbConfig, config: { metadata: { name: 'user' }, image: { image: shared.ref }, command: ['sh', '-c', SLEEP_FOREVER] } });
     await cri.startContainer({ containerId });

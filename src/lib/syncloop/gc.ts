@@ -166,7 +166,7 @@ export class GarbageCollector {
               log.error(`Image garbage collection failed multiple times in a row: ${errorMessage(err)}`);
               this.opts.onNodeEvent?.({ type: 'Warning', reason: 'ImageGCFailed', message: errorMessage(err) });
             } else {
-              log.warn(`Image garbage collection failed once. Stats initialization may not have completed yet: ${errorMessage(err)}`);
+              log.error(`Image garbage collection failed once. Stats initialization may not have completed yet: ${errorMessage(err)}`);
             }
             failedBefore = true;
           }
