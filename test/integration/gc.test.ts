@@ -20,7 +20,7 @@ import { explain, runKlet } from '../helpers/cli.js';
 import { podYaml, SLEEP_FOREVER } from '../helpers/manifests.js';
 import { startTestRegistry, type TestRegistry } from '../helpers/registry.js';
 import { startTestRuntime, wipeNode, type TestRuntime } from '../helpers/runtime.js';
-import { apiEvents, eventually, killAllSyncs, startSync, writeAtomic } from '../helpers/sync.js';
+import { apiEvents, apiGet, eventually, killAllSyncs, startSync, writeAtomic } from '../helpers/sync.js';
 
 const NODE = 'gcnode';
 const NS = 'kgc';
@@ -195,6 +195,9 @@ describe('image garbage collection', () => {
       const failed = (await apiEvents(s.socketPath)).filter((e) => e.kind === 'NodeEvent' && e.reason === 'FreeDiskSpaceFailed');
       expect(failed[0]?.message).toMatch(/^Failed to garbage collect required amount of images\. Attempted to free \d+ bytes, but only found \d+ bytes eligible to free\.$/);
     });
+    // kubelet_image_garbage_collected_total{reason="space"} counted it.
+    const metrics = await apiGet(s.socketPath, '/metrics');
+    expect(metrics.body).toMatch(/^kubelet_image_garbage_collected_total\{reason="space"\} [1-9]\d*$/m);
     const events = await klet(['events']);
     expect(events.stdout, explain(events)).toMatch(/Warning\s+FreeDiskSpaceFailed\s+Node\/gcnode\s/);
     // Still there after more passes: in use by klet (keep), by the other client (shared), and never pulled by klet (busybox, pause).

@@ -78,6 +78,8 @@ export interface GarbageCollectorOptions {
   /** Every pod source has answered (the kubelet's sourcesReady.AllReady). */
   allSourcesReady: () => boolean;
   onNodeEvent?: (e: GcNodeEvent) => void;
+  /** kubelet_image_garbage_collected_total. */
+  metrics?: Pick<import('../metrics/metrics.js').KletMetrics, 'imageGarbageCollected'>;
   /** The image filesystem's size and free space; default: statfs of the mountpoint CRI ImageFsInfo names. */
   imageFsStats?: (signal: AbortSignal) => Promise<ImageFsStats>;
   now?: () => number;
@@ -372,6 +374,7 @@ export class GarbageCollector {
         continue;
       }
       this.imageRecords.delete(c.id);
+      this.opts.metrics?.imageGarbageCollected('space');
       for (const ref of [...(img?.repoTags ?? []), ...(img?.repoDigests ?? [])]) await forgetPulledImage(this.opts.rootDir, ref).catch(() => undefined);
       freed += c.size;
       if (freed >= disk.amountToFree) break;

@@ -193,6 +193,7 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
     podRemoved: (uid) => !kubelet.podKnown(uid),
     allSourcesReady: () => config.sourcesReady(),
     onNodeEvent: (e) => bus.emit({ kind: 'NodeEvent', ...e }),
+    metrics,
   });
   if (opts.cluster?.options.nodeIP) kubelet.cache.nodeIP = opts.cluster.options.nodeIP;
   let lastSourceErrors = '';
