@@ -45,6 +45,11 @@ export interface SyncFlags extends NodeRegistrationFlagValues {
   'cgroup-driver'?: string;
   'enforce-node-allocatable'?: string;
   tui: boolean;
+  'image-gc-high-threshold': number;
+  'image-gc-low-threshold': number;
+  'minimum-image-gc-age': number;
+  'container-gc-period': number;
+  'image-gc-period': number;
   'crash-loop-backoff-initial': number;
   'crash-loop-backoff-max': number;
   'crash-loop-backoff-reset': number;
@@ -110,6 +115,7 @@ async function syncOptions(flags: SyncFlags, host: SyncHost): Promise<Omit<SyncO
   if (flags.tui && !(process.stdout.isTTY && process.stdin.isTTY)) {
     throw new InputError('--tui needs a terminal on stdin and stdout; without one, watch with klet dashboard (it prints a snapshot when not on a terminal)');
   }
+  const gc = await gcOptions(flags);
   const { parseHeaders } = await import('../lib/config/manifest-url.js');
   const manifestUrlHeaders = parseHeaders(flags['manifest-url-header']);
   const listen = await listenFlags(flags.listen, flags['auth-token-file']);
@@ -153,7 +159,21 @@ async function syncOptions(flags: SyncFlags, host: SyncHost): Promise<Omit<SyncO
     dns: await dnsFlags(flags),
     listen,
     cluster,
+    gc,
   };
+}
+
+/** Garbage collection's flags (the kubelet's names and defaults), checked as the kubelet checks them. */
+async function gcOptions(flags: SyncFlags): Promise<NonNullable<SyncOptions['gc']>> {
+  const { validateImageGCPolicy } = await import('../lib/kuberuntime/image-gc.js');
+  const imagePolicy = {
+    highThresholdPercent: flags['image-gc-high-threshold'],
+    lowThresholdPercent: flags['image-gc-low-threshold'],
+    minAgeMs: flags['minimum-image-gc-age'],
+  };
+  const problem = validateImageGCPolicy(imagePolicy);
+  if (problem !== null) throw new InputError(problem);
+  return { imagePolicy, containerGCPeriodMs: flags['container-gc-period'], imageGCPeriodMs: flags['image-gc-period'] };
 }
 
 /**

@@ -15,6 +15,8 @@ With --bootstrap-kubeconfig (a kubeconfig holding a bootstrap token, as kubeadm 
 
 Pods get the kubelet's cgroups (--cgroups-per-qos, cgroupfs driver): <cgroup-root>/kubepods sized to node allocatable (capacity less --kube-reserved and --system-reserved with --enforce-node-allocatable=pods), its burstable and besteffort QoS cgroups, and a pod<uid> cgroup per pod (Guaranteed pods directly in kubepods) with the pod's cpu.shares, CFS quota and memory limit from its containers, its pod-level resources and its overhead; the runtime gets it as the sandbox's cgroup parent, and it is removed with the pod. klet changes or removes only cgroups it made (recorded in <root-dir>/cgroups).
 
+Garbage collection, as the kubelet does it, on only what this klet created: every minute dead containers beyond the newest one per pod container are removed with their log files (the one kept is what klet logs --previous reads), as are all of a gone pod's, and sandboxes that are not ready and hold no container, except a pod's newest; a dead container's older instances also go as soon as it dies. Every 5 minutes, when the image filesystem is at or above --image-gc-high-threshold, unused images klet pulled (and no other: not imported, built-in or another client's) are removed least recently used first, down to --image-gc-low-threshold; an image any container of the runtime uses stays. Failures are node events (ContainerGCFailed, ImageGCFailed, FreeDiskSpaceFailed).
+
 A source that cannot be read keeps its last good pods (an unreadable URL or a deleted directory never kills running pods). On start it adopts what is already running (after a crash, even a SIGKILL, or a runtime restart): containers whose spec hash matches are kept, changed ones restarted, pods no source wants killed once every source has answered. On SIGTERM or SIGINT it stops the loop within seconds (requests to the API server in flight are cancelled) and leaves the pods running, as the kubelet does.
 
 State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (a v1 PodList), /node (runtime version and conditions, pod sources, PLEG relist, pod-worker queue), /events (newline-delimited JSON of sync-loop iterations, PLEG, pod lifecycle and probe result events: the retained ones after ?since=SEQ, then it streams new ones until the client disconnects; ?follow=false returns after the retained ones), /metrics (Prometheus). --listen 127.0.0.1:PORT also serves it on loopback TCP, only with --auth-token-file (bearer token). Watch it with klet dashboard, or run it with --tui to see the dashboard in this terminal.`;
@@ -30,6 +32,7 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
     "curl -N --unix-socket /var/lib/klet/klet.sock 'http://klet/events?since=42'    # follows",
     '<%= config.bin %> <%= command.id %> --manifest-dir /etc/kubernetes/manifests --tui',
     '<%= config.bin %> <%= command.id %> --cgroup-root /klet --kube-reserved cpu=100m,memory=256Mi    # pods in /klet/kubepods/{burstable,besteffort}/pod<uid>',
+    '<%= config.bin %> <%= command.id %> --image-gc-high-threshold 90 --image-gc-low-threshold 70 --minimum-image-gc-age 10m',
   ];
   static override flags = {
     'manifest-dir': Flags.string({
@@ -112,6 +115,17 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
       summary: 'Show the live dashboard (as klet dashboard draws it) in this terminal; q stops the sync, pods keep running.',
       default: false,
     }),
+    'image-gc-high-threshold': Flags.integer({
+      summary: 'Disk usage (percent of the image filesystem) at or above which image GC runs, every 5 minutes: unused images klet pulled are removed, least recently used first. 100 turns image GC off.',
+      default: 85,
+    }),
+    'image-gc-low-threshold': Flags.integer({
+      summary: 'Disk usage (percent) image GC frees down to; less than --image-gc-high-threshold.',
+      default: 80,
+    }),
+    'minimum-image-gc-age': durationFlag({ summary: 'Minimum age of an unused image (since klet first saw it) before image GC may remove it.', default: '2m', allowZero: true }),
+    'container-gc-period': durationFlag({ summary: 'Container GC period (tests; the kubelet\'s ContainerGCPeriod).', default: '1m', hidden: true }),
+    'image-gc-period': durationFlag({ summary: 'Image GC period (tests; the kubelet\'s ImageGCPeriod).', default: '5m', hidden: true }),
     'crash-loop-backoff-initial': durationFlag({ summary: 'First crash-loop back-off delay (tests).', default: '10s', hidden: true }),
     'crash-loop-backoff-max': durationFlag({ summary: 'Crash-loop back-off cap (tests).', default: '5m', hidden: true }),
     'crash-loop-backoff-reset': durationFlag({ summary: 'Clean running time that resets the back-off (tests).', default: '10m', hidden: true }),

@@ -274,6 +274,13 @@ describe('every /metrics family moves on its code path', () => {
     expect(scrape).toMatch(/^kubelet_http_inflight_requests\{long_running="false",method="GET",path="healthz",server_type="readwrite"\} 0$/m);
   });
 
+  family('kubelet_image_garbage_collected_total', () => {
+    // No image here was pulled by klet (busybox and pause are imported): nothing is klet's to remove.
+    // test/integration/gc.test.ts counts a removal (reason "space").
+    expect(scrape).toMatch(/^# TYPE kubelet_image_garbage_collected_total counter$/m);
+    expect(value('kubelet_image_garbage_collected_total')).toBe(0);
+  });
+
   it("Node's process metrics (prom-client's default collectors) have samples", () => {
     for (const name of ['process_cpu_seconds_total', 'process_resident_memory_bytes', 'nodejs_heap_size_used_bytes']) {
       expect(value(name), name).toBeGreaterThan(0);

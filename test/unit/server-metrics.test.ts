@@ -34,6 +34,7 @@ describe('KletMetrics', () => {
       ['kubelet_started_containers_total', 'counter'],
       ['kubelet_started_containers_errors_total', 'counter'],
       ['klet_container_restarts_total', 'counter'],
+      ['kubelet_image_garbage_collected_total', 'counter'],
       ['kubelet_runtime_operations_total', 'counter'],
       ['kubelet_runtime_operations_duration_seconds', 'histogram'],
       ['kubelet_runtime_operations_errors_total', 'counter'],

@@ -16,7 +16,7 @@ import { createHash } from 'node:crypto';
 import type { CoreV1Event } from '@kubernetes/client-node';
 import { EventCorrelator, eventKey } from '../node/event-correlator.js';
 import { makeKubeletEvent } from '../node/event-recorder.js';
-import { podEventToRecorded } from '../node/kubelet-events.js';
+import { nodeEventToRecorded, podEventToRecorded } from '../node/kubelet-events.js';
 import type { KletEvent, PodEvent } from './types.js';
 
 /** An Event that appeared (ADDED) or was counted again (MODIFIED), as a watch reports it. */
@@ -48,8 +48,8 @@ export class EventList {
 
   /** Takes one of klet's events: the Event it added or counted, or null when the kubelet records no such event. */
   add(e: KletEvent): EventChange | null {
-    if (e.kind !== 'Event') return null;
-    const recorded = podEventToRecorded(e, () => undefined);
+    if (e.kind !== 'Event' && e.kind !== 'NodeEvent') return null;
+    const recorded = e.kind === 'NodeEvent' ? nodeEventToRecorded(e, this.nodeName) : podEventToRecorded(e, () => undefined);
     if (recorded === null) return null;
     const at = Date.parse(e.time);
     const r = this.correlator.correlate(makeKubeletEvent(recorded, this.nodeName, at), at);

@@ -151,8 +151,10 @@ export interface SourceErrorEvent {
 }
 
 /**
- * What the kubelet records as an Event about its Node (not about a pod):
- * MissingClusterDNS, CheckLimitsForResolvConf.
+ * What the kubelet records as a core/v1 Event about its Node (not about a
+ * pod), with its reason and message: MissingClusterDNS,
+ * CheckLimitsForResolvConf; garbage collection's ContainerGCFailed,
+ * ImageGCFailed, FreeDiskSpaceFailed, InvalidDiskCapacity.
  */
 export interface NodeEvent {
   kind: 'NodeEvent';

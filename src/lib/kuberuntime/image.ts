@@ -6,6 +6,8 @@ import type { V1Container } from '@kubernetes/client-node';
 import type { CriClient } from '../cri/client.js';
 import { errorMessage, KletError } from '../errors.js';
 import { defaultImagePullPolicy, isValidImageReference, withDefaultTag } from '../image/reference.js';
+import { log } from '../log.js';
+import { recordPulledImage } from './pulled-images.js';
 
 export type ImageErrorReason = 'ErrImagePull' | 'ErrImageNeverPull' | 'InvalidImageName' | 'ImagePullBackOff';
 
@@ -21,12 +23,14 @@ export class ImageError extends KletError {
 
 /**
  * Make sure the container's image is present per its pull policy and return
- * the image ID to run. Errors carry the waiting reason to show.
+ * the image ID to run. Errors carry the waiting reason to show. With
+ * `rootDir`, a pull that brought an image the runtime did not have is
+ * recorded there (pulled-images.ts): image GC removes only such images.
  */
 export async function ensureImageExists(
   cri: CriClient,
   c: V1Container,
-  opts: { signal?: AbortSignal } = {},
+  opts: { signal?: AbortSignal; rootDir?: string } = {},
 ): Promise<{ imageRef: string; pulled: boolean }> {
   const image = c.image ?? '';
   if (!isValidImageReference(image)) {
@@ -43,7 +47,12 @@ export async function ensureImageExists(
   try {
     const res = await cri.pullImage({ image: { image: ref } }, opts);
     const after = await cri.imageStatus({ image: { image: ref } }, opts);
-    return { imageRef: after.image?.id || res.imageRef, pulled: true };
+    const imageRef = after.image?.id || res.imageRef;
+    if (opts.rootDir !== undefined && presentId === '') {
+      // A pod that runs matters more than the record: image GC then only keeps this image.
+      await recordPulledImage(opts.rootDir, ref, imageRef).catch((err: unknown) => log.warn(`image ${ref}: the pull is not recorded: ${errorMessage(err)}`));
+    }
+    return { imageRef, pulled: true };
   } catch (err) {
     // Policy Always with the image present locally: a failed pull is still a
     // failed pull (the kubelet does not fall back), but these machines have no

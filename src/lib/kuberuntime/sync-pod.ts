@@ -434,7 +434,7 @@ async function startContainer(
 
   let imageRef: string;
   try {
-    const img = await ensureImageExists(ctx.cri, c, { signal: ctx.signal });
+    const img = await ensureImageExists(ctx.cri, c, { signal: ctx.signal, rootDir: ctx.rootDir });
     imageRef = img.imageRef;
     delete cstate.pullFailedAt;
     delete cstate.pullBackoffMs;

@@ -72,6 +72,7 @@ export class KletMetrics {
   readonly startedContainers: Counter<'container_type'>;
   readonly startedContainersErrors: Counter<'container_type' | 'code'>;
   readonly containerRestarts: Counter<never>;
+  readonly imagesGarbageCollected: Counter<'reason'>;
   readonly runtimeOperations: Counter<'operation_type'>;
   readonly runtimeOperationsDuration: Histogram<'operation_type'>;
   readonly runtimeOperationsErrors: Counter<'operation_type'>;
@@ -140,6 +141,12 @@ export class KletMetrics {
     this.containerRestarts = new Counter({
       name: 'klet_container_restarts_total',
       help: 'Cumulative number of containers klet restarted (a new attempt of a container that had run before).',
+      registers,
+    });
+    this.imagesGarbageCollected = new Counter({
+      name: 'kubelet_image_garbage_collected_total',
+      help: 'Total number of images garbage collected by the kubelet, whether through disk usage or image age.',
+      labelNames: ['reason'],
       registers,
     });
     this.runtimeOperations = new Counter({
@@ -265,6 +272,11 @@ export class KletMetrics {
 
   containerRestarted(): void {
     this.containerRestarts.inc();
+  }
+
+  /** Image GC removed an image: `space` (over the high threshold; klet has no maximum age, so never `age`). */
+  imageGarbageCollected(reason: 'space' | 'age'): void {
+    this.imagesGarbageCollected.inc({ reason });
   }
 
   /** One CRI call; `operationType` as the kubelet names it ("list_containers", "run_podsandbox"). */

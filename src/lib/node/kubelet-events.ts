@@ -10,7 +10,7 @@
  * with the node name as UID (kubelet.go nodeRef).
  */
 import type { V1NodeCondition, V1ObjectReference } from '@kubernetes/client-node';
-import type { PodEvent } from '../events/types.js';
+import type { NodeEvent, PodEvent } from '../events/types.js';
 import type { RecordedEvent } from './event-recorder.js';
 
 /** klet's event reasons that the kubelet does not record. */
@@ -43,6 +43,11 @@ export function podEventToRecorded(e: PodEvent, mirrorUid: (uid: string) => stri
 
 export function nodeRef(nodeName: string): V1ObjectReference {
   return { kind: 'Node', name: nodeName, uid: nodeName };
+}
+
+/** A node event (garbage collection's) as the kubelet records it: about the Node. */
+export function nodeEventToRecorded(e: NodeEvent, nodeName: string): RecordedEvent {
+  return { object: nodeRef(nodeName), type: e.type, reason: e.reason, message: e.message };
 }
 
 /** The kubelet's "Starting" event when it starts (kubelet.go). */

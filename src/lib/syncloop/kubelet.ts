@@ -35,6 +35,7 @@ import { ProberManager, type ProbeUpdate } from '../prober/manager.js';
 import { type ServiceApi, ServiceLister } from '../node/service-lister.js';
 import { Channel } from '../util/channel.js';
 import { ApiObjectManager, type ObjectApi } from '../volume/api-objects.js';
+import type { GcContainer } from '../kuberuntime/container-gc.js';
 import { localObjectSource } from '../volume/plugins.js';
 import { VolumeManager } from '../volume/manager.js';
 import { PodWorkers, type SyncOutcome, type UpdateType, type WorkerState } from './pod-workers.js';
@@ -89,6 +90,12 @@ export interface KubeletOptions {
   exits?: ExitSource;
   /** The pods' DNS settings (the kubelet's defaults when unset). */
   dns?: DnsSettings;
+  /**
+   * A container of this klet died (PLEG ContainerDied), with the pod's
+   * containers as the PLEG last listed them: the kubelet's
+   * cleanUpContainersInPod (the pod container deletor, syncloop/gc.ts).
+   */
+  onContainerDied?: (podUid: string, containerId: string, containers: GcContainer[]) => void;
 }
 
 interface DesiredPod {
@@ -283,6 +290,14 @@ export class Kubelet {
     }
   }
 
+  /**
+   * Whether klet still has the pod: a source wants it or its worker has not
+   * forgotten it (the kubelet's pod workers' ShouldPodContentBeRemoved, negated).
+   */
+  podKnown(uid: string): boolean {
+    return this.desired.has(uid) || this.workers.state(uid) !== undefined;
+  }
+
   /** Is the pod's worker syncing it, or has it an update waiting? */
   podBusy(uid: string): boolean {
     return this.workers.isBusy(uid);
@@ -413,6 +428,16 @@ export class Kubelet {
   private apiObjectsChanged(): void {
     this.volumes.objectsChanged();
     for (const uid of this.desired.keys()) if (this.volumes.retryInMs(uid) !== undefined) this.due.set(uid, Date.now());
+  }
+
+  /** cleanUpContainersInPod: the deletor gets the pod's containers as the PLEG last listed them. */
+  private containerDied(podUid: string, containerId: string): void {
+    const rec = this.opts.pleg.podRecords().get(podUid);
+    if (rec === undefined || this.opts.onContainerDied === undefined) return;
+    const containers = rec.containers.map(
+      (c): GcContainer => ({ id: c.id, podUid, name: c.name, state: c.state, createdAt: Number(c.createdAt / 1_000_000n), sandboxId: c.sandboxId }),
+    );
+    this.opts.onContainerDied(podUid, containerId, containers);
   }
 
   private handlePleg(podUid: string): string[] {
@@ -655,6 +680,7 @@ export class Kubelet {
           const t0 = performance.now();
           const d = this.desired.get(e.podUid);
           this.opts.bus.emit({ kind: 'PLEG', type: e.type, podUid: e.podUid, pod: d ? key(d.pod) : undefined, containerId: e.containerId });
+          if (e.type === 'ContainerDied') this.containerDied(e.podUid, e.containerId);
           this.record('pleg', t0, this.handlePleg(e.podUid));
           continue;
         }

@@ -23,6 +23,8 @@ import { startLocalApi, type LocalApi, type LocalApiHandlers } from '../server/l
 import { DEFAULT_POD_LOGS_ROOT } from '../logs/paths.js';
 import { StatsProvider } from '../stats/provider.js';
 import type { ClusterStatus, NodeStatus, RuntimeCondition } from '../server/node-status.js';
+import { DEFAULT_IMAGE_GC_POLICY } from '../kuberuntime/image-gc.js';
+import { GarbageCollector } from './gc.js';
 import { Kubelet } from './kubelet.js';
 import { DEFAULT_DNS_SETTINGS, type DnsSettings } from '../pod/dns.js';
 
@@ -46,6 +48,19 @@ export interface SyncOptions {
   sysctls?: import('../node/sysctl.js').SysctlAllowlist;
   /** The pods' DNS: --cluster-dns, --cluster-domain, --resolv-conf (the kubelet's defaults when unset). */
   dns?: DnsSettings;
+  /**
+   * Garbage collection (syncloop/gc.ts): the image GC policy (the kubelet's
+   * --image-gc-high-threshold, --image-gc-low-threshold,
+   * --minimum-image-gc-age; KubeletConfiguration imageGCHighThresholdPercent,
+   * imageGCLowThresholdPercent, imageMinimumGCAge), the container GC policy
+   * and the periods (the kubelet's 1m and 5m by default).
+   */
+  gc?: {
+    imagePolicy?: import('../kuberuntime/image-gc.js').ImageGCPolicy;
+    containerPolicy?: import('../kuberuntime/container-gc.js').ContainerGCPolicy;
+    containerGCPeriodMs?: number;
+    imageGCPeriodMs?: number;
+  };
   /** Also serve the local API on loopback TCP, with this bearer token. */
   listen?: { host: string; port: number; token: string };
   /**
@@ -187,6 +202,17 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
     onPodStatus: (pod) => podSynced.status(pod),
     // The runtime's own client: these are not CRI operations to count.
     exits: opts.cri,
+    onContainerDied: (uid, id, containers) => gc.containerDied(uid, id, containers),
+  });
+  const gc = new GarbageCollector({
+    cri,
+    rootDir: opts.rootDir,
+    nodeName: opts.nodeName,
+    ...opts.gc,
+    podRemoved: (uid) => !kubelet.podKnown(uid),
+    allSourcesReady: () => config.sourcesReady(),
+    onNodeEvent: (e) => bus.emit({ kind: 'NodeEvent', ...e }),
+    metrics,
   });
   if (opts.cluster?.options.nodeIP) kubelet.cache.nodeIP = opts.cluster.options.nodeIP;
   let lastSourceErrors = '';
@@ -322,7 +348,7 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
     opts.onReady?.({ socketPath: api.address.socketPath, tcp: api.address.tcp, handlers });
     podSynced.busy = (uid) => kubelet.podBusy(uid);
     const registration = cluster ? registerInBackground(opts, cluster, kubelet.cache, apiSource, bus, podSynced, tracker, signal, stop.track) : Promise.resolve();
-    await Promise.all([stop.track('sync loop (pod sources, PLEG)', kubelet.run(signal)), registration]);
+    await Promise.all([stop.track('sync loop (pod sources, PLEG)', kubelet.run(signal)), stop.track('garbage collection', gc.run(signal)), registration]);
   } catch (err) {
     log.debug(`sync stopped: ${errorMessage(err)}`);
     throw err;
@@ -377,6 +403,9 @@ function configz(opts: SyncOptions): Record<string, unknown> {
         : undefined,
       authorization: s ? { mode: s.authorizationMode, webhook: { cacheAuthorizedTTL: '5m0s', cacheUnauthorizedTTL: '30s' } } : undefined,
       maxPods: opts.cluster?.options.maxPods,
+      imageGCHighThresholdPercent: opts.gc?.imagePolicy?.highThresholdPercent ?? DEFAULT_IMAGE_GC_POLICY.highThresholdPercent,
+      imageGCLowThresholdPercent: opts.gc?.imagePolicy?.lowThresholdPercent ?? DEFAULT_IMAGE_GC_POLICY.lowThresholdPercent,
+      imageMinimumGCAge: duration(opts.gc?.imagePolicy?.minAgeMs ?? DEFAULT_IMAGE_GC_POLICY.minAgeMs),
       podLogsDir: '/var/log/pods',
       // As the kubelet's: the empty ones left out, resolvConf always there.
       clusterDomain: opts.dns?.clusterDomain || undefined,
@@ -417,7 +446,7 @@ async function registerInBackground(
   const { keepRegistered, logRegisterNodeEvent } = await import('../services/register-node.js');
   const { PodStatusManager } = await import('../node/status-manager.js');
   const { EventRecorder } = await import('../node/event-recorder.js');
-  const { nodeConditionEvents, nodeRef, podEventToRecorded, startingEvent } = await import('../node/kubelet-events.js');
+  const { nodeConditionEvents, nodeEventToRecorded, podEventToRecorded, startingEvent } = await import('../node/kubelet-events.js');
   let lastEventError = '';
   const recorder = new EventRecorder({
     api: cluster.api,
@@ -515,8 +544,8 @@ async function registerInBackground(
   const forwarded = track('event forwarding', (async () => {
     try {
       for await (const m of bus.subscribe(signal, { since: fromSeq, queueSize: 1024 })) {
-        // The kubelet's events about its Node (MissingClusterDNS, CheckLimitsForResolvConf).
-        if (m.kind === 'NodeEvent') recorder.record({ object: nodeRef(opts.nodeName), type: m.type, reason: m.reason, message: m.message });
+        // The kubelet's events about its Node (MissingClusterDNS, CheckLimitsForResolvConf, garbage collection's failures).
+        if (m.kind === 'NodeEvent') recorder.record(nodeEventToRecorded(m, opts.nodeName));
         if (m.kind !== 'Event') continue;
         if (parked.length > 0 || !forward(m, false)) {
           if (parked.length >= 1000) parked.shift();
