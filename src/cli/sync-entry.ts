@@ -50,6 +50,7 @@ export const SYNC_FLAGS: Readonly<Record<string, ArgvFlagSpec>> = {
   address: { type: 'string', default: '0.0.0.0' },
   port: { type: 'integer', min: 0 },
   'tls-cert-file': { type: 'string' },
+  'rotate-server-certificates': { type: 'option', options: ['true', 'false'] },
   'tls-private-key-file': { type: 'string' },
   'client-ca-file': { type: 'string' },
   'anonymous-auth': { type: 'option', options: ['true', 'false'] },

@@ -34,6 +34,7 @@ export interface SyncFlags extends NodeRegistrationFlagValues {
   address: string;
   port?: number;
   'tls-cert-file'?: string;
+  'rotate-server-certificates'?: string;
   'tls-private-key-file'?: string;
   'client-ca-file'?: string;
   'anonymous-auth'?: string;
@@ -237,7 +238,7 @@ async function runTui(handlers: LocalApiHandlers, controller: AbortController, i
 async function kubeletServerFlags(flags: SyncFlags, host: SyncHost, nodeIP: string | undefined): Promise<SyncOptions['kubeletServer']> {
   const cluster = flags.kubeconfig !== undefined;
   const port = flags.port ?? (cluster ? 10250 : undefined);
-  const serverFlags = ['tls-cert-file', 'tls-private-key-file', 'client-ca-file', 'anonymous-auth', 'authentication-token-webhook', 'authorization-mode'] as const;
+  const serverFlags = ['tls-cert-file', 'tls-private-key-file', 'rotate-server-certificates', 'client-ca-file', 'anonymous-auth', 'authentication-token-webhook', 'authorization-mode'] as const;
   if (port === undefined) {
     const stray = serverFlags.find((f) => flags[f] !== undefined);
     if (stray !== undefined) throw new InputError(`--${stray} configures the kubelet server, which runs with --kubeconfig or --port: give one of them`);
@@ -255,6 +256,7 @@ async function kubeletServerFlags(flags: SyncFlags, host: SyncHost, nodeIP: stri
     anonymousAuth: bool(flags['anonymous-auth'], KUBEADM_SERVER_DEFAULTS.anonymousAuth),
     authenticationTokenWebhook: bool(flags['authentication-token-webhook'], cluster && KUBEADM_SERVER_DEFAULTS.authenticationTokenWebhook),
     authorizationMode: (flags['authorization-mode'] ?? (cluster ? KUBEADM_SERVER_DEFAULTS.authorizationMode : 'AlwaysAllow')) as 'AlwaysAllow' | 'Webhook',
+    serverTLSBootstrap: bool(flags['rotate-server-certificates'], false),
   };
   const deps = await host.deps();
   return loadKubeletServerSettings(settings, { rootDir: deps.rootDir, hasApiServer: cluster, ...(nodeIP ? { nodeIP } : {}), hostname: host.nodeName });
@@ -291,13 +293,13 @@ async function certificateRotation(kubeconfig: string, api: { reloadCredentials?
   const certDir = path.join(rootDir, 'pki');
   const user = (await loadKubeconfig(kubeconfig)).kc.getCurrentUser();
   if (!user?.certFile || path.resolve(user.certFile) !== currentPairPath(certDir)) return undefined;
-  const { runClientCertificateRotation } = await import('../lib/kube/cert-rotation.js');
+  const { clientCertificate, runCertificateRotation } = await import('../lib/kube/cert-rotation.js');
   const { log } = await import('../lib/log.js');
-  const done = runClientCertificateRotation(
+  const done = runCertificateRotation(
     {
       kubeconfig,
       certDir,
-      nodeName: host.nodeName,
+      certificate: clientCertificate(host.nodeName),
       onRotated: (r) => {
         api.reloadCredentials?.();
         log.info(`client certificate rotated: ${r.pairFile} (${r.csrName}), valid until ${r.notAfter.toISOString()}`);

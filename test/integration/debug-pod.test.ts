@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KLET_BIN, PROJECT_ROOT, assertBuilt, cleanEnv, explain, nonEmptyLines, runKlet } from '../helpers/cli.js';
+import { KLET_BIN, PROJECT_ROOT, assertBuilt, type CliResult, cleanEnv, explain, nonEmptyLines, runKlet } from '../helpers/cli.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
 const execFileP = promisify(execFile);
@@ -38,9 +38,10 @@ async function poll<T>(what: string, timeoutMs: number, fn: () => Promise<T | un
   throw new Error(`${what}: not within ${timeoutMs} ms`);
 }
 
-function startKlet(args: string[]) {
+/** klet with `args` and the runtime flags (before `after`, the words after `--`); its stdin stays open until ended. */
+function startKlet(args: string[], after: string[] = []) {
   assertBuilt();
-  const child = spawn(process.execPath, [KLET_BIN, ...args, ...common()], { cwd: PROJECT_ROOT, env: cleanEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [KLET_BIN, ...args, ...common(), ...after], { cwd: PROJECT_ROOT, env: cleanEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout.on('data', (b: Buffer) => (out += b.toString()));
@@ -153,4 +154,116 @@ describe('klet port-forward', () => {
     expect(await pf.exited).toBe(0);
     await expect(fetch(`http://127.0.0.1:${local}/`)).rejects.toThrow();
   }, 60_000);
+});
+
+interface DebugPodJson {
+  spec: { ephemeralContainers?: Array<{ name: string; image: string; targetContainerName?: string }> };
+  status: { ephemeralContainerStatuses?: Array<{ name: string; restartCount: number; state: { terminated?: { exitCode: number }; running?: object } }> };
+}
+
+/** Run klet debug with stdin open (not at its end: that would end the attach), to its exit. */
+async function debugAttached(args: string[], after: string[], withCommon = true): Promise<CliResult> {
+  const started = Date.now();
+  const k = withCommon ? startKlet(args, after) : startBare([...args, ...after]);
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    k.child.kill('SIGKILL');
+  }, 60_000);
+  const code = await k.exited;
+  clearTimeout(timer);
+  k.child.stdin.end();
+  return { code, signal: null, stdout: k.out(), stderr: k.err(), durationMs: Date.now() - started, timedOut };
+}
+
+/** klet with exactly these arguments, stdin open. */
+function startBare(args: string[]) {
+  const child = spawn(process.execPath, [KLET_BIN, ...args], { cwd: PROJECT_ROOT, env: cleanEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+  child.stderr.on('data', (b: Buffer) => (err += b.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
+  return { child, out: () => out, err: () => err, exited };
+}
+
+describe('klet debug', () => {
+  it('--target -i: the debug container sees the target\'s processes, kubectl debug\'s lines, its exit code', async () => {
+    // Attached with stdin open (a terminal's, as kubectl debug -i is used); the sleep lets the attach begin before ps prints.
+    const r = await debugAttached(['debug', '-i', 'web-dbgnode', '--image', rt.images.busybox, '--target', 'main'], ['--', 'sh', '-c', 'sleep 1; ps; exit 4']);
+    expect(r.code, explain(r)).toBe(4);
+    const lines = nonEmptyLines(r.stdout);
+    expect(lines[0]).toMatch(/^Defaulting debug container name to debugger-[bcdfghjklmnpqrstvwxz2456789]{5}\.$/);
+    expect(lines[1]).toBe('Targeting container "main". If you don\'t see processes from this container it may be because the container runtime doesn\'t support this feature.');
+    expect(r.stdout).toMatch(/httpd -f -p 8080/);
+    expect(r.stderr).toContain("If you don't see a command prompt, try pressing enter.");
+    const name = /debugger-\w{5}/.exec(lines[0]!)![0];
+
+    // Without --target it has a process namespace of its own: the target's processes are not there.
+    const plain = await debugAttached(['debug', '-i', 'web-dbgnode', '--image', rt.images.busybox, '-c', 'plain'], ['--', 'sh', '-c', 'sleep 1; ps']);
+    expect(plain.code, explain(plain)).toBe(0);
+    expect(plain.stdout).not.toMatch(/httpd/);
+
+    // In the pod's spec and ephemeralContainerStatuses, ended, never restarted; the app containers untouched.
+    await new Promise((res) => setTimeout(res, 2_000));
+    const s = await runKlet(['status', 'web-dbgnode', '-o', 'json', ...common()]);
+    expect(s.code, explain(s)).toBe(0);
+    const pod = JSON.parse(s.stdout) as DebugPodJson & { status: { containerStatuses: Array<{ restartCount: number }> } };
+    expect(pod.spec.ephemeralContainers?.map((c) => [c.name, c.targetContainerName])).toEqual([
+      [name, 'main'],
+      ['plain', undefined],
+    ]);
+    const st = pod.status.ephemeralContainerStatuses!;
+    expect(st.map((c) => [c.name, c.restartCount, c.state.terminated?.exitCode])).toEqual([
+      [name, 0, 4],
+      ['plain', 0, 0],
+    ]);
+    expect(pod.status.containerStatuses.every((c) => c.restartCount === 0)).toBe(true);
+  }, 90_000);
+
+  it('errors: a taken name, an unknown target, -t without -i', async () => {
+    let r = await runKlet(['debug', 'web-dbgnode', '--image', rt.images.busybox, '-c', 'side', ...common(), '--', 'true']);
+    expect(r.code, explain(r)).toBe(2);
+    expect(nonEmptyLines(r.stderr)).toEqual(['error: --container container "side" already exists in pod default/web-dbgnode: name another with -c']);
+    r = await runKlet(['debug', 'web-dbgnode', '--image', rt.images.busybox, '--target', 'nosuch', ...common(), '--', 'true']);
+    expect(r.code, explain(r)).toBe(1);
+    expect(nonEmptyLines(r.stderr)).toEqual(['error: --target target container "nosuch" is not a container of pod default/web-dbgnode, choose one of: [main side]']);
+    r = await runKlet(['debug', '-t', 'web-dbgnode', '--image', rt.images.busybox, ...common(), '--', 'true']);
+    expect(r.code, explain(r)).toBe(2);
+    expect(nonEmptyLines(r.stderr)).toEqual(['error: --tty -i/--stdin is required for containers with -t/--tty=true']);
+  });
+
+  it('beside a running klet sync: started once, kept in the pod by the sync, never restarted', async () => {
+    const rootDir = fs.mkdtempSync(path.join(os.tmpdir(), 'klet-debug-sync-'));
+    const manifests = fs.mkdtempSync(path.join(dir, 'manifests-'));
+    fs.writeFileSync(
+      path.join(manifests, 'app.json'),
+      JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'app' }, spec: { terminationGracePeriodSeconds: 1, containers: [{ name: 'main', image: rt.images.busybox, command: ['sleep', '3600'] }] } }),
+    );
+    const { apiGet, startSync, killAllSyncs } = await import('../helpers/sync.js');
+    const at = ['--root-dir', rootDir, '--container-runtime-endpoint', rt.endpoint, '--node-name', 'syncnode'];
+    const sync = await startSync({ rootDir, endpoint: rt.endpoint, nodeName: 'syncnode', manifestDir: manifests });
+    try {
+      await poll('app running', 60_000, async () => {
+        const r = await runKlet(['status', 'app-syncnode', '-o', 'json', ...at]);
+        return r.code === 0 && (JSON.parse(r.stdout) as { status: { phase: string } }).status.phase === 'Running' ? true : undefined;
+      });
+      const r = await debugAttached(['debug', '-i', 'app-syncnode', '--image', rt.images.busybox, '--target', 'main', '-c', 'dbg', ...at], ['--', 'sh', '-c', 'sleep 1; ps; exit 7'], false);
+      expect(r.code, explain(r)).toBe(7);
+      expect(r.stdout).toMatch(/sleep 3600/);
+      // The sync's PLEG sees it exit and resyncs the pod: still one run, reported by the sync itself.
+      await new Promise((res) => setTimeout(res, 4_000));
+      const list = JSON.parse((await apiGet(sync.socketPath, '/pods')).body) as { items: Array<DebugPodJson & { metadata: { name: string } }> };
+      const pod = list.items.find((p) => p.metadata.name === 'app-syncnode')!;
+      expect(pod.spec.ephemeralContainers?.map((c) => c.name)).toEqual(['dbg']);
+      expect(pod.status.ephemeralContainerStatuses?.map((c) => [c.name, c.restartCount, c.state.terminated?.exitCode])).toEqual([['dbg', 0, 7]]);
+      expect(sync.running).toBe(true);
+      expect(sync.stderr).not.toMatch(/dbg.*(Started|BackOff)/);
+    } finally {
+      await sync.stop();
+      await killAllSyncs();
+      await runKlet(['delete', '--all', '--force', ...at]).catch(() => undefined);
+      fs.rmSync(rootDir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });

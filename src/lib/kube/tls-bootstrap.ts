@@ -35,9 +35,14 @@ import { API_REQUEST_TIMEOUT_MS, loadKubeconfig } from './node-api.js';
 
 /** certificatesv1.KubeAPIServerClientKubeletSignerName */
 export const KUBELET_CLIENT_SIGNER = 'kubernetes.io/kube-apiserver-client-kubelet';
+/** certificatesv1.KubeletServingSignerName */
+export const KUBELET_SERVING_SIGNER = 'kubernetes.io/kubelet-serving';
 /** The kubelet's usages for an ECDSA key (requestNodeCertificate). */
 export const CLIENT_USAGES = ['digital signature', 'client auth'] as const;
-const PAIR_PREFIX = 'kubelet-client';
+/** DefaultKubeletServingGetUsages for an ECDSA key (an RSA key would add "key encipherment"). */
+export const SERVING_USAGES = ['digital signature', 'server auth'] as const;
+/** The pair names of the client and the serving certificate (certificate.NewFileStore's pairNamePrefix). */
+export type PairPrefix = 'kubelet-client' | 'kubelet-server';
 const TMP_KEY = 'kubelet-client.key.tmp';
 /** How long the kubelet waits for its certificate (requestNodeCertificate: 3600 s). */
 const WAIT_MS = 3600_000;
@@ -46,6 +51,9 @@ const POLL_MS = 1000;
 export interface ClientSubject {
   commonName: string;
   organization: string[];
+  /** Subject alternative names (a serving certificate's: the node's hostname and IPs). */
+  dnsNames?: string[];
+  ipAddresses?: string[];
 }
 
 /** The subject of a node's client certificate. */
@@ -69,8 +77,8 @@ export function csrObjectName(spkiDer: Buffer, subject: ClientSubject, usages: r
 }
 
 /** The path of the current pair (certificate.FileStore.CurrentPath). */
-export function currentPairPath(certDir: string): string {
-  return path.join(path.resolve(certDir), `${PAIR_PREFIX}-current.pem`);
+export function currentPairPath(certDir: string, prefix: PairPrefix = 'kubelet-client'): string {
+  return path.join(path.resolve(certDir), `${prefix}-current.pem`);
 }
 
 /** A new ECDSA P-256 key as SEC1 PEM ("EC PRIVATE KEY"), as keyutil makes it. */
@@ -80,7 +88,7 @@ export async function newKey(): Promise<string> {
   return KeyObject.from(privateKey).export({ type: 'sec1', format: 'pem' }) as string;
 }
 
-/** A PKCS#10 request for `subject` signed with `keyPem` (certutil.MakeCSR: no extensions). */
+/** A PKCS#10 request for `subject` signed with `keyPem` (x509.CreateCertificateRequest: its SANs, if any, as the only extension). */
 export async function makeCsr(keyPem: string, subject: ClientSubject): Promise<string> {
   await import('reflect-metadata');
   const x509 = await import('@peculiar/x509');
@@ -93,10 +101,12 @@ export async function makeCsr(keyPem: string, subject: ClientSubject): Promise<s
   const publicKey = await webcrypto.subtle.importKey('spki', spki, alg, true, ['verify']);
   // Go's pkix.Name orders O before CN.
   const name = [...subject.organization.map((o) => ({ O: [o] })), { CN: [subject.commonName] }];
+  const sans = [...(subject.dnsNames ?? []).map((value) => ({ type: 'dns' as const, value })), ...(subject.ipAddresses ?? []).map((value) => ({ type: 'ip' as const, value }))];
   const csr = await x509.Pkcs10CertificateRequestGenerator.create({
     name,
     keys: { privateKey, publicKey } as unknown as Parameters<typeof x509.Pkcs10CertificateRequestGenerator.create>[0]['keys'],
     signingAlgorithm: alg,
+    ...(sans.length > 0 ? { extensions: [new x509.SubjectAlternativeNameExtension(sans)] } : {}),
   });
   return csr.toString('pem');
 }
@@ -170,7 +180,7 @@ export async function ensureClientCertificate(opts: TlsBootstrapOptions, signal:
   const keyPem = await bootstrapKey(certDir);
   const subject = nodeClientSubject(opts.nodeName);
   const spki = createPublicKey(keyPem).export({ type: 'spki', format: 'der' });
-  const { name, certPem } = await requestClientCertificate(
+  const { name, certPem } = await requestCertificate(
     { kubeconfig: opts.bootstrapKubeconfig, keyPem, subject, name: csrObjectName(spki, subject, CLIENT_USAGES), ...(opts.waitMs !== undefined ? { waitMs: opts.waitMs } : {}) },
     signal,
     progress,
@@ -188,18 +198,21 @@ export async function ensureClientCertificate(opts: TlsBootstrapOptions, signal:
 }
 
 /**
- * Ask for a node client certificate for `keyPem` with the identity of
- * `kubeconfig` and wait until it is approved and issued (csr.RequestCertificate
- * + WaitForCertificate): named `name` (reused when it exists), else
- * generateName csr-. The issued certificate must be for this key and subject.
+ * Ask for a node certificate for `keyPem` with the identity of `kubeconfig`
+ * and wait until it is approved and issued (csr.RequestCertificate +
+ * WaitForCertificate): named `name` (reused when it exists), else
+ * generateName csr-; a client certificate unless `signerName` and `usages`
+ * say otherwise. The issued certificate must be for this key and subject.
  */
-export async function requestClientCertificate(
-  o: { kubeconfig: string; keyPem: string; subject: ClientSubject; name?: string; waitMs?: number },
+export async function requestCertificate(
+  o: { kubeconfig: string; keyPem: string; subject: ClientSubject; name?: string; waitMs?: number; signerName?: string; usages?: readonly string[] },
   signal: AbortSignal,
   progress: (line: string) => void = () => {},
 ): Promise<{ name: string; certPem: string }> {
   const { kc, server, secrets } = await loadKubeconfig(o.kubeconfig);
   const request = await makeCsr(o.keyPem, o.subject);
+  const signerName = o.signerName ?? KUBELET_CLIENT_SIGNER;
+  const usages = [...(o.usages ?? CLIENT_USAGES)];
   const k8s = await import('@kubernetes/client-node');
   const api = kc.makeApiClient(k8s.CertificatesV1Api);
   const where = `API server ${server}`;
@@ -232,7 +245,7 @@ export async function requestClientCertificate(
             apiVersion: 'certificates.k8s.io/v1',
             kind: 'CertificateSigningRequest',
             metadata: o.name ? { name: o.name } : { generateName: 'csr-' },
-            spec: { request: Buffer.from(request).toString('base64'), signerName: KUBELET_CLIENT_SIGNER, usages: [...CLIENT_USAGES] },
+            spec: { request: Buffer.from(request).toString('base64'), signerName, usages },
           },
         },
         options(),
@@ -244,7 +257,7 @@ export async function requestClientCertificate(
     // A retry with the same key: the request is there already (RequestCertificate reuses it).
     if (!(o.name && err instanceof ApiServerError && err.status === 409)) throw err;
     const existing = await call(`get certificatesigningrequest ${name}`, () => api.readCertificateSigningRequest({ name }, options()));
-    if (existing.spec.signerName !== KUBELET_CLIENT_SIGNER) throw new KletError(`${where}: certificatesigningrequest ${name} exists with signer ${existing.spec.signerName}, not ${KUBELET_CLIENT_SIGNER}`);
+    if (existing.spec.signerName !== signerName) throw new KletError(`${where}: certificatesigningrequest ${name} exists with signer ${existing.spec.signerName}, not ${signerName}`);
     uid = existing.metadata?.uid;
   }
 
@@ -288,6 +301,35 @@ export function checkIssued(certPem: string, keyPem: string, subject: ClientSubj
   if (!cert.checkPrivateKey(createPrivateKey(keyPem))) throw new KletError(`certificate signing request ${name}: the issued certificate is not for the requested key`);
   const cn = /^CN=(.*)$/m.exec(cert.subject)?.[1];
   if (cn !== subject.commonName) throw new KletError(`certificate signing request ${name}: the issued certificate is for "${cn ?? ''}", not "${subject.commonName}"`);
+  const missing = missingNames(cert, subject);
+  if (missing.length > 0) throw new KletError(`certificate signing request ${name}: the issued certificate lacks the requested address${missing.length > 1 ? 'es' : ''} ${missing.join(', ')}`);
+}
+
+/** The requested DNS names and IPs the certificate is not for. */
+export function missingNames(cert: X509Certificate, subject: ClientSubject): string[] {
+  const sans = subjectAltNames(cert);
+  return [...(subject.dnsNames ?? []).filter((d) => !sans.dns.includes(d)), ...(subject.ipAddresses ?? []).filter((ip) => !sans.ip.includes(canonicalIp(ip)))];
+}
+
+/** The DNS names and IP addresses (canonical form) a certificate is for. */
+export function subjectAltNames(cert: X509Certificate): { dns: string[]; ip: string[] } {
+  const dns: string[] = [];
+  const ip: string[] = [];
+  for (const entry of (cert.subjectAltName ?? '').split(/,\s*/)) {
+    if (entry.startsWith('DNS:')) dns.push(entry.slice(4));
+    else if (entry.startsWith('IP Address:')) ip.push(canonicalIp(entry.slice(11)));
+  }
+  return { dns, ip };
+}
+
+/** An IP in one spelling (IPv6 compressed, lower case), for comparing. */
+function canonicalIp(ip: string): string {
+  if (!ip.includes(':')) return ip;
+  try {
+    return new URL(`http://[${ip}]/`).hostname.slice(1, -1);
+  } catch {
+    return ip.toLowerCase();
+  }
 }
 
 /** The key of the current pair if it has one, else the kept (or a new) tmp key, 0600. */
@@ -316,16 +358,17 @@ async function bootstrapKey(certDir: string): Promise<string> {
 
 const pad = (n: number) => String(n).padStart(2, '0');
 
-/** Store cert+key as kubelet-client-<local time>.pem (0600) and point kubelet-client-current.pem at it. */
-export async function storePair(certDir: string, certPem: string, keyPem: string, now: Date): Promise<string> {
+/** Store cert+key as <prefix>-<local time>.pem (0600) and point <prefix>-current.pem at it. */
+export async function storePair(certDir: string, certPem: string, keyPem: string, now: Date, prefix: PairPrefix = 'kubelet-client'): Promise<string> {
   const ts = `${now.getFullYear()}-${pad(now.getMonth() + 1)}-${pad(now.getDate())}-${pad(now.getHours())}-${pad(now.getMinutes())}-${pad(now.getSeconds())}`;
-  const file = path.join(certDir, `${PAIR_PREFIX}-${ts}.pem`);
+  await fsp.mkdir(certDir, { recursive: true, mode: 0o700 });
+  const file = path.join(certDir, `${prefix}-${ts}.pem`);
   const certs = certPem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
   await writeFileAtomic(file, [...certs, keyPem.trim()].join('\n') + '\n', 0o600);
-  const updated = path.join(certDir, `${PAIR_PREFIX}-updated.pem`);
+  const updated = path.join(certDir, `${prefix}-updated.pem`);
   await fsp.rm(updated, { force: true });
   await fsp.symlink(file, updated);
-  await fsp.rename(updated, currentPairPath(certDir));
+  await fsp.rename(updated, currentPairPath(certDir, prefix));
   return file;
 }
 

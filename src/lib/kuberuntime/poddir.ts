@@ -4,6 +4,7 @@
  *   <root>/pods/<uid>/pod.json                       the pod as last synced (klet's record)
  *   <root>/pods/<uid>/sync-state.json                the last sync's per-container errors and back-off
  *   <root>/pods/<uid>/etc-hosts                      the managed /etc/hosts
+ *   <root>/pods/<uid>/ephemeral-containers.json      klet debug's containers of a static pod
  *   <root>/pods/<uid>/containers/<name>/<id>          termination-message files
  *   <root>/pods/<uid>/volumes/<plugin>/<volume>       volumes (see volume/manager.ts)
  *   <root>/pods/<uid>/volume-subpaths/<volume>/<container>/<index>  subPath binds
@@ -15,7 +16,7 @@ import path from 'node:path';
 import { errorMessage, fsErrorReason } from '../errors.js';
 import { podHostnameAndDomain } from '../pod/dns.js';
 import { managedHostsContent, nodeHostsContent } from '../pod/hosts.js';
-import type { V1Pod } from '@kubernetes/client-node';
+import type { V1EphemeralContainer, V1Pod } from '@kubernetes/client-node';
 import { unmountAll } from '../util/mounts.js';
 import { pidAlive } from '../util/process.js';
 
@@ -228,4 +229,35 @@ export async function removePodDir(rootDir: string, uid: string): Promise<void> 
   const left = await unmountAll(dir);
   if (left.length > 0) throw new Error(`cannot remove ${dir}: still mounted: ${left.join(', ')}`);
   await fsp.rm(dir, { recursive: true, force: true });
+}
+
+/**
+ * The debug (ephemeral) containers `klet debug` added to a pod from a file
+ * or URL, kept in its pod dir: its source's spec never carries them (the API
+ * server refuses them for static pods; kubectl debug adds an API pod's
+ * through the API), and every sync merges them in (withDebugContainers).
+ */
+const DEBUG_CONTAINERS_FILE = 'ephemeral-containers.json';
+
+export async function readDebugContainers(rootDir: string, uid: string): Promise<V1EphemeralContainer[]> {
+  try {
+    const list = JSON.parse(await fsp.readFile(path.join(podDir(rootDir, uid), DEBUG_CONTAINERS_FILE), 'utf8')) as unknown;
+    return Array.isArray(list) ? (list as V1EphemeralContainer[]) : [];
+  } catch {
+    return [];
+  }
+}
+
+/** Add one to the pod's debug containers (0600: its command may hold anything). */
+export async function addDebugContainer(rootDir: string, uid: string, c: V1EphemeralContainer): Promise<void> {
+  const list = [...(await readDebugContainers(rootDir, uid)).filter((x) => x.name !== c.name), c];
+  await writeFileAtomic(path.join(podDir(rootDir, uid), DEBUG_CONTAINERS_FILE), JSON.stringify(list, null, 2) + '\n', 0o600);
+}
+
+/** The pod with its debug containers after those of its spec (one of the same name in the spec wins). */
+export function withDebugContainers(pod: V1Pod, debug: readonly V1EphemeralContainer[]): V1Pod {
+  const own = pod.spec?.ephemeralContainers ?? [];
+  const extra = debug.filter((d) => !own.some((c) => c.name === d.name));
+  if (extra.length === 0 || pod.spec === undefined) return pod;
+  return { ...pod, spec: { ...pod.spec, ephemeralContainers: [...own, ...extra] } };
 }

@@ -10,7 +10,7 @@ import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { CriClient } from '../cri/client.js';
 import type { DeepPartial, PodSandboxConfig, PodSandboxStatus } from '../cri/gen/api.js';
 import { CriError, CriNotFoundError, goStatusText } from '../cri/errors.js';
-import { errorMessage } from '../errors.js';
+import { KletError, errorMessage } from '../errors.js';
 import { log } from '../log.js';
 import { computePodActions, isNoop, isRestartableInit, type PodActions, type ProbeVerdicts } from './actions.js';
 import { generateContainerConfig, generatePodSandboxConfig, seccompProfileRoot } from './config.js';
@@ -535,6 +535,55 @@ async function startContainer(
   return null;
 }
 
+/** Start these of spec.ephemeralContainers in the sandbox of `sc`; the failures. */
+async function startEphemeralContainers(ctx: SyncContext, sc: StartContext, status: RuntimePodStatus, indexes: readonly number[]): Promise<SyncPodResult['failures']> {
+  const failures: SyncPodResult['failures'] = [];
+  const ephemerals = sc.pod.spec?.ephemeralContainers ?? [];
+  for (const idx of indexes) {
+    const c = ephemerals[idx]!;
+    // targetContainerName: the running container's process namespace (the runtime's NamespaceMode TARGET).
+    const target = c.targetContainerName ? status.containers.find((x) => x.name === c.targetContainerName && x.state === 'running' && x.sandboxId === sc.sandboxId) : undefined;
+    const f = await startContainer(ctx, sc, c as V1Container, status, false, target ? { targetContainerId: target.id } : {});
+    if (f) failures.push({ container: c.name, ...f });
+  }
+  return failures;
+}
+
+/**
+ * Start the pod's ephemeral containers that never ran, in its running
+ * sandbox, and nothing else (`klet debug`, beside or without a running sync:
+ * no other container of the pod is touched). The pod's volumes are mounted
+ * only when a debug container mounts one. Errors when the pod has no ready
+ * sandbox; a container that fails to start is in the failures.
+ */
+export async function startDebugContainers(ctx: SyncContext, pod: V1Pod): Promise<{ started: string[]; failures: SyncPodResult['failures'] }> {
+  const md = pod.metadata ?? {};
+  const uid = md.uid ?? '';
+  const status = await getRuntimePodStatus(ctx.cri, { uid, name: md.name ?? '', namespace: md.namespace ?? 'default' }, { signal: ctx.signal, owner: instanceSelector(ctx) });
+  const sandbox = status.sandboxes.find((sb) => sb.ready);
+  if (sandbox === undefined) throw new KletError(`pod ${podKey(pod)} has no running sandbox`);
+  const ephemerals = pod.spec?.ephemeralContainers ?? [];
+  const indexes = ephemerals.flatMap((c, i) => (findContainerStatus(status, c.name) === undefined ? [i] : []));
+  let volumes: MountedVolumes = { paths: new Map(), readOnly: new Set() };
+  if (indexes.some((i) => (ephemerals[i]!.volumeMounts ?? []).length > 0)) {
+    const manager = ctx.volumes ?? new VolumeManager({ rootDir: ctx.rootDir, nodeName: ctx.nodeName, objects: () => localObjectSource(ctx.objects) });
+    volumes = await manager.mountPod(pod, ctx.signal);
+  }
+  // The sandbox's config as its sync made it (the /etc/hosts each container mounts is written at its start).
+  const sandboxConfig = generatePodSandboxConfig(pod, {
+    attempt: sandbox.attempt,
+    logDirectory: podLogDirOf(pod, ctx.logRoot),
+    ...(await sandboxDNS(ctx, pod)),
+    instance: kletInstance(ctx.rootDir, ctx.nodeName),
+    seccompProfileRoot: seccompProfileRoot(ctx.rootDir),
+  });
+  const podIPs = pod.spec?.hostNetwork ? nodeHostIPs(ctx) : [sandbox.ip, ...sandbox.additionalIps].filter((x) => x !== '');
+  const state = await readSyncState(ctx.rootDir, uid);
+  const sc: StartContext = { pod, sandboxId: sandbox.id, sandboxConfig, podIPs, volumes, state, started: [] };
+  const failures = await startEphemeralContainers(ctx, sc, status, indexes);
+  return { started: sc.started, failures };
+}
+
 /**
  * One sync of one pod: read the runtime's state, plan, execute. Returns the
  * plan and the runtime state it was computed from (before execution).
@@ -720,14 +769,7 @@ export async function syncPod(
     const f = await startContainer(ctx, sc, c, status, false);
     if (f) failures.push({ container: c.name, ...f });
   }
-  const ephemerals = pod.spec?.ephemeralContainers ?? [];
-  for (const idx of actions.ephemeralContainersToStart ?? []) {
-    const c = ephemerals[idx]!;
-    // targetContainerName: the running container's process namespace (the runtime's NamespaceMode TARGET).
-    const target = c.targetContainerName ? status.containers.find((x) => x.name === c.targetContainerName && x.state === 'running' && x.sandboxId === sandboxId) : undefined;
-    const f = await startContainer(ctx, sc, c as V1Container, status, false, target ? { targetContainerId: target.id } : {});
-    if (f) failures.push({ container: c.name, ...f });
-  }
+  failures.push(...(await startEphemeralContainers(ctx, sc, status, actions.ephemeralContainersToStart ?? [])));
   await writeSyncState(ctx.rootDir, uid, state).catch((err) => log.debug(`sync state of ${podKey(pod)}: ${errorMessage(err)}`));
   const retries = [...failures.map((f) => f.retryInMs), deadlineInMs].filter((x): x is number => x !== undefined && x > 0);
   const fresh = status.sandboxes.length === 0 && status.containers.length === 0;

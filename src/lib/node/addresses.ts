@@ -33,3 +33,19 @@ export function hostIPs(): string[] {
   if (ips.length === 0) for (const name of Object.keys(ifaces)) add(name);
   return ips.length > 0 ? ips : ['127.0.0.1'];
 }
+
+/** The machine's hostname, as the Node's Hostname address (and the kubelet's serving certificate) name it. */
+export function nodeHostname(): string {
+  return os.hostname().toLowerCase();
+}
+
+export interface NodeAddress {
+  type: 'InternalIP' | 'Hostname';
+  address: string;
+}
+
+/** The Node's status.addresses: InternalIP (--node-ip, else the first host IP), then Hostname. */
+export function nodeAddresses(nodeIP: string | undefined, ips: readonly string[], hostname: string): NodeAddress[] {
+  const ip = nodeIP ?? ips[0];
+  return [...(ip ? [{ type: 'InternalIP' as const, address: ip }] : []), { type: 'Hostname', address: hostname }];
+}

@@ -5,6 +5,7 @@
  */
 import fs from 'node:fs/promises';
 import os from 'node:os';
+import { nodeHostname } from './addresses.js';
 
 export interface MachineFacts {
   cpus: number;
@@ -102,6 +103,6 @@ export async function readMachineFacts(rootDir: string): Promise<MachineFacts> {
     osImage: osImageFrom(await readTrim('/etc/os-release')),
     operatingSystem: 'linux',
     architecture: goArch(),
-    hostname: os.hostname().toLowerCase(),
+    hostname: nodeHostname(),
   };
 }

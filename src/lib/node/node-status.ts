@@ -5,6 +5,7 @@
  */
 import type { V1Node, V1NodeCondition, V1NodeStatus, V1ContainerImage } from '@kubernetes/client-node';
 import type { MachineFacts } from './machine.js';
+import { nodeAddresses } from './addresses.js';
 import type { Reservation, Taint } from './config.js';
 
 /** The kubelet's default --max-pods. */
@@ -163,12 +164,11 @@ export function nodeImages(images: RuntimeFacts['images']): V1ContainerImage[] {
 export function nodeStatus(spec: NodeSpecInput, f: NodeFacts, previous: V1NodeCondition[] = []): V1NodeStatus {
   const m = f.machine;
   const { capacity, allocatable } = capacityAndAllocatable(m, spec.maxPods, spec.reserved);
-  const ip = spec.nodeIP ?? f.hostIPs[0];
   return {
     capacity,
     allocatable,
     conditions: nodeConditions(f, previous),
-    addresses: [...(ip ? [{ type: 'InternalIP', address: ip }] : []), { type: 'Hostname', address: m.hostname }],
+    addresses: nodeAddresses(spec.nodeIP, f.hostIPs, m.hostname),
     ...(spec.kubeletPort !== undefined ? { daemonEndpoints: { kubeletEndpoint: { Port: spec.kubeletPort } } } : {}),
     nodeInfo: {
       machineID: m.machineID,

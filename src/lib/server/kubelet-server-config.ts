@@ -11,7 +11,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { InputError, errorMessage } from '../errors.js';
-import { servingCertificate } from './serving-cert.js';
+import { checkBothGiven, servingCertificate } from './serving-cert.js';
 
 export type AuthorizationMode = 'AlwaysAllow' | 'Webhook';
 
@@ -30,6 +30,12 @@ export interface KubeletServerSettings {
   authenticationTokenWebhook: boolean;
   /** authorization.mode */
   authorizationMode: AuthorizationMode;
+  /**
+   * serverTLSBootstrap (--rotate-server-certificates): the serving
+   * certificate comes from the API server (a kubelet-serving CSR) and is
+   * renewed; until one is issued no TLS handshake succeeds.
+   */
+  serverTLSBootstrap?: boolean;
 }
 
 /** The kubelet's defaults as kubeadm configures them (anonymous off, webhook authentication and authorization). */
@@ -41,12 +47,20 @@ export const KUBEADM_SERVER_DEFAULTS: KubeletServerSettings = {
   authorizationMode: 'Webhook',
 };
 
+/** tlsCertFile and tlsPrivateKeyFile when both are given: with serverTLSBootstrap, the pair served until one is issued. */
+export function givenPair(s: KubeletServerSettings): { certFile: string; keyFile: string } | undefined {
+  return s.tlsCertFile !== undefined && s.tlsPrivateKeyFile !== undefined ? { certFile: s.tlsCertFile, keyFile: s.tlsPrivateKeyFile } : undefined;
+}
+
 /** Everything the server needs to start, loaded. */
 export interface LoadedKubeletServer {
   settings: KubeletServerSettings;
-  tls: { cert: string; key: string; clientCa?: string };
+  /** No cert and key: serverTLSBootstrap without an issued certificate yet. */
+  tls: { cert?: string; key?: string; clientCa?: string };
   certFile: string;
   generatedCert: boolean;
+  /** With serverTLSBootstrap: where the issued pairs live (<root-dir>/pki). */
+  certDir: string;
 }
 
 export async function loadKubeletServerSettings(
@@ -78,14 +92,27 @@ export async function loadKubeletServerSettings(
       throw new InputError(`${s.clientCaFile}: no PEM certificate in it`, { input: 'clientCaFile' });
     }
   }
+  const certDir = path.join(ctx.rootDir, 'pki');
+  const tail = { settings: s, certDir };
+  const ca = clientCa !== undefined ? { clientCa } : {};
+  if (s.serverTLSBootstrap) {
+    if (!ctx.hasApiServer) throw new InputError('the serving certificate is requested from the API server (a kubelet-serving CSR): it needs --kubeconfig', { input: 'rotateServerCertificates' });
+    checkBothGiven(s.tlsCertFile, s.tlsPrivateKeyFile);
+    const { currentPair } = await import('../kube/cert-rotation.js');
+    const fallback = givenPair(s);
+    const pair = await currentPair(certDir, { prefix: 'kubelet-server', ...(fallback ? { fallback } : {}) });
+    const usable = pair !== undefined && Date.parse(pair.cert.validTo) > Date.now();
+    const { currentPairPath } = await import('../kube/tls-bootstrap.js');
+    return { ...tail, tls: { ...(usable ? { cert: pair.certPem, key: pair.keyPem } : {}), ...ca }, certFile: currentPairPath(certDir, 'kubelet-server'), generatedCert: false };
+  }
   const hostname = ctx.hostname ?? os.hostname().toLowerCase();
   const addresses = [...(ctx.nodeIP ? [ctx.nodeIP] : []), ...(s.address !== '0.0.0.0' && s.address !== '::' ? [s.address] : []), '127.0.0.1'];
   const cert = await servingCertificate({
     ...(s.tlsCertFile !== undefined ? { certFile: s.tlsCertFile } : {}),
     ...(s.tlsPrivateKeyFile !== undefined ? { keyFile: s.tlsPrivateKeyFile } : {}),
-    certDir: path.join(ctx.rootDir, 'pki'),
+    certDir,
     hostname,
     addresses,
   });
-  return { settings: s, tls: { cert: cert.cert, key: cert.key, ...(clientCa !== undefined ? { clientCa } : {}) }, certFile: cert.certFile, generatedCert: cert.generated };
+  return { ...tail, tls: { cert: cert.cert, key: cert.key, ...ca }, certFile: cert.certFile, generatedCert: cert.generated };
 }

@@ -65,7 +65,8 @@ export interface KubeletServerOptions {
   address: string;
   /** --port; 0 picks a free one (tests). */
   port: number;
-  tls: { cert: string | Buffer; key: string | Buffer; clientCa?: string | Buffer };
+  /** Without cert and key (serverTLSBootstrap before its certificate is issued) no handshake succeeds until setServingCertificate. */
+  tls: { cert?: string | Buffer; key?: string | Buffer; clientCa?: string | Buffer };
   auth: KubeletAuth;
   host: KubeletServerHost;
 }
@@ -75,6 +76,8 @@ export interface KubeletServer {
   port: number;
   /** Open upgraded streams (exec, attach, port-forward) and log follows. */
   openStreams(): number;
+  /** Serve new connections with this certificate (existing ones keep theirs). */
+  setServingCertificate(pair: { cert: string; key: string }): void;
   /** Stop listening, end every stream and connection. */
   close(): Promise<void>;
 }
@@ -143,13 +146,17 @@ export async function startKubeletServer(opts: KubeletServerOptions): Promise<Ku
   const requests = host.metrics.httpRequests;
   const inflight = host.metrics.httpInflightRequests;
 
+  const context = (pair: { cert?: string | Buffer; key?: string | Buffer }) => ({
+    ...(pair.cert !== undefined && pair.key !== undefined ? { cert: pair.cert, key: pair.key } : {}),
+    minVersion: 'TLSv1.2' as const,
+    ...(opts.tls.clientCa !== undefined ? { ca: opts.tls.clientCa } : {}),
+  });
+  let haveCert = opts.tls.cert !== undefined && opts.tls.key !== undefined;
   const server = https.createServer({
-    cert: opts.tls.cert,
-    key: opts.tls.key,
-    minVersion: 'TLSv1.2',
+    ...context(opts.tls),
     // Ask for a client certificate; one that does not verify is not refused at the handshake but
     // simply not taken (socket.authorized false): the request may still carry a token, as with the kubelet.
-    ...(opts.tls.clientCa !== undefined ? { ca: opts.tls.clientCa, requestCert: true, rejectUnauthorized: false } : {}),
+    ...(opts.tls.clientCa !== undefined ? { requestCert: true, rejectUnauthorized: false } : {}),
   });
   // Requests and headers are small here; a slow client cannot hold a handshake or request headers for long.
   server.headersTimeout = 30_000;
@@ -422,7 +429,10 @@ export async function startKubeletServer(opts: KubeletServerOptions): Promise<Ku
       send(res, 500, errorMessage(err));
     });
   });
-  server.on('tlsClientError', () => undefined);
+  server.on('tlsClientError', (_err, socket) => {
+    // The kubelet's GetCertificate error while serverTLSBootstrap waits for its certificate.
+    if (!haveCert) log.debug(`kubelet server: TLS handshake error from ${socket.remoteAddress ?? ''}:${socket.remotePort ?? ''}: no serving certificate available for the kubelet`);
+  });
   server.on('clientError', (_err, socket: Duplex) => writeHttpError(socket, 400, 'Bad Request'));
 
   server.listen(opts.port, opts.address);
@@ -436,6 +446,10 @@ export async function startKubeletServer(opts: KubeletServerOptions): Promise<Ku
   return {
     port,
     openStreams: () => streams.size,
+    setServingCertificate: (pair) => {
+      server.setSecureContext(context(pair));
+      haveCert = true;
+    },
     close: async () => {
       closing.abort();
       for (const s of streams) s.destroy();

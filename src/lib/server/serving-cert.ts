@@ -61,14 +61,19 @@ async function readPair(certFile: string, keyFile: string): Promise<{ cert: stri
   return { cert, key };
 }
 
-/** The serving certificate and key to use; the self-signed pair is made when missing or expired. */
-export async function servingCertificate(opts: ServingCertificateOptions): Promise<ServingCertificate> {
-  if ((opts.certFile === undefined) !== (opts.keyFile === undefined)) {
+/** A certificate file needs its key file and the other way round. */
+export function checkBothGiven(certFile: string | undefined, keyFile: string | undefined): void {
+  if ((certFile === undefined) !== (keyFile === undefined)) {
     // Named after the file that was given: it is the one that lacks its other half.
-    throw new InputError(opts.certFile === undefined ? `${opts.keyFile}: a private key without its certificate: give the certificate file too` : `${opts.certFile}: a certificate without its private key: give the key file too`, {
-      input: opts.certFile === undefined ? 'tlsPrivateKeyFile' : 'tlsCertFile',
+    throw new InputError(certFile === undefined ? `${keyFile}: a private key without its certificate: give the certificate file too` : `${certFile}: a certificate without its private key: give the key file too`, {
+      input: certFile === undefined ? 'tlsPrivateKeyFile' : 'tlsCertFile',
     });
   }
+}
+
+/** The serving certificate and key to use; the self-signed pair is made when missing or expired. */
+export async function servingCertificate(opts: ServingCertificateOptions): Promise<ServingCertificate> {
+  checkBothGiven(opts.certFile, opts.keyFile);
   if (opts.certFile !== undefined && opts.keyFile !== undefined) {
     return { ...(await readPair(opts.certFile, opts.keyFile)), certFile: opts.certFile, keyFile: opts.keyFile, generated: false };
   }

@@ -20,7 +20,7 @@ import type { LocalObjects } from '../kuberuntime/env.js';
 import { batchAdmissionKeys } from '../kuberuntime/admission.js';
 import { admitPod, markTerminating, removePod, removePodLogDir } from '../kuberuntime/lifecycle.js';
 import { instanceSelector } from '../kuberuntime/labels.js';
-import { listPodRecordUids, listPodRecords, readPodRecord, recordOfOtherNode, readSyncState, removePodDir, writeSyncState, type PodRecord } from '../kuberuntime/poddir.js';
+import { listPodRecordUids, listPodRecords, readDebugContainers, readPodRecord, recordOfOtherNode, readSyncState, removePodDir, writeSyncState, withDebugContainers, type PodRecord } from '../kuberuntime/poddir.js';
 import { getRuntimePodStatus, type RuntimePodStatus } from '../kuberuntime/runtime-status.js';
 import { killPod, NodeCache, syncPod, type SyncContext } from '../kuberuntime/sync-pod.js';
 import { podKey as key } from '../pod/key.js';
@@ -242,14 +242,17 @@ export class Kubelet {
     };
   }
 
-  private async handleSyncPod(pod: V1Pod, type: UpdateType, _signal: AbortSignal): Promise<SyncOutcome> {
-    const uid = pod.metadata?.uid ?? '';
+  private async handleSyncPod(sourcePod: V1Pod, type: UpdateType, _signal: AbortSignal): Promise<SyncOutcome> {
+    const uid = sourcePod.metadata?.uid ?? '';
     const d = this.desired.get(uid);
+    // The debug containers `klet debug` added to a pod of a file or URL (an API pod's come with its spec).
+    const pod = d?.source === API_SOURCE ? sourcePod : withDebugContainers(sourcePod, await readDebugContainers(this.opts.rootDir, uid));
     // Admission (the pod's record) happens in its worker, so it never races
     // the removal of a previous instance of the same UID (also in its worker).
     let rec = await readPodRecord(this.opts.rootDir, uid);
     const fresh = rec === null;
-    if (type === 'create' || type === 'update' || rec === null) rec = await admitPod({ rootDir: this.opts.rootDir }, pod, d?.source ?? 'file', rec, d?.admitted);
+    const debugAdded = (rec?.pod.spec?.ephemeralContainers?.length ?? 0) !== (pod.spec?.ephemeralContainers?.length ?? 0);
+    if (type === 'create' || type === 'update' || rec === null || debugAdded) rec = await admitPod({ rootDir: this.opts.rootDir }, pod, d?.source ?? 'file', rec, d?.admitted);
     if (type === 'create' && this.opts.onPodStatus) await this.reportStatusBeforeSync(rec, fresh);
     const firstSeen = rec ? Date.parse(rec.firstSeen) : undefined;
     const started = new Set<string>();

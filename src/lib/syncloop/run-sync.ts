@@ -273,6 +273,7 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
   statsTimer.unref();
   let api: LocalApi | null = null;
   let kubeletServer: import('../server/kubelet-server.js').KubeletServer | null = null;
+  let servingRotation: Promise<void> = Promise.resolve();
   const socketPath = localApiSocketPath(opts.rootDir);
   try {
     const handlers: LocalApiHandlers = {
@@ -344,6 +345,7 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
       // The Node says where its kubelet listens (the port actually bound, when 0 picked one).
       if (cluster) cluster = { ...cluster, options: { ...cluster.options, kubeletPort: kubeletServer.port } };
       opts.onKubeletServer?.({ port: kubeletServer.port, address: opts.kubeletServer.settings.address });
+      if (opts.kubeletServer.settings.serverTLSBootstrap && cluster) servingRotation = rotateServingCertificate(opts, cluster.options, opts.kubeletServer, kubeletServer, signal);
     }
     opts.onReady?.({ socketPath: api.address.socketPath, tcp: api.address.tcp, handlers });
     podSynced.busy = (uid) => kubelet.podBusy(uid);
@@ -355,6 +357,7 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
   } finally {
     clearInterval(sourceTimer);
     clearInterval(statsTimer);
+    await stop.track('serving certificate rotation', servingRotation);
     await stop.track('kubelet server', kubeletServer?.close() ?? Promise.resolve());
     await stop.track('local API', api?.close() ?? Promise.resolve());
     stop.dispose();
@@ -381,6 +384,38 @@ async function startNodeServer(
   return startKubeletServer({ address: s.address, port: s.port, tls: loaded.tls, auth, host });
 }
 
+/**
+ * serverTLSBootstrap: keep the kubelet server's certificate issued and
+ * renewed through kubelet-serving CSRs for the node's addresses (as its
+ * Node status gives them), each new one served to new connections at once.
+ */
+async function rotateServingCertificate(
+  opts: SyncOptions,
+  registration: import('../services/register-node.js').RegisterNodeOptions,
+  loaded: NonNullable<SyncOptions['kubeletServer']>,
+  server: import('../server/kubelet-server.js').KubeletServer,
+  signal: AbortSignal,
+): Promise<void> {
+  const { runCertificateRotation, servingCertificate } = await import('../kube/cert-rotation.js');
+  const { hostIPs, nodeAddresses, nodeHostname } = await import('../node/addresses.js');
+  const { givenPair } = await import('../server/kubelet-server-config.js');
+  const fallback = givenPair(loaded.settings);
+  await runCertificateRotation(
+    {
+      kubeconfig: registration.kubeconfig,
+      certDir: loaded.certDir,
+      certificate: servingCertificate(opts.nodeName, () => nodeAddresses(registration.nodeIP, hostIPs(), nodeHostname()), fallback),
+      onRotated: (r) => {
+        server.setServingCertificate({ cert: r.pair.certPem, key: r.pair.keyPem });
+        log.info(`serving certificate issued: ${r.pairFile} (${r.csrName}), valid until ${r.notAfter.toISOString()}`);
+      },
+      onWaiting: (line) => log.info(`serving certificate: ${line}`),
+      onError: (message) => log.warn(message),
+    },
+    signal,
+  );
+}
+
 /** GET /configz: the settings this node runs with, named as the KubeletConfiguration names them (no secret is among them). */
 function configz(opts: SyncOptions): Record<string, unknown> {
   const s = opts.kubeletServer?.settings;
@@ -398,6 +433,7 @@ function configz(opts: SyncOptions): Record<string, unknown> {
       port: s?.port,
       tlsCertFile: s?.tlsCertFile,
       tlsPrivateKeyFile: s?.tlsPrivateKeyFile,
+      serverTLSBootstrap: s?.serverTLSBootstrap || undefined,
       authentication: s
         ? { x509: { clientCAFile: s.clientCaFile }, webhook: { enabled: s.authenticationTokenWebhook, cacheTTL: '2m0s' }, anonymous: { enabled: s.anonymousAuth } }
         : undefined,
