@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { PodCommand } from '../base-command.js';
-import { durationFlag } from '../flags.js';
+import { configDurationFlag } from '../flags.js';
 import { nodeRegistrationFlags } from '../node-flags.js';
 
 export default class Sync extends PodCommand<typeof Sync> {
@@ -29,6 +29,11 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
     '<%= config.bin %> <%= command.id %> --manifest-dir /etc/kubernetes/manifests --tui',
   ];
   static override flags = {
+    config: Flags.string({
+      summary:
+        "KubeletConfiguration file (kubelet.config.k8s.io/v1beta1, as kubeadm writes /var/lib/kubelet/config.yaml): its fields set what the flags set (flags given win); an unknown field is an error, a field klet does not implement a warning. See docs/configuration.md.",
+    }),
+    'print-config': Flags.boolean({ summary: 'Print the effective configuration (defaults, --config, flags) as a KubeletConfiguration and exit.', default: false }),
     'manifest-dir': Flags.string({
       summary:
         "Directory of static pod manifests to keep running, or one manifest file (the kubelet's staticPodPath). Default /etc/kubernetes/manifests unless only --manifest-url is given. Alias: --pod-manifest-path.",
@@ -36,13 +41,12 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
     }),
     'manifest-url': Flags.string({ summary: 'URL serving pod manifests, polled every --http-check-frequency.' }),
     'manifest-url-header': Flags.string({ summary: "HTTP header for --manifest-url, 'Name: value' (repeatable).", multiple: true }),
-    'file-check-frequency': durationFlag({ summary: 'How often the manifest dir is re-read besides fs events.', default: '20s' }),
-    'http-check-frequency': durationFlag({ summary: 'How often --manifest-url is polled.', default: '20s' }),
-    'pleg-relist-period': durationFlag({ summary: 'How often the PLEG relists the runtime.', default: '1s' }),
-    'sync-frequency': durationFlag({ summary: 'Resync period of running pods and of their configMap, secret, downwardAPI and projected volumes.', default: '1m' }),
+    'file-check-frequency': configDurationFlag({ summary: 'How often the manifest dir is re-read besides fs events.', shownDefault: '20s' }),
+    'http-check-frequency': configDurationFlag({ summary: 'How often --manifest-url is polled.', shownDefault: '20s' }),
+    'pleg-relist-period': configDurationFlag({ summary: 'How often the PLEG relists the runtime.', shownDefault: '1s' }),
+    'sync-frequency': configDurationFlag({ summary: 'Resync period of running pods and of their configMap, secret, downwardAPI and projected volumes.', shownDefault: '1m' }),
     'max-parallel-syncs': Flags.integer({
-      summary: 'How many running pods may resync or update at the same time (a new pod\'s first sync and pod terminations are never held back).',
-      default: 8,
+      summary: 'How many running pods may resync or update at the same time (a new pod\'s first sync and pod terminations are never held back). Default 8.',
       min: 1,
     }),
     kubeconfig: Flags.string({
@@ -56,9 +60,18 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
       options: ['true', 'false'],
     }),
     ...nodeRegistrationFlags,
+    // No default here: one not given leaves maxPods to --config, then to 110.
+    'max-pods': Flags.integer({ summary: 'Number of pods this node can run (status.capacity.pods). Default 110.', min: 1 }),
+    'cluster-dns': Flags.string({ summary: 'DNS server IPs for pods (clusterDNS), comma-separated or repeated.', multiple: true }),
+    'cluster-domain': Flags.string({ summary: 'Cluster domain for pods\' DNS search paths (clusterDomain).' }),
+    'resolv-conf': Flags.string({ summary: "Resolver configuration pods with dnsPolicy Default take (resolvConf). Default /etc/resolv.conf." }),
+    'rotate-server-certificates': Flags.string({
+      summary: 'Request the kubelet server\'s serving certificate through the CSR API (serverTLSBootstrap).',
+      options: ['true', 'false'],
+    }),
     listen: Flags.string({ summary: 'Also serve the local API on loopback TCP (127.0.0.1:PORT); needs --auth-token-file.' }),
     'auth-token-file': Flags.string({ summary: 'File holding the bearer token required on --listen (an error without --listen).' }),
-    address: Flags.string({ summary: 'IP address the kubelet server listens on (0.0.0.0 for all interfaces).', default: '0.0.0.0' }),
+    address: Flags.string({ summary: 'IP address the kubelet server listens on (0.0.0.0 for all interfaces). Default 0.0.0.0.' }),
     port: Flags.integer({
       summary: 'Port of the kubelet server (HTTPS: logs, exec, attach, port-forward for the API server). Default 10250 with --kubeconfig; standalone it serves only when given; 0 turns it off.',
       min: 0,
@@ -82,9 +95,9 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
       summary: 'Show the live dashboard (as klet dashboard draws it) in this terminal; q stops the sync, pods keep running.',
       default: false,
     }),
-    'crash-loop-backoff-initial': durationFlag({ summary: 'First crash-loop back-off delay (tests).', default: '10s', hidden: true }),
-    'crash-loop-backoff-max': durationFlag({ summary: 'Crash-loop back-off cap (tests).', default: '5m', hidden: true }),
-    'crash-loop-backoff-reset': durationFlag({ summary: 'Clean running time that resets the back-off (tests).', default: '10m', hidden: true }),
+    'crash-loop-backoff-initial': configDurationFlag({ summary: 'First crash-loop back-off delay (tests).', shownDefault: '10s', hidden: true }),
+    'crash-loop-backoff-max': configDurationFlag({ summary: 'Crash-loop back-off cap (tests).', shownDefault: '5m', hidden: true }),
+    'crash-loop-backoff-reset': configDurationFlag({ summary: 'Clean running time that resets the back-off (tests).', shownDefault: '10m', hidden: true }),
   };
 
   override async init(): Promise<void> {
@@ -97,13 +110,6 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
   async run(): Promise<void> {
     const { flags } = await this.parse(Sync);
     const { syncCommand } = await import('../cli/sync.js');
-    await syncCommand(flags, {
-      nodeName: this.nodeName(),
-      kletVersion: this.config.version,
-      cri: () => this.cri(),
-      deps: () => this.deps(),
-      interruptedBy: () => this.interruptedBy,
-      notice: (line) => this.notice(line),
-    });
+    await syncCommand(flags, this.syncHost());
   }
 }
