@@ -49,7 +49,7 @@ export function parseConfigFile(text: string, file: string): ConfigFile {
   const err = (line: number, message: string) => new InputError(`${file}:${line}: ${message}`);
   const first = doc.errors[0];
   if (first !== undefined) {
-    throw err(first.linePos?.[0]?.line ?? 1, `not valid YAML: ${first.message.split('\n')[0]}`);
+    throw err(lines.linePos(first.pos[0]).line, `not valid YAML: ${first.message.split('\n')[0]}`);
   }
   const root = doc.contents;
   if (root === null || (isScalar(root) && (root.value === null || root.value === ''))) {
