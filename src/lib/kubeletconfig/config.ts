@@ -367,6 +367,9 @@ export function buildKubeletConfig(o: BuildOptions): BuiltConfig {
     if (v !== undefined && JSON.stringify(v) !== JSON.stringify(defaults[p])) warnings.push(`${describe(p as ConfigPath)}: not acted on by this klet yet; ignored`);
   }
   if (!registerNode) warnings.push(`${describe('registerNode')}: false is not implemented (klet always registers the node with a kubeconfig); ignored`);
+  // The file's in the order of its lines.
+  const lineOf = (w: string) => (file !== undefined && w.startsWith(`${file.path}:`) ? Number.parseInt(w.slice(file.path.length + 1), 10) : Infinity);
+  warnings.sort((a, b) => lineOf(a) - lineOf(b));
   return { config, warnings, describe };
 }
 

@@ -10,7 +10,7 @@
  */
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Node, type Pair, type YAMLMap } from 'yaml';
+import { isMap, isPair, isScalar, LineCounter, parseDocument, type Node, type Pair, type YAMLMap } from 'yaml';
 import { InputError, errorMessage } from '../errors.js';
 import { parseDuration } from '../util/duration.js';
 import { API_VERSION, FILE_FIELDS, type FieldKind, KIND, NOT_IMPLEMENTED, STRUCTS } from './schema.js';
