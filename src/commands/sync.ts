@@ -13,6 +13,8 @@ With --kubeconfig it also serves the kubelet server on --address:--port (0.0.0.0
 
 With --bootstrap-kubeconfig (a kubeconfig holding a bootstrap token, as kubeadm writes /etc/kubernetes/bootstrap-kubelet.conf; klet join writes one) it first does the kubelet's TLS bootstrap when --kubeconfig is missing or its client certificate expired: an ECDSA P-256 key (0600), a CertificateSigningRequest node-csr-<digest> for CN system:node:<node name>, O system:nodes (signer kubernetes.io/kube-apiserver-client-kubelet, usages digital signature and client auth), a wait for its approval and certificate (one line on stderr; kube-controller-manager approves such requests of bootstrap tokens, or kubectl certificate approve), then <root-dir>/pki/kubelet-client-<time>.pem with the kubelet-client-current.pem link, and --kubeconfig written to use it. A denied or failed request is an error naming it. While it runs, that certificate is renewed at a jittered 70–90% of its lifetime (--rotate-certificates, as the kubelet's rotateCertificates): a new key and CSR with the node's own identity, a new kubelet-client-<time>.pem behind the link, and the API connections switched to it without a restart (watches resume with it).
 
+--config takes the kubelet's configuration file (a KubeletConfiguration, kubelet.config.k8s.io/v1beta1, as kubeadm writes /var/lib/kubelet/config.yaml): defaults, then its fields, then the flags given (a flag wins over the file), checked once at start. An unknown field is an error naming file:line and the field; a known field klet does not implement is one warning each. --print-config prints the effective configuration as a KubeletConfiguration and exits. See docs/configuration.md.
+
 A source that cannot be read keeps its last good pods (an unreadable URL or a deleted directory never kills running pods). On start it adopts what is already running (after a crash, even a SIGKILL, or a runtime restart): containers whose spec hash matches are kept, changed ones restarted, pods no source wants killed once every source has answered. On SIGTERM or SIGINT it stops the loop within seconds (requests to the API server in flight are cancelled) and leaves the pods running, as the kubelet does.
 
 State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (a v1 PodList), /node (runtime version and conditions, pod sources, PLEG relist, pod-worker queue), /events (newline-delimited JSON of sync-loop iterations, PLEG, pod lifecycle and probe result events: the retained ones after ?since=SEQ, then it streams new ones until the client disconnects; ?follow=false returns after the retained ones), /metrics (Prometheus). --listen 127.0.0.1:PORT also serves it on loopback TCP, only with --auth-token-file (bearer token). Watch it with klet dashboard, or run it with --tui to see the dashboard in this terminal.`;
@@ -27,6 +29,8 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
     "curl --unix-socket /var/lib/klet/klet.sock 'http://klet/events?follow=false'",
     "curl -N --unix-socket /var/lib/klet/klet.sock 'http://klet/events?since=42'    # follows",
     '<%= config.bin %> <%= command.id %> --manifest-dir /etc/kubernetes/manifests --tui',
+    '<%= config.bin %> <%= command.id %> --config /var/lib/kubelet/config.yaml --kubeconfig /etc/kubernetes/kubelet.conf',
+    '<%= config.bin %> <%= command.id %> --config /var/lib/kubelet/config.yaml --port 10251 --print-config',
   ];
   static override flags = {
     config: Flags.string({
@@ -46,7 +50,7 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
     'pleg-relist-period': configDurationFlag({ summary: 'How often the PLEG relists the runtime.', shownDefault: '1s' }),
     'sync-frequency': configDurationFlag({ summary: 'Resync period of running pods and of their configMap, secret, downwardAPI and projected volumes.', shownDefault: '1m' }),
     'max-parallel-syncs': Flags.integer({
-      summary: 'How many running pods may resync or update at the same time (a new pod\'s first sync and pod terminations are never held back). Default 8.',
+      summary: 'How many running pods may resync or update at the same time (a new pod\'s first sync and pod terminations are never held back). Default: 8.',
       min: 1,
     }),
     kubeconfig: Flags.string({
@@ -61,17 +65,17 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
     }),
     ...nodeRegistrationFlags,
     // No default here: one not given leaves maxPods to --config, then to 110.
-    'max-pods': Flags.integer({ summary: 'Number of pods this node can run (status.capacity.pods). Default 110.', min: 1 }),
+    'max-pods': Flags.integer({ summary: 'Number of pods this node can run (status.capacity.pods). Default: 110.', min: 1 }),
     'cluster-dns': Flags.string({ summary: 'DNS server IPs for pods (clusterDNS), comma-separated or repeated.', multiple: true }),
     'cluster-domain': Flags.string({ summary: 'Cluster domain for pods\' DNS search paths (clusterDomain).' }),
-    'resolv-conf': Flags.string({ summary: "Resolver configuration pods with dnsPolicy Default take (resolvConf). Default /etc/resolv.conf." }),
+    'resolv-conf': Flags.string({ summary: "Resolver configuration pods with dnsPolicy Default take (resolvConf). Default: /etc/resolv.conf." }),
     'rotate-server-certificates': Flags.string({
       summary: 'Request the kubelet server\'s serving certificate through the CSR API (serverTLSBootstrap).',
       options: ['true', 'false'],
     }),
     listen: Flags.string({ summary: 'Also serve the local API on loopback TCP (127.0.0.1:PORT); needs --auth-token-file.' }),
     'auth-token-file': Flags.string({ summary: 'File holding the bearer token required on --listen (an error without --listen).' }),
-    address: Flags.string({ summary: 'IP address the kubelet server listens on (0.0.0.0 for all interfaces). Default 0.0.0.0.' }),
+    address: Flags.string({ summary: 'IP address the kubelet server listens on (0.0.0.0 for all interfaces). Default: 0.0.0.0.' }),
     port: Flags.integer({
       summary: 'Port of the kubelet server (HTTPS: logs, exec, attach, port-forward for the API server). Default 10250 with --kubeconfig; standalone it serves only when given; 0 turns it off.',
       min: 0,
