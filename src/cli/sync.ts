@@ -1,9 +1,11 @@
 /**
  * What `klet sync` does once its flags are parsed, shared by the oclif
  * command (src/commands/sync.ts) and the oclif-free entry
- * (src/cli/sync-entry.ts), so the two cannot drift: check every flag (and
- * connect to the cluster) before anything starts, run the sync loop until the
- * signal, the dashboard of --tui draws in this terminal.
+ * (src/cli/sync-entry.ts), so the two cannot drift: map the flags onto the
+ * node's configuration (lib/kubeletconfig merges them over --config's file
+ * and checks them), load what it names (and connect to the cluster) before
+ * anything starts, run the sync loop until the signal, the dashboard of --tui
+ * draws in this terminal.
  */
 import type { CriClient } from '../lib/cri/client.js';
 import { InputError } from '../lib/errors.js';
@@ -76,8 +78,6 @@ export interface SyncHost {
   interruptedBy(): NodeJS.Signals | undefined;
   /** One line for the user on stderr. */
   notice(line: string): void;
-  /** Standard output (--print-config). */
-  print?(text: string): void;
 }
 
 /** How long the process may outlive the stopped sync before it exits anyway (something was left open). */
@@ -168,7 +168,7 @@ export async function syncCommand(flags: SyncFlags, host: SyncHost): Promise<voi
   const config = built.config;
   if (flags['print-config']) {
     const { kubeletConfigurationYaml } = await import('../lib/kubeletconfig/index.js');
-    (host.print ?? ((t: string) => process.stdout.write(t)))(kubeletConfigurationYaml(config));
+    process.stdout.write(kubeletConfigurationYaml(config));
     return;
   }
   const runtime = host.runtime(config.containerRuntimeEndpoint, config.runtimeRequestTimeout);

@@ -8,12 +8,12 @@
  */
 import fs from 'node:fs';
 import https from 'node:https';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CriClient } from '../../src/lib/cri/index.js';
 import { explain, runKlet } from '../helpers/cli.js';
+import { freePort } from '../helpers/cluster.js';
 import { podYaml, SLEEP_FOREVER } from '../helpers/manifests.js';
 import { startTestRuntime, wipeNode, type TestRuntime } from '../helpers/runtime.js';
 import { eventually, killAllSyncs, startSync } from '../helpers/sync.js';
@@ -42,18 +42,6 @@ afterAll(async () => {
   cri?.close();
   await rt?.stop();
 });
-
-/** A free TCP port on loopback. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** GET a path of the kubelet server (TLS unverified: its certificate is self-signed here). */
 function kubeletGet(port: number, urlPath: string): Promise<{ status: number; body: string }> {
