@@ -4,7 +4,7 @@
  * values over the file's, and errors naming file:line and the field path.
  */
 import { describe, expect, it } from 'vitest';
-import { type ConfigPath, buildKubeletConfig, kubeletConfigurationYaml, parseConfigFile, toKubeletConfiguration } from '../../src/lib/kubeletconfig/index.js';
+import { type ConfigPath, buildKubeletConfig, kubeletConfigurationYaml, parseConfigFile, readConfigFile, toKubeletConfiguration } from '../../src/lib/kubeletconfig/index.js';
 import { KUBEADM_CONFIG } from '../helpers/kubeadm-config.js';
 
 const FILE = '/var/lib/kubelet/config.yaml';
@@ -121,6 +121,11 @@ describe('bad input: one line naming file:line and the field path, or the flag',
     const m = errorOf(() => build(text, { kubeconfig: 'k' }));
     expect(m).toContain(message);
     expect(m).not.toContain('\n');
+  });
+
+  it('a file that is missing or a directory: named, as the input the caller gave (its flag)', async () => {
+    await expect(readConfigFile('/nonexistent/config.yaml')).rejects.toMatchObject({ text: '/nonexistent/config.yaml: no such file', input: 'config' });
+    await expect(readConfigFile('/')).rejects.toMatchObject({ text: '/: a directory, not a KubeletConfiguration file', input: 'config' });
   });
 
   it('a value given on the command line is named by the caller\'s name for it (its flag)', () => {

@@ -36,7 +36,7 @@ export async function readConfigFile(file: string): Promise<ConfigFile> {
     text = await fsp.readFile(file, 'utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    throw new InputError(`${file}: ${code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'a directory, not a KubeletConfiguration file' : errorMessage(err)}`);
+    throw new InputError(`${file}: ${code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'a directory, not a KubeletConfiguration file' : errorMessage(err)}`, { input: 'config' });
   }
   return parseConfigFile(text, file);
 }
