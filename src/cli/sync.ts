@@ -132,7 +132,9 @@ const BOOL_FLAGS = new Set(['rotate-certificates', 'rotate-server-certificates',
 /** The configuration's values given on the command line, by field (kubelet booleans true|false made booleans, --cluster-dns lists split). */
 export function givenValues(flags: SyncFlags, globals: SyncHost['globals']): KubeletConfigInput {
   const given: Record<string, unknown> = {};
-  const all = { ...flags, ...globals } as Record<string, unknown>;
+  // The global flags count only when given (their defaults must not override the file): `globals`, never `flags`.
+  const { 'container-runtime-endpoint': _endpoint, 'runtime-request-timeout': _timeout, ...own } = flags as SyncFlags & SyncHost['globals'];
+  const all = { ...own, ...globals } as Record<string, unknown>;
   for (const [flag, field] of Object.entries(FLAG_FIELDS)) {
     const v = all[flag];
     if (v === undefined) continue;

@@ -14,7 +14,8 @@ import { KLET_BIN, PROJECT_ROOT, assertBuilt, cleanEnv } from './cli.js';
 
 export interface SyncOptions {
   rootDir: string;
-  endpoint: string;
+  /** --container-runtime-endpoint; undefined: not passed (a --config file may name it). */
+  endpoint: string | undefined;
   manifestDir?: string;
   manifestUrl?: string;
   nodeName?: string;
@@ -168,8 +169,7 @@ export function syncArgs(opts: SyncOptions): string[] {
     ...(opts.manifestUrl !== undefined ? ['--manifest-url', opts.manifestUrl] : []),
     '--root-dir',
     opts.rootDir,
-    '--container-runtime-endpoint',
-    opts.endpoint,
+    ...(opts.endpoint !== undefined ? ['--container-runtime-endpoint', opts.endpoint] : []),
     '--node-name',
     opts.nodeName ?? 'testnode',
     '--file-check-frequency',

@@ -115,6 +115,15 @@ describe('klet sync --config', () => {
     await s.stop();
   });
 
+  it('the file\'s containerRuntimeEndpoint is the runtime the node uses when no flag names one', async () => {
+    const { dirA, file } = setup();
+    fs.writeFileSync(file, KUBEADM_CONFIG.replace('staticPodPath: /etc/kubernetes/manifests', `staticPodPath: ${dirA}`).replace('containerRuntimeEndpoint: ""', `containerRuntimeEndpoint: ${rt.endpoint}`));
+    const s = await startSync({ rootDir: rt.rootDir, endpoint: undefined, nodeName: NODE, args: ['--config', file] });
+    await eventually(async () => expect(await podNames(), s.tail()).toEqual([`from-file-${NODE}`]), 30_000);
+    expect(s.stderr).not.toContain('klet-managed containerd');
+    await s.stop();
+  });
+
   it('an unknown field: a one-line error naming file:line and the field, exit 2, nothing made (no root dir, no runtime contact)', async () => {
     const { dirA, file } = setup();
     const text = kubeadmConfig(dirA, 10250).replace('rotateCertificates: true', 'rotateCertificates: true\nrotateCertificate: true');

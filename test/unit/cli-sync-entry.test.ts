@@ -53,7 +53,10 @@ describe('the sync entry declares the oclif command’s flags', () => {
     for (const flag of ['file-check-frequency', 'sync-frequency', 'pleg-relist-period', 'max-pods', 'max-parallel-syncs', 'address', 'crash-loop-backoff-max']) {
       expect(entry, flag).not.toHaveProperty(flag);
     }
-    const { config } = buildKubeletConfig({ given: givenValues(entry as unknown as SyncFlags, {}), nodeName: 'node-a' });
+    const given = givenValues(entry as unknown as SyncFlags, {});
+    // The global flags' defaults are no values given: a --config file's containerRuntimeEndpoint must win over them.
+    expect(given).toEqual({});
+    const { config } = buildKubeletConfig({ given, nodeName: 'node-a' });
     expect(config).toMatchObject({
       fileCheckFrequency: 20_000,
       syncFrequency: 60_000,
