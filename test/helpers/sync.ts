@@ -175,8 +175,9 @@ export function syncArgs(opts: SyncOptions): string[] {
     '--file-check-frequency',
     opts.fileCheckFrequency ?? '2s',
     ...(opts.args ?? []),
-    // A cluster-mode sync serves the kubelet server on 0.0.0.0:10250 by default: tests that do not ask for it leave it off.
-    ...(opts.args?.includes('--kubeconfig') && !opts.args.includes('--port') ? ['--port', '0'] : []),
+    // A cluster-mode sync serves the kubelet server on 0.0.0.0:10250 by default: tests that do not ask for it
+    // leave it off (a test with --config sets its port in the file, which a --port flag would override).
+    ...(opts.args?.includes('--kubeconfig') && !opts.args.includes('--port') && !opts.args.includes('--config') ? ['--port', '0'] : []),
   ];
 }
 
