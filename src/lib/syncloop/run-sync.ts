@@ -21,8 +21,7 @@ import { GenericPLEG } from '../pleg/generic.js';
 import { localApiSocketPath } from '../server/client.js';
 import { startLocalApi, type LocalApi, type LocalApiHandlers } from '../server/local-api.js';
 import type { ClusterStatus, NodeStatus, RuntimeCondition } from '../server/node-status.js';
-import type { KubeletConfig } from '../kubeletconfig/index.js';
-import { toKubeletConfiguration } from '../kubeletconfig/index.js';
+import { type KubeletConfig, toKubeletConfiguration } from '../kubeletconfig/index.js';
 import { Kubelet } from './kubelet.js';
 
 export interface SyncOptions {
