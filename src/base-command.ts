@@ -15,6 +15,7 @@ import { Interrupt } from './cli/interrupt.js';
 import { reportFailure } from './cli/failure.js';
 import { type OutputFormat, printObject, interactiveStderr } from './cli/output.js';
 import { RuntimeSession } from './cli/runtime-session.js';
+import { givenGlobals } from './cli/argv.js';
 
 export { jsonReplacer, DEFAULT_ROOT_DIR, type OutputFormat };
 export { DEFAULT_RUNTIME_ENDPOINT as DEFAULT_ENDPOINT } from './lib/cri/endpoint.js';
@@ -193,18 +194,20 @@ function usageMessage(s: string): string {
  */
 export abstract class RuntimeCommand<T extends typeof Command> extends BaseCommand<T> {
   private session: RuntimeSession | undefined;
+  /** The endpoint and timeout a configuration set (klet sync --config), instead of the flags'. */
+  protected runtimeOverride: { endpoint: string; timeoutMs: number } | undefined;
 
   protected endpointIsDefault(): boolean {
-    return this.flags['container-runtime-endpoint'] === DEFAULT_ENDPOINT;
+    return (this.runtimeOverride?.endpoint ?? this.flags['container-runtime-endpoint']) === DEFAULT_ENDPOINT;
   }
 
   /** The runtime and service dependencies of this run, made on first use. */
   private runtimeSession(): RuntimeSession {
     this.session ??= new RuntimeSession({
-      endpoint: this.flags['container-runtime-endpoint'],
+      endpoint: this.runtimeOverride?.endpoint ?? this.flags['container-runtime-endpoint'],
       endpointIsDefault: this.endpointIsDefault(),
       rootDir: this.flags['root-dir'],
-      runtimeTimeoutMs: this.runtimeTimeoutMs(),
+      runtimeTimeoutMs: this.runtimeOverride?.timeoutMs ?? this.runtimeTimeoutMs(),
       nodeName: this.nodeName(),
       signal: () => this.signal,
       notice: (line) => this.notice(line),
@@ -234,6 +237,21 @@ export abstract class RuntimeCommand<T extends typeof Command> extends BaseComma
 
 /** Base for commands that sync, show or delete pods. */
 export abstract class PodCommand<T extends typeof Command> extends RuntimeCommand<T> {
+  /** What `klet sync` (and `klet join`, which goes on as it) runs with: the runtime on the configuration's endpoint. */
+  protected syncHost(): import('./cli/sync.js').SyncHost {
+    return {
+      nodeName: this.nodeName(),
+      kletVersion: this.config.version,
+      globals: givenGlobals(this.argv, process.env, this.flags),
+      runtime: (endpoint, timeoutMs) => {
+        this.runtimeOverride ??= { endpoint, timeoutMs };
+        return { cri: () => this.cri(), deps: () => this.deps() };
+      },
+      interruptedBy: () => this.interruptedBy,
+      notice: (line) => this.notice(line),
+    };
+  }
+
   /** Is stderr a terminal we may draw on? */
   protected interactive(): boolean {
     return interactiveStderr(this.output);

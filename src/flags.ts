@@ -28,3 +28,19 @@ export function durationFlag(opts: DurationFlagOptions) {
     parse: async (input, _ctx, flag) => durationFlagMs(flag.name, input, opts.allowZero),
   })();
 }
+
+/**
+ * A duration flag without a default of its own: not given, it is undefined
+ * and the value comes from elsewhere (a configuration field's default, when a
+ * config file may set it too); `shownDefault` is the default --help shows.
+ */
+export function configDurationFlag(opts: Omit<DurationFlagOptions, 'default'> & { shownDefault: string }) {
+  return Flags.custom<number>({
+    summary: opts.summary,
+    hidden: opts.hidden,
+    helpGroup: opts.helpGroup,
+    helpValue: '<value>',
+    defaultHelp: async () => opts.shownDefault,
+    parse: async (input, _ctx, flag) => durationFlagMs(flag.name, input, opts.allowZero),
+  })();
+}

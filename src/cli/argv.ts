@@ -125,3 +125,22 @@ export function parseArgv(specs: Readonly<Record<string, ArgvFlagSpec>>, argv: r
   }
   return flags;
 }
+
+/**
+ * The global flags that are KubeletConfiguration fields
+ * (containerRuntimeEndpoint, runtimeRequestTimeout), when the user gave them
+ * (on the command line, or the endpoint's environment variable): only then
+ * do they win over a --config file; their defaults do not.
+ */
+export function givenGlobals(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+  flags: { 'container-runtime-endpoint': string; 'runtime-request-timeout': number },
+): { 'container-runtime-endpoint'?: string; 'runtime-request-timeout'?: number } {
+  const end = argv.indexOf('--');
+  const given = (name: string) => argv.some((a, i) => (end === -1 || i < end) && (a === `--${name}` || a.startsWith(`--${name}=`)));
+  return {
+    ...(given('container-runtime-endpoint') || env.CONTAINER_RUNTIME_ENDPOINT ? { 'container-runtime-endpoint': flags['container-runtime-endpoint'] } : {}),
+    ...(given('runtime-request-timeout') ? { 'runtime-request-timeout': flags['runtime-request-timeout'] } : {}),
+  };
+}

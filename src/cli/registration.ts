@@ -1,7 +1,8 @@
 /**
  * The flags of joining a cluster as values (their oclif declarations are in
  * src/node-flags.ts), parsed into RegisterNodeOptions with errors naming the
- * flag. Without oclif: the oclif-free `klet sync` entry uses it too.
+ * flag, for `klet register-node`. (`klet sync` maps them onto its
+ * configuration instead: src/cli/sync.ts, lib/kubeletconfig.)
  */
 export interface NodeRegistrationFlagValues {
   'node-labels'?: string;

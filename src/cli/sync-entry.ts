@@ -16,7 +16,7 @@
  */
 import fs from 'node:fs';
 import { setLogLevel } from '../lib/log.js';
-import { type ArgvFlagSpec, GLOBAL_FLAGS, type GlobalArgv, parseArgv } from './argv.js';
+import { type ArgvFlagSpec, GLOBAL_FLAGS, type GlobalArgv, givenGlobals, parseArgv } from './argv.js';
 import { nodeNameOf } from './defaults.js';
 import { normalizeKubeletBools } from './kubelet-bools.js';
 import type { SyncFlags } from './sync.js';
@@ -24,14 +24,16 @@ import type { SyncFlags } from './sync.js';
 /** Every flag `klet sync` takes, global ones included. */
 export const SYNC_FLAGS: Readonly<Record<string, ArgvFlagSpec>> = {
   ...GLOBAL_FLAGS,
+  config: { type: 'string' },
+  'print-config': { type: 'boolean', default: false },
   'manifest-dir': { type: 'string', aliases: ['pod-manifest-path'] },
   'manifest-url': { type: 'string' },
   'manifest-url-header': { type: 'string', multiple: true },
-  'file-check-frequency': { type: 'duration', default: '20s' },
-  'http-check-frequency': { type: 'duration', default: '20s' },
-  'pleg-relist-period': { type: 'duration', default: '1s' },
-  'sync-frequency': { type: 'duration', default: '1m' },
-  'max-parallel-syncs': { type: 'integer', default: '8', min: 1 },
+  'file-check-frequency': { type: 'duration' },
+  'http-check-frequency': { type: 'duration' },
+  'pleg-relist-period': { type: 'duration' },
+  'sync-frequency': { type: 'duration' },
+  'max-parallel-syncs': { type: 'integer', min: 1 },
   'allowed-unsafe-sysctls': { type: 'string' },
   kubeconfig: { type: 'string' },
   'bootstrap-kubeconfig': { type: 'string' },
@@ -40,14 +42,14 @@ export const SYNC_FLAGS: Readonly<Record<string, ArgvFlagSpec>> = {
   'register-with-taints': { type: 'string' },
   'kube-reserved': { type: 'string' },
   'system-reserved': { type: 'string' },
-  'max-pods': { type: 'integer', default: '110', min: 1 },
+  'max-pods': { type: 'integer', min: 1 },
   'node-ip': { type: 'string' },
   'cluster-dns': { type: 'string', multiple: true },
   'cluster-domain': { type: 'string' },
-  'resolv-conf': { type: 'string', default: '/etc/resolv.conf' },
+  'resolv-conf': { type: 'string' },
   listen: { type: 'string' },
   'auth-token-file': { type: 'string' },
-  address: { type: 'string', default: '0.0.0.0' },
+  address: { type: 'string' },
   port: { type: 'integer', min: 0 },
   'tls-cert-file': { type: 'string' },
   'rotate-server-certificates': { type: 'option', options: ['true', 'false'] },
@@ -66,9 +68,9 @@ export const SYNC_FLAGS: Readonly<Record<string, ArgvFlagSpec>> = {
   'minimum-image-gc-age': { type: 'duration', default: '2m', allowZero: true },
   'container-gc-period': { type: 'duration', default: '1m' },
   'image-gc-period': { type: 'duration', default: '5m' },
-  'crash-loop-backoff-initial': { type: 'duration', default: '10s' },
-  'crash-loop-backoff-max': { type: 'duration', default: '5m' },
-  'crash-loop-backoff-reset': { type: 'duration', default: '10m' },
+  'crash-loop-backoff-initial': { type: 'duration' },
+  'crash-loop-backoff-max': { type: 'duration' },
+  'crash-loop-backoff-reset': { type: 'duration' },
 };
 
 export interface SyncArgv extends SyncFlags, GlobalArgv {}
@@ -97,14 +99,17 @@ export async function syncEntry(argv: readonly string[], env: NodeJS.ProcessEnv)
   const interrupt = new Interrupt();
   const notice = (line: string) => process.stderr.write(line + '\n');
   const nodeName = nodeNameOf(flags['node-name']);
-  const session = entrySession(flags, () => interrupt.signal);
+  let session: ReturnType<typeof entrySession> | undefined;
   let exitCode = 0;
   try {
     await syncCommand(flags, {
       nodeName,
       kletVersion: kletVersion(),
-      cri: () => session.cri(),
-      deps: () => session.deps(),
+      globals: givenGlobals(argv, env, flags),
+      runtime: (endpoint, timeoutMs) => {
+        const s = (session ??= entrySession({ ...flags, 'container-runtime-endpoint': endpoint, 'runtime-request-timeout': timeoutMs }, () => interrupt.signal));
+        return { cri: () => s.cri(), deps: () => s.deps() };
+      },
       interruptedBy: () => interrupt.by,
       notice,
     });
@@ -116,7 +121,7 @@ export async function syncEntry(argv: readonly string[], env: NodeJS.ProcessEnv)
       hasFlag: (name) => Object.hasOwn(SYNC_FLAGS, name),
     });
   } finally {
-    session.close();
+    session?.close();
     interrupt.dispose();
   }
   if (exitCode !== 0) process.exit(exitCode);

@@ -1,40 +1,55 @@
 /**
  * What `klet sync` does once its flags are parsed, shared by the oclif
  * command (src/commands/sync.ts) and the oclif-free entry
- * (src/cli/sync-entry.ts), so the two cannot drift: check every flag (and
- * connect to the cluster) before anything starts, run the sync loop until the
- * signal, the dashboard of --tui draws in this terminal.
+ * (src/cli/sync-entry.ts), so the two cannot drift: map the flags onto the
+ * node's configuration (lib/kubeletconfig merges them over --config's file
+ * and checks them), load what it names (and connect to the cluster) before
+ * anything starts, run the sync loop until the signal, the dashboard of --tui
+ * draws in this terminal.
  */
 import type { CriClient } from '../lib/cri/client.js';
 import { InputError } from '../lib/errors.js';
+import type { BuiltConfig, ConfigPath, KubeletConfig, KubeletConfigInput } from '../lib/kubeletconfig/index.js';
 import type { LocalApiHandlers } from '../lib/server/local-api.js';
 import type { ServiceDeps } from '../lib/services/deps.js';
 import type { SyncOptions } from '../lib/syncloop/run-sync.js';
-import type { NodeRegistrationFlagValues } from './registration.js';
 
-/** The parsed flags of `klet sync` (without the global ones); durations in milliseconds. */
-export interface SyncFlags extends NodeRegistrationFlagValues {
+/**
+ * The parsed flags of `klet sync` (without the global ones); durations in
+ * milliseconds. The flags that set a KubeletConfiguration field have no
+ * default here: one not given leaves the field to the --config file, then to
+ * the default (lib/kubeletconfig).
+ */
+export interface SyncFlags {
+  config?: string;
+  'print-config': boolean;
   'manifest-dir'?: string;
   'manifest-url'?: string;
   'manifest-url-header'?: string[];
-  'file-check-frequency': number;
-  'http-check-frequency': number;
-  'pleg-relist-period': number;
-  'sync-frequency': number;
-  'max-parallel-syncs': number;
+  'file-check-frequency'?: number;
+  'http-check-frequency'?: number;
+  'pleg-relist-period'?: number;
+  'sync-frequency'?: number;
+  'max-parallel-syncs'?: number;
   'allowed-unsafe-sysctls'?: string;
-  'cluster-dns'?: string[];
-  'cluster-domain'?: string;
-  'resolv-conf': string;
   kubeconfig?: string;
   'bootstrap-kubeconfig'?: string;
   'rotate-certificates'?: string;
+  'node-labels'?: string;
+  'register-with-taints'?: string;
+  'kube-reserved'?: string;
+  'system-reserved'?: string;
+  'max-pods'?: number;
+  'node-ip'?: string;
+  'cluster-dns'?: string[];
+  'cluster-domain'?: string;
+  'resolv-conf'?: string;
+  'rotate-server-certificates'?: string;
   listen?: string;
   'auth-token-file'?: string;
-  address: string;
+  address?: string;
   port?: number;
   'tls-cert-file'?: string;
-  'rotate-server-certificates'?: string;
   'tls-private-key-file'?: string;
   'client-ca-file'?: string;
   'anonymous-auth'?: string;
@@ -51,17 +66,25 @@ export interface SyncFlags extends NodeRegistrationFlagValues {
   'minimum-image-gc-age': number;
   'container-gc-period': number;
   'image-gc-period': number;
-  'crash-loop-backoff-initial': number;
-  'crash-loop-backoff-max': number;
-  'crash-loop-backoff-reset': number;
+  'crash-loop-backoff-initial'?: number;
+  'crash-loop-backoff-max'?: number;
+  'crash-loop-backoff-reset'?: number;
+}
+
+/** The runtime of this run: the CRI client and the services' dependencies, on the configuration's endpoint. */
+export interface SyncRuntime {
+  cri(): Promise<CriClient>;
+  deps(): Promise<ServiceDeps>;
 }
 
 export interface SyncHost {
   nodeName: string;
   /** klet's version (package.json's), for the node status' kubeletVersion. */
   kletVersion: string;
-  cri(): Promise<CriClient>;
-  deps(): Promise<ServiceDeps>;
+  /** The global flags that set KubeletConfiguration fields, when given (on the command line or through their environment variable). */
+  globals: { 'container-runtime-endpoint'?: string; 'runtime-request-timeout'?: number };
+  /** The runtime on the effective endpoint and request timeout (made once). */
+  runtime(endpoint: string, timeoutMs: number): SyncRuntime;
   /** The signal that interrupted the run (SIGINT, SIGTERM), once one did. */
   interruptedBy(): NodeJS.Signals | undefined;
   /** One line for the user on stderr. */
@@ -71,24 +94,114 @@ export interface SyncHost {
 /** How long the process may outlive the stopped sync before it exits anyway (something was left open). */
 const EXIT_GRACE_MS = 5_000;
 
+/**
+ * The flag of each configuration value klet sync takes from the command line
+ * (the kubelet's flag names): the CLI maps flags onto the configuration's
+ * fields; lib/kubeletconfig merges and checks them.
+ */
+export const FLAG_FIELDS = {
+  'manifest-dir': 'staticPodPath',
+  'manifest-url': 'staticPodURL',
+  'manifest-url-header': 'staticPodURLHeader',
+  'file-check-frequency': 'fileCheckFrequency',
+  'http-check-frequency': 'httpCheckFrequency',
+  'sync-frequency': 'syncFrequency',
+  'pleg-relist-period': 'plegRelistPeriod',
+  'max-parallel-syncs': 'maxParallelSyncs',
+  kubeconfig: 'kubeconfig',
+  'bootstrap-kubeconfig': 'bootstrapKubeconfig',
+  'rotate-certificates': 'rotateCertificates',
+  'node-labels': 'nodeLabels',
+  'register-with-taints': 'registerWithTaints',
+  'kube-reserved': 'kubeReserved',
+  'system-reserved': 'systemReserved',
+  'max-pods': 'maxPods',
+  'node-ip': 'nodeIP',
+  'cluster-dns': 'clusterDNS',
+  'cluster-domain': 'clusterDomain',
+  'resolv-conf': 'resolvConf',
+  'rotate-server-certificates': 'serverTLSBootstrap',
+  listen: 'listen',
+  'auth-token-file': 'authTokenFile',
+  address: 'address',
+  port: 'port',
+  'tls-cert-file': 'tlsCertFile',
+  'tls-private-key-file': 'tlsPrivateKeyFile',
+  'client-ca-file': 'authentication.x509.clientCAFile',
+  'anonymous-auth': 'authentication.anonymous.enabled',
+  'authentication-token-webhook': 'authentication.webhook.enabled',
+  'authorization-mode': 'authorization.mode',
+  'crash-loop-backoff-initial': 'crashLoopBackOffInitial',
+  'crash-loop-backoff-max': 'crashLoopBackOffMax',
+  'crash-loop-backoff-reset': 'crashLoopBackOffReset',
+  'container-runtime-endpoint': 'containerRuntimeEndpoint',
+  'runtime-request-timeout': 'runtimeRequestTimeout',
+} as const satisfies Record<string, keyof KubeletConfigInput>;
+
+const BOOL_FLAGS = new Set(['rotate-certificates', 'rotate-server-certificates', 'anonymous-auth', 'authentication-token-webhook']);
+
+/** The configuration's values given on the command line, by field (kubelet booleans true|false made booleans, --cluster-dns lists split). */
+export function givenValues(flags: SyncFlags, globals: SyncHost['globals']): KubeletConfigInput {
+  const given: Record<string, unknown> = {};
+  // The global flags count only when given (their defaults must not override the file): `globals`, never `flags`.
+  const { 'container-runtime-endpoint': _endpoint, 'runtime-request-timeout': _timeout, ...own } = flags as SyncFlags & SyncHost['globals'];
+  const all = { ...own, ...globals } as Record<string, unknown>;
+  for (const [flag, field] of Object.entries(FLAG_FIELDS)) {
+    const v = all[flag];
+    if (v === undefined) continue;
+    if (BOOL_FLAGS.has(flag)) given[field] = v === 'true';
+    else if (flag === 'cluster-dns') given[field] = (v as string[]).flatMap((s) => s.split(',')).map((s) => s.trim()).filter((s) => s !== '');
+    else given[field] = v;
+  }
+  return given as KubeletConfigInput;
+}
+
+/** The flag of a configuration value, as messages name it. */
+function flagOf(field: ConfigPath): string | undefined {
+  const flag = Object.entries(FLAG_FIELDS).find(([, f]) => f === field)?.[0];
+  return flag === undefined ? undefined : `--${flag}`;
+}
+
+/** The node's configuration: --config's file, then the flags over it; warnings (fields klet does not act on) go to stderr. */
+export async function syncConfig(flags: SyncFlags, host: Pick<SyncHost, 'nodeName' | 'globals' | 'notice'>, quiet = false): Promise<BuiltConfig> {
+  const { buildKubeletConfig, readConfigFile } = await import('../lib/kubeletconfig/index.js');
+  const built = buildKubeletConfig({
+    ...(flags.config !== undefined ? { file: await readConfigFile(flags.config) } : {}),
+    given: givenValues(flags, host.globals),
+    nodeName: host.nodeName,
+    nameOf: flagOf,
+  });
+  if (!quiet) for (const w of built.warnings) host.notice(`klet sync: warning: ${w}`);
+  return built;
+}
+
 /** Run `klet sync` until its signal (or the dashboard of --tui quits); errors are thrown. */
 export async function syncCommand(flags: SyncFlags, host: SyncHost): Promise<void> {
-  const options = await syncOptions(flags, host);
-  const deps = await host.deps();
+  const built = await syncConfig(flags, host);
+  const config = built.config;
+  if (flags['print-config']) {
+    const { kubeletConfigurationYaml } = await import('../lib/kubeletconfig/index.js');
+    process.stdout.write(kubeletConfigurationYaml(config));
+    return;
+  }
+  const runtime = host.runtime(config.containerRuntimeEndpoint, config.runtimeRequestTimeout);
+  const options = await syncOptions(flags, built, host, runtime);
+  const deps = await runtime.deps();
   // Quitting the dashboard of --tui stops the sync, as a signal does.
   const controller = new AbortController();
   let tui: Promise<void> | undefined;
   let kubelet: string | undefined;
   deps.signal.addEventListener('abort', () => host.notice(`klet sync: ${host.interruptedBy()}: stopping the sync loop; pods keep running`), { once: true });
   const signal = AbortSignal.any([deps.signal, controller.signal]);
-  const rotation = options.cluster && flags.kubeconfig !== undefined && flags['rotate-certificates'] !== 'false' ? await certificateRotation(flags.kubeconfig, options.cluster.api, deps.rootDir, host, signal) : undefined;
+  const kubeconfig = config.flags.kubeconfig;
+  const rotation = options.cluster && kubeconfig !== undefined && config.rotateCertificates ? await certificateRotation(kubeconfig, options.cluster.api, deps.rootDir, host, signal) : undefined;
   const { runSync } = await import('../lib/syncloop/run-sync.js');
-  const sources = [options.manifestDir, options.manifestUrl].filter(Boolean).join(', ');
+  const sources = [config.staticPodPath, config.staticPodURL].filter(Boolean).join(', ');
   const server = options.cluster ? `, API server ${options.cluster.api.server}` : '';
   await runSync(
     {
       ...options,
-      cri: await host.cri(),
+      cri: await runtime.cri(),
       rootDir: deps.rootDir,
       nodeName: deps.nodeName,
       onKubeletServer: (k) => {
@@ -111,27 +224,37 @@ export async function syncCommand(flags: SyncFlags, host: SyncHost): Promise<voi
   }, EXIT_GRACE_MS).unref();
 }
 
-/** The sync loop's options from the flags: every flag checked (and the cluster connected) before anything starts. */
-async function syncOptions(flags: SyncFlags, host: SyncHost): Promise<Omit<SyncOptions, 'cri' | 'rootDir' | 'nodeName' | 'onReady'>> {
+/** What the sync loop needs besides the configuration, loaded (token file, TLS bootstrap, the cluster connection, the server's files) before anything starts. */
+async function syncOptions(
+  flags: SyncFlags,
+  built: BuiltConfig,
+  host: SyncHost,
+  runtime: SyncRuntime,
+): Promise<Omit<SyncOptions, 'cri' | 'rootDir' | 'nodeName' | 'onReady'>> {
+  const config = built.config;
   if (flags.tui && !(process.stdout.isTTY && process.stdin.isTTY)) {
     throw new InputError('--tui needs a terminal on stdin and stdout; without one, watch with klet dashboard (it prints a snapshot when not on a terminal)');
   }
   const gc = await gcOptions(flags);
-  const { parseHeaders } = await import('../lib/config/manifest-url.js');
-  const manifestUrlHeaders = parseHeaders(flags['manifest-url-header']);
-  const listen = await listenFlags(flags.listen, flags['auth-token-file']);
+  let listen: SyncOptions['listen'];
+  if (config.flags.listen !== undefined && config.flags.authTokenFile !== undefined) {
+    const { readAuthTokenFile } = await import('../lib/server/auth.js');
+    listen = { ...config.flags.listen, token: await readAuthTokenFile(config.flags.authTokenFile) };
+  }
   let cluster: SyncOptions['cluster'];
-  if (flags['bootstrap-kubeconfig'] !== undefined) {
-    if (flags.kubeconfig === undefined) throw new InputError(`--bootstrap-kubeconfig "${flags['bootstrap-kubeconfig']}" needs --kubeconfig: the file the bootstrap writes the node's credentials to`);
-    await tlsBootstrap(flags.kubeconfig, flags['bootstrap-kubeconfig'], host);
+  const kubeconfig = config.flags.kubeconfig;
+  if (config.flags.bootstrapKubeconfig !== undefined && kubeconfig !== undefined) {
+    await tlsBootstrap(kubeconfig, config.flags.bootstrapKubeconfig, host, runtime);
   }
-  if (flags.kubeconfig !== undefined) {
-    const { registrationOptions } = await import('./registration.js');
-    const options = await registrationOptions({ ...flags, kubeconfig: flags.kubeconfig }, host.nodeName, true);
+  if (kubeconfig !== undefined) {
+    const { registerNodeOptionsOf } = await import('../lib/services/register-node.js');
     const { connectNodeApi } = await import('../lib/kube/node-api.js');
-    cluster = { options, api: await connectNodeApi(flags.kubeconfig), kletVersion: (await import('../lib/node/version.js')).kubeletVersion(host.kletVersion) };
+    cluster = {
+      options: registerNodeOptionsOf({ ...config, flags: { ...config.flags, kubeconfig } }, true),
+      api: await connectNodeApi(kubeconfig),
+      kletVersion: (await import('../lib/node/version.js')).kubeletVersion(host.kletVersion),
+    };
   }
-  const kubeletServer = await kubeletServerFlags(flags, host, cluster?.options.nodeIP);
   const { cgroupSettings } = await import('../lib/cm/settings.js');
   const cgroups = cgroupSettings({
     cgroupsPerQOS: flags['cgroups-per-qos'] === 'true',
@@ -145,22 +268,14 @@ async function syncOptions(flags: SyncFlags, host: SyncHost): Promise<Omit<SyncO
   if (cgroups) await (await import('../lib/cm/manager.js')).checkCgroupRoot(cgroups);
   const sysctls = await sysctlFlags(flags['allowed-unsafe-sysctls']);
   return {
-    sysctls,
-    ...(cgroups ? { cgroups } : {}),
-    kubeletServer,
-    manifestDir: flags['manifest-dir'] ?? (flags['manifest-url'] ? undefined : '/etc/kubernetes/manifests'),
-    manifestUrl: flags['manifest-url'],
-    manifestUrlHeaders,
-    fileCheckFrequencyMs: flags['file-check-frequency'],
-    httpCheckFrequencyMs: flags['http-check-frequency'],
-    plegRelistPeriodMs: flags['pleg-relist-period'],
-    resyncIntervalMs: flags['sync-frequency'],
-    backoff: { initialMs: flags['crash-loop-backoff-initial'], maxMs: flags['crash-loop-backoff-max'], resetAfterMs: flags['crash-loop-backoff-reset'] },
-    concurrency: flags['max-parallel-syncs'],
-    dns: await dnsFlags(flags),
+    config,
+    kubeletServer: await kubeletServer(built, host, runtime),
     listen,
     cluster,
     gc,
+    sysctls,
+    ...(cgroups ? { cgroups } : {}),
+    dns: { clusterDNS: config.clusterDNS, clusterDomain: config.clusterDomain ?? '', resolvConf: config.resolvConf },
   };
 }
 
@@ -177,18 +292,6 @@ async function gcOptions(flags: SyncFlags): Promise<NonNullable<SyncOptions['gc'
   return { imagePolicy, containerGCPeriodMs: flags['container-gc-period'], imageGCPeriodMs: flags['image-gc-period'] };
 }
 
-/**
- * The pods' DNS settings from --cluster-dns (comma-separated, repeatable),
- * --cluster-domain and --resolv-conf. The kubelet logs and skips an entry
- * of --cluster-dns that is not an IP; klet refuses it.
- */
-async function dnsFlags(flags: SyncFlags): Promise<NonNullable<SyncOptions['dns']>> {
-  const { invalidClusterDNS } = await import('../lib/pod/dns.js');
-  const clusterDNS = (flags['cluster-dns'] ?? []).flatMap((v) => v.split(',')).map((v) => v.trim()).filter((v) => v !== '');
-  const bad = invalidClusterDNS(clusterDNS);
-  if (bad.length > 0) throw new InputError(`--cluster-dns: ${JSON.stringify(bad[0])} is not an IP address`);
-  return { clusterDNS, clusterDomain: flags['cluster-domain'] ?? '', resolvConf: flags['resolv-conf'] };
-}
 
 /**
  * The dashboard in this process, fed by the handlers the local API serves.
@@ -228,38 +331,22 @@ async function runTui(handlers: LocalApiHandlers, controller: AbortController, i
 }
 
 /**
- * The kubelet server's flags (the kubelet's names). With --kubeconfig it
- * serves on --address:--port (0.0.0.0:10250) with kubeadm's settings:
- * client certificates from --client-ca-file, bearer tokens reviewed by the
- * API server, no anonymous requests, Webhook authorization. Standalone it
- * serves only when --port is given, with AlwaysAllow and client
- * certificates (a webhook needs an API server). --port 0 turns it off.
+ * The kubelet server's files, loaded when it runs (with a kubeconfig on
+ * 10250 with kubeadm's settings, standalone only with a port): the client
+ * CA, the serving certificate (or a self-signed one made in <root-dir>/pki).
  */
-async function kubeletServerFlags(flags: SyncFlags, host: SyncHost, nodeIP: string | undefined): Promise<SyncOptions['kubeletServer']> {
-  const cluster = flags.kubeconfig !== undefined;
-  const port = flags.port ?? (cluster ? 10250 : undefined);
-  const serverFlags = ['tls-cert-file', 'tls-private-key-file', 'rotate-server-certificates', 'client-ca-file', 'anonymous-auth', 'authentication-token-webhook', 'authorization-mode'] as const;
-  if (port === undefined) {
-    const stray = serverFlags.find((f) => flags[f] !== undefined);
-    if (stray !== undefined) throw new InputError(`--${stray} configures the kubelet server, which runs with --kubeconfig or --port: give one of them`);
-    return undefined;
-  }
-  if (port === 0) return undefined;
-  const { KUBEADM_SERVER_DEFAULTS, loadKubeletServerSettings } = await import('../lib/server/kubelet-server-config.js');
-  const bool = (v: string | undefined, d: boolean) => (v === undefined ? d : v === 'true');
-  const settings = {
-    address: flags.address,
-    port,
-    ...(flags['tls-cert-file'] !== undefined ? { tlsCertFile: flags['tls-cert-file'] } : {}),
-    ...(flags['tls-private-key-file'] !== undefined ? { tlsPrivateKeyFile: flags['tls-private-key-file'] } : {}),
-    ...(flags['client-ca-file'] !== undefined ? { clientCaFile: flags['client-ca-file'] } : {}),
-    anonymousAuth: bool(flags['anonymous-auth'], KUBEADM_SERVER_DEFAULTS.anonymousAuth),
-    authenticationTokenWebhook: bool(flags['authentication-token-webhook'], cluster && KUBEADM_SERVER_DEFAULTS.authenticationTokenWebhook),
-    authorizationMode: (flags['authorization-mode'] ?? (cluster ? KUBEADM_SERVER_DEFAULTS.authorizationMode : 'AlwaysAllow')) as 'AlwaysAllow' | 'Webhook',
-    serverTLSBootstrap: bool(flags['rotate-server-certificates'], false),
-  };
-  const deps = await host.deps();
-  return loadKubeletServerSettings(settings, { rootDir: deps.rootDir, hasApiServer: cluster, ...(nodeIP ? { nodeIP } : {}), hostname: host.nodeName });
+async function kubeletServer(built: BuiltConfig, host: SyncHost, runtime: SyncRuntime): Promise<SyncOptions['kubeletServer']> {
+  const config: KubeletConfig = built.config;
+  if (!config.enableServer) return undefined;
+  const { kubeletServerSettings, loadKubeletServerSettings } = await import('../lib/server/kubelet-server-config.js');
+  const deps = await runtime.deps();
+  return loadKubeletServerSettings(kubeletServerSettings(config), {
+    rootDir: deps.rootDir,
+    ...(config.flags.nodeIP ? { nodeIP: config.flags.nodeIP } : {}),
+    hostname: host.nodeName,
+    hasApiServer: config.flags.kubeconfig !== undefined,
+    describe: built.describe,
+  });
 }
 
 /**
@@ -267,8 +354,8 @@ async function kubeletServerFlags(flags: SyncFlags, host: SyncHost, nodeIP: stri
  * missing or its client certificate expired, get one through a
  * CertificateSigningRequest and write --kubeconfig (certificates in <root-dir>/pki).
  */
-async function tlsBootstrap(kubeconfig: string, bootstrapKubeconfig: string, host: SyncHost): Promise<void> {
-  const deps = await host.deps();
+async function tlsBootstrap(kubeconfig: string, bootstrapKubeconfig: string, host: SyncHost, runtime: SyncRuntime): Promise<void> {
+  const deps = await runtime.deps();
   const path = await import('node:path');
   const { ensureClientCertificate } = await import('../lib/kube/tls-bootstrap.js');
   const r = await ensureClientCertificate(
@@ -322,16 +409,4 @@ async function sysctlFlags(value: string | undefined): Promise<import('../lib/no
     if (err instanceof InputError) throw new InputError(`--allowed-unsafe-sysctls: ${err.text}`);
     throw err;
   }
-}
-
-/** --listen with its token from --auth-token-file (never one without the other). */
-async function listenFlags(value: string | undefined, tokenFile: string | undefined): Promise<{ host: string; port: number; token: string } | undefined> {
-  if (value === undefined) {
-    if (tokenFile !== undefined) throw new InputError(`--auth-token-file "${tokenFile}" needs --listen: the token only guards the TCP listener`);
-    return undefined;
-  }
-  const { parseListen, readAuthTokenFile } = await import('../lib/server/auth.js');
-  const addr = parseListen(value);
-  if (tokenFile === undefined) throw new InputError('--listen needs --auth-token-file: the TCP listener never serves without a token');
-  return { host: addr.host, port: addr.port, token: await readAuthTokenFile(tokenFile) };
 }

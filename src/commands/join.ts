@@ -4,7 +4,7 @@ import { durationFlag } from '../flags.js';
 import Sync from './sync.js';
 
 /** klet sync's flags but the two kubeconfigs, which join writes. */
-const { kubeconfig: _kubeconfig, 'bootstrap-kubeconfig': _bootstrap, ...syncFlags } = Sync.flags;
+const { kubeconfig: _kubeconfig, 'bootstrap-kubeconfig': _bootstrap, 'print-config': _printConfig, ...syncFlags } = Sync.flags;
 
 export default class Join extends PodCommand<typeof Join> {
   static override summary = 'Join a cluster with a bootstrap token, as kubeadm join does for the kubelet, then run klet sync.';
@@ -41,6 +41,10 @@ A wrong CA hash, an unknown or expired token, an unreachable server: one-line er
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(Join);
+    // The sync's configuration is checked before anything is written (a bad --config leaves nothing behind).
+    const { syncConfig } = await import('../cli/sync.js');
+    const host = this.syncHost();
+    await syncConfig({ ...this.syncFlags(flags), kubeconfig: 'kubelet.conf' }, host, true);
     const { join } = await import('../lib/services/join.js');
     const notice = (line: string) => this.notice(`klet join: ${line}`);
     const r = await join(
@@ -59,6 +63,17 @@ A wrong CA hash, an unknown or expired token, an unreachable server: one-line er
         : `wrote ${r.bootstrapKubeconfig}; ${r.kubeconfig} is still valid`,
     );
     if (flags['no-sync']) return;
+    const rest = this.syncFlags(flags);
+    const { syncCommand } = await import('../cli/sync.js');
+    // The kubelet server takes the API server's client certificate, signed by the cluster's CA (kubeadm's clientCAFile),
+    // unless --client-ca-file or the --config file names one.
+    const { readConfigFile } = await import('../lib/kubeletconfig/index.js');
+    const fileCa = rest.config !== undefined && (await readConfigFile(rest.config)).values.has('authentication.x509.clientCAFile');
+    await syncCommand({ ...rest, kubeconfig: r.kubeconfig, 'client-ca-file': rest['client-ca-file'] ?? (fileCa ? undefined : r.caFile) }, host);
+  }
+
+  /** The flags klet sync takes. */
+  private syncFlags(flags: Record<string, unknown>): import('../cli/sync.js').SyncFlags {
     const {
       token: _token,
       'discovery-token-ca-cert-hash': _hash,
@@ -67,18 +82,6 @@ A wrong CA hash, an unknown or expired token, an unreachable server: one-line er
       'no-sync': _noSync,
       ...rest
     } = flags;
-    const { syncCommand } = await import('../cli/sync.js');
-    await syncCommand(
-      // The kubelet server takes the API server's client certificate, signed by the cluster's CA (kubeadm's clientCAFile).
-      { ...rest, kubeconfig: r.kubeconfig, 'client-ca-file': rest['client-ca-file'] ?? r.caFile },
-      {
-        nodeName: this.nodeName(),
-        kletVersion: this.config.version,
-        cri: () => this.cri(),
-        deps: () => this.deps(),
-        interruptedBy: () => this.interruptedBy,
-        notice: (line) => this.notice(line),
-      },
-    );
+    return { ...(rest as unknown as import('../cli/sync.js').SyncFlags), 'print-config': false };
   }
 }

@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { PodCommand } from '../base-command.js';
-import { durationFlag } from '../flags.js';
+import { configDurationFlag, durationFlag } from '../flags.js';
 import { nodeRegistrationFlags } from '../node-flags.js';
 
 export default class Sync extends PodCommand<typeof Sync> {
@@ -16,6 +16,8 @@ With --bootstrap-kubeconfig (a kubeconfig holding a bootstrap token, as kubeadm 
 Pods get the kubelet's cgroups (--cgroups-per-qos, cgroupfs driver): <cgroup-root>/kubepods sized to node allocatable (capacity less --kube-reserved and --system-reserved with --enforce-node-allocatable=pods), its burstable and besteffort QoS cgroups, and a pod<uid> cgroup per pod (Guaranteed pods directly in kubepods) with the pod's cpu.shares, CFS quota and memory limit from its containers, its pod-level resources and its overhead; the runtime gets it as the sandbox's cgroup parent, and it is removed with the pod. klet changes or removes only cgroups it made (recorded in <root-dir>/cgroups).
 
 Garbage collection, as the kubelet does it, on only what this klet created: every minute dead containers beyond the newest one per pod container are removed with their log files (the one kept is what klet logs --previous reads), as are all of a gone pod's, and sandboxes that are not ready and hold no container, except a pod's newest; a dead container's older instances also go as soon as it dies. Every 5 minutes, when the image filesystem is at or above --image-gc-high-threshold, unused images klet pulled (and no other: not imported, built-in or another client's) are removed least recently used first, down to --image-gc-low-threshold; an image any container of the runtime uses stays. Failures are node events (ContainerGCFailed, ImageGCFailed, FreeDiskSpaceFailed).
+
+--config takes the kubelet's configuration file (a KubeletConfiguration, kubelet.config.k8s.io/v1beta1, as kubeadm writes /var/lib/kubelet/config.yaml): defaults, then its fields, then the flags given (a flag wins over the file), checked once at start. An unknown field is an error naming file:line and the field; a known field klet does not implement is one warning each. --print-config prints the effective configuration as a KubeletConfiguration and exits. See docs/configuration.md.
 
 A source that cannot be read keeps its last good pods (an unreadable URL or a deleted directory never kills running pods). On start it adopts what is already running (after a crash, even a SIGKILL, or a runtime restart): containers whose spec hash matches are kept, changed ones restarted, pods no source wants killed once every source has answered. On SIGTERM or SIGINT it stops the loop within seconds (requests to the API server in flight are cancelled) and leaves the pods running, as the kubelet does.
 
@@ -34,8 +36,15 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
     '<%= config.bin %> <%= command.id %> --manifest-dir /etc/kubernetes/manifests --tui',
     '<%= config.bin %> <%= command.id %> --cgroup-root /klet --kube-reserved cpu=100m,memory=256Mi    # pods in /klet/kubepods/{burstable,besteffort}/pod<uid>',
     '<%= config.bin %> <%= command.id %> --image-gc-high-threshold 90 --image-gc-low-threshold 70 --minimum-image-gc-age 10m',
+    '<%= config.bin %> <%= command.id %> --config /var/lib/kubelet/config.yaml --kubeconfig /etc/kubernetes/kubelet.conf',
+    '<%= config.bin %> <%= command.id %> --config /var/lib/kubelet/config.yaml --port 10251 --print-config',
   ];
   static override flags = {
+    config: Flags.string({
+      summary:
+        "KubeletConfiguration file (kubelet.config.k8s.io/v1beta1, as kubeadm writes /var/lib/kubelet/config.yaml): its fields set what the flags set (flags given win); an unknown field is an error, a field klet does not implement a warning. See docs/configuration.md.",
+    }),
+    'print-config': Flags.boolean({ summary: 'Print the effective configuration (defaults, --config, flags) as a KubeletConfiguration and exit.', default: false }),
     'manifest-dir': Flags.string({
       summary:
         "Directory of static pod manifests to keep running, or one manifest file (the kubelet's staticPodPath). Default /etc/kubernetes/manifests unless only --manifest-url is given. Alias: --pod-manifest-path.",
@@ -43,13 +52,12 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
     }),
     'manifest-url': Flags.string({ summary: 'URL serving pod manifests, polled every --http-check-frequency.' }),
     'manifest-url-header': Flags.string({ summary: "HTTP header for --manifest-url, 'Name: value' (repeatable).", multiple: true }),
-    'file-check-frequency': durationFlag({ summary: 'How often the manifest dir is re-read besides fs events.', default: '20s' }),
-    'http-check-frequency': durationFlag({ summary: 'How often --manifest-url is polled.', default: '20s' }),
-    'pleg-relist-period': durationFlag({ summary: 'How often the PLEG relists the runtime.', default: '1s' }),
-    'sync-frequency': durationFlag({ summary: 'Resync period of running pods and of their configMap, secret, downwardAPI and projected volumes.', default: '1m' }),
+    'file-check-frequency': configDurationFlag({ summary: 'How often the manifest dir is re-read besides fs events.', shownDefault: '20s' }),
+    'http-check-frequency': configDurationFlag({ summary: 'How often --manifest-url is polled.', shownDefault: '20s' }),
+    'pleg-relist-period': configDurationFlag({ summary: 'How often the PLEG relists the runtime.', shownDefault: '1s' }),
+    'sync-frequency': configDurationFlag({ summary: 'Resync period of running pods and of their configMap, secret, downwardAPI and projected volumes.', shownDefault: '1m' }),
     'max-parallel-syncs': Flags.integer({
-      summary: 'How many running pods may resync or update at the same time (a new pod\'s first sync and pod terminations are never held back).',
-      default: 8,
+      summary: 'How many running pods may resync or update at the same time (a new pod\'s first sync and pod terminations are never held back). Default: 8.',
       min: 1,
     }),
     'allowed-unsafe-sysctls': Flags.string({
@@ -67,21 +75,22 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
       options: ['true', 'false'],
     }),
     ...nodeRegistrationFlags,
+    // No default here: one not given leaves maxPods to --config, then to 110.
+    'max-pods': Flags.integer({ summary: 'Number of pods this node can run (status.capacity.pods). Default: 110.', min: 1 }),
     'cluster-dns': Flags.string({
       summary:
-        'DNS server IP addresses, comma-separated (repeatable): the only nameservers of pods with dnsPolicy ClusterFirst. Without any, those pods fall back to Default with a MissingClusterDNS warning, as the kubelet\'s.',
+        'DNS server IP addresses, comma-separated (repeatable; clusterDNS): the only nameservers of pods with dnsPolicy ClusterFirst. Without any, those pods fall back to Default with a MissingClusterDNS warning, as the kubelet\'s.',
       multiple: true,
     }),
     'cluster-domain': Flags.string({
-      summary: "The cluster's domain (e.g. cluster.local): ClusterFirst pods search <namespace>.svc.<domain>, svc.<domain> and <domain> before the host's domains, and a pod with a subdomain is <hostname>.<subdomain>.<namespace>.svc.<domain> in its /etc/hosts.",
+      summary: "The cluster's domain (clusterDomain, e.g. cluster.local): ClusterFirst pods search <namespace>.svc.<domain>, svc.<domain> and <domain> before the host's domains, and a pod with a subdomain is <hostname>.<subdomain>.<namespace>.svc.<domain> in its /etc/hosts.",
     }),
     'resolv-conf': Flags.string({
-      summary: 'Resolver file the DNS config of Default pods (and host-network ClusterFirst pods) is made from, read at each sandbox; "" for none (a loopback nameserver).',
-      default: '/etc/resolv.conf',
+      summary: 'Resolver file (resolvConf) the DNS config of Default pods (and host-network ClusterFirst pods) is made from, read at each sandbox; "" for none (a loopback nameserver). Default: /etc/resolv.conf.',
     }),
     listen: Flags.string({ summary: 'Also serve the local API on loopback TCP (127.0.0.1:PORT); needs --auth-token-file.' }),
     'auth-token-file': Flags.string({ summary: 'File holding the bearer token required on --listen (an error without --listen).' }),
-    address: Flags.string({ summary: 'IP address the kubelet server listens on (0.0.0.0 for all interfaces).', default: '0.0.0.0' }),
+    address: Flags.string({ summary: 'IP address the kubelet server listens on (0.0.0.0 for all interfaces). Default: 0.0.0.0.' }),
     port: Flags.integer({
       summary: 'Port of the kubelet server (HTTPS: logs, exec, attach, port-forward for the API server). Default 10250 with --kubeconfig; standalone it serves only when given; 0 turns it off.',
       min: 0,
@@ -132,9 +141,9 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
     'minimum-image-gc-age': durationFlag({ summary: 'Minimum age of an unused image (since klet first saw it) before image GC may remove it.', default: '2m', allowZero: true }),
     'container-gc-period': durationFlag({ summary: 'Container GC period (tests; the kubelet\'s ContainerGCPeriod).', default: '1m', hidden: true }),
     'image-gc-period': durationFlag({ summary: 'Image GC period (tests; the kubelet\'s ImageGCPeriod).', default: '5m', hidden: true }),
-    'crash-loop-backoff-initial': durationFlag({ summary: 'First crash-loop back-off delay (tests).', default: '10s', hidden: true }),
-    'crash-loop-backoff-max': durationFlag({ summary: 'Crash-loop back-off cap (tests).', default: '5m', hidden: true }),
-    'crash-loop-backoff-reset': durationFlag({ summary: 'Clean running time that resets the back-off (tests).', default: '10m', hidden: true }),
+    'crash-loop-backoff-initial': configDurationFlag({ summary: 'First crash-loop back-off delay (tests).', shownDefault: '10s', hidden: true }),
+    'crash-loop-backoff-max': configDurationFlag({ summary: 'Crash-loop back-off cap (tests).', shownDefault: '5m', hidden: true }),
+    'crash-loop-backoff-reset': configDurationFlag({ summary: 'Clean running time that resets the back-off (tests).', shownDefault: '10m', hidden: true }),
   };
 
   override async init(): Promise<void> {
@@ -147,13 +156,6 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
   async run(): Promise<void> {
     const { flags } = await this.parse(Sync);
     const { syncCommand } = await import('../cli/sync.js');
-    await syncCommand(flags, {
-      nodeName: this.nodeName(),
-      kletVersion: this.config.version,
-      cri: () => this.cri(),
-      deps: () => this.deps(),
-      interruptedBy: () => this.interruptedBy,
-      notice: (line) => this.notice(line),
-    });
+    await syncCommand(flags, this.syncHost());
   }
 }

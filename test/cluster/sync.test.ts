@@ -5,11 +5,13 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { hostIPs } from '../../src/lib/node/addresses.js';
 import { poll } from '../helpers/poll.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT, explain, nonEmptyLines, runKlet, runKletJson } from '../helpers/cli.js';
 import { ensureNamespace as ensureClusterNamespace, freePort, startTestCluster, type TestCluster } from '../helpers/cluster.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+import { KUBEADM_CONFIG } from '../helpers/kubeadm-config.js';
 import { killAllSyncs, startSync } from '../helpers/sync.js';
 
 const NODE = 'klet-sync-node';
@@ -90,6 +92,31 @@ describe('klet sync --kubeconfig', () => {
     const exit = await sync.stop();
     expect(exit.code, sync.tail()).toBe(0);
     expect(sync.stderr).not.toContain(cluster.nodes[NODE]!.token);
+  }, 90_000);
+
+  it('with kubeadm\'s config.yaml (--config): its maxPods, port and clientCAFile take effect on the Node and the kubelet server', async () => {
+    const port = await freePort();
+    // The API server's node proxy refuses loopback addresses: the host's own (traffic never leaves the machine).
+    const nodeIP = hostIPs()[0] ?? '127.0.0.1';
+    const file = path.join(cluster.dir, 'kubelet-config.yaml');
+    fs.writeFileSync(
+      file,
+      KUBEADM_CONFIG.replace('clientCAFile: /etc/kubernetes/pki/ca.crt', `clientCAFile: ${cluster.caFile}`)
+        .replace('staticPodPath: /etc/kubernetes/manifests', `staticPodPath: ${manifests}`)
+        .replace('kind: KubeletConfiguration', `kind: KubeletConfiguration\nmaxPods: 42\nport: ${port}\naddress: ${nodeIP}`),
+    );
+    const sync = await startSync({ rootDir: rt.rootDir, endpoint: rt.endpoint, nodeName: NODE, args: ['--config', file, '--kubeconfig', cluster.nodes[NODE]!.kubeconfig, '--node-ip', nodeIP] });
+    expect(sync.stderr).toContain(`kubelet server on https://${nodeIP}:${port}`);
+    const node = await poll('the Node with the file\'s maxPods and port', 30_000, async () => {
+      const n = await cluster.kubectlJson<{ status: { capacity: Record<string, string>; daemonEndpoints: { kubeletEndpoint: { Port: number } } } }>(['get', 'node', NODE]);
+      return n.status.capacity.pods === '42' && n.status.daemonEndpoints.kubeletEndpoint.Port === port ? n : undefined;
+    });
+    expect(node.status.capacity.pods).toBe('42');
+    // The API server reaches it with its client certificate, which the file's clientCAFile verifies.
+    const configz = await cluster.kubectl(['get', '--raw', `/api/v1/nodes/${NODE}/proxy/configz`]);
+    expect(JSON.parse(configz).kubeletconfig).toMatchObject({ maxPods: 42, port, address: nodeIP, authentication: { x509: { clientCAFile: cluster.caFile } } });
+    const exit = await sync.stop();
+    expect(exit.code, sync.tail()).toBe(0);
   }, 90_000);
 
   it('a bad kubeconfig or registration flag is a one-line error at start', async () => {

@@ -14,7 +14,8 @@ import { KLET_BIN, PROJECT_ROOT, assertBuilt, cleanEnv } from './cli.js';
 
 export interface SyncOptions {
   rootDir: string;
-  endpoint: string;
+  /** --container-runtime-endpoint; undefined: not passed (a --config file may name it). */
+  endpoint: string | undefined;
   manifestDir?: string;
   manifestUrl?: string;
   nodeName?: string;
@@ -168,8 +169,7 @@ export function syncArgs(opts: SyncOptions): string[] {
     ...(opts.manifestUrl !== undefined ? ['--manifest-url', opts.manifestUrl] : []),
     '--root-dir',
     opts.rootDir,
-    '--container-runtime-endpoint',
-    opts.endpoint,
+    ...(opts.endpoint !== undefined ? ['--container-runtime-endpoint', opts.endpoint] : []),
     '--node-name',
     opts.nodeName ?? 'testnode',
     '--file-check-frequency',
@@ -178,8 +178,9 @@ export function syncArgs(opts: SyncOptions): string[] {
     // The pods' cgroups stay the runtime's unless a test asks for them (with a private --cgroup-root):
     // a test never makes cgroups in the host's /kubepods, which a real kubelet may share.
     ...(opts.args?.some((a) => a.startsWith('--cgroup')) ? [] : ['--cgroups-per-qos=false', '--enforce-node-allocatable=none']),
-    // A cluster-mode sync serves the kubelet server on 0.0.0.0:10250 by default: tests that do not ask for it leave it off.
-    ...(opts.args?.includes('--kubeconfig') && !opts.args.includes('--port') ? ['--port', '0'] : []),
+    // A cluster-mode sync serves the kubelet server on 0.0.0.0:10250 by default: tests that do not ask for it
+    // leave it off (a test with --config sets its port in the file, which a --port flag would override).
+    ...(opts.args?.includes('--kubeconfig') && !opts.args.includes('--port') && !opts.args.includes('--config') ? ['--port', '0'] : []),
   ];
 }
 

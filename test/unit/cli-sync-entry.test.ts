@@ -8,6 +8,8 @@
 import { describe, expect, it } from 'vitest';
 import Sync from '../../src/commands/sync.js';
 import { SYNC_FLAGS, parseSyncArgv } from '../../src/cli/sync-entry.js';
+import { type SyncFlags, givenValues } from '../../src/cli/sync.js';
+import { buildKubeletConfig } from '../../src/lib/kubeletconfig/index.js';
 import { commonShapes, entryParity, parsersAgree } from '../helpers/entry-parity.js';
 
 const { oclifFlags, both } = entryParity(Sync, parseSyncArgv);
@@ -42,20 +44,25 @@ describe('the sync entry declares the oclif command’s flags', () => {
     expect(flag.allowNo === true).toBe(false); // the entry takes no --no-FLAG
   });
 
-  it('the same defaults (no flags given, no environment)', async () => {
+  it('the same defaults (no flags given, no environment); the configuration fields\' defaults are lib/kubeletconfig\'s', async () => {
     const { entry, oclif } = await both([]);
     expect(oclif.error).toBeUndefined();
     expect(entry).toEqual(oclif.flags);
-    expect(entry).toMatchObject({
-      'root-dir': '/var/lib/klet',
-      'runtime-request-timeout': 120_000,
-      'file-check-frequency': 20_000,
-      'pleg-relist-period': 1000,
-      'sync-frequency': 60_000,
-      'max-parallel-syncs': 8,
-      'max-pods': 110,
-      tui: false,
-      'crash-loop-backoff-max': 300_000,
+    expect(entry).toMatchObject({ 'root-dir': '/var/lib/klet', 'runtime-request-timeout': 120_000, tui: false, 'print-config': false });
+    // A flag not given leaves its field to --config, then to the default: the parsers give it no value.
+    for (const flag of ['file-check-frequency', 'sync-frequency', 'pleg-relist-period', 'max-pods', 'max-parallel-syncs', 'address', 'crash-loop-backoff-max']) {
+      expect(entry, flag).not.toHaveProperty(flag);
+    }
+    const given = givenValues(entry as unknown as SyncFlags, {});
+    // The global flags' defaults are no values given: a --config file's containerRuntimeEndpoint must win over them.
+    expect(given).toEqual({});
+    const { config } = buildKubeletConfig({ given, nodeName: 'node-a' });
+    expect(config).toMatchObject({
+      fileCheckFrequency: 20_000,
+      syncFrequency: 60_000,
+      maxPods: 110,
+      address: '0.0.0.0',
+      flags: { plegRelistPeriod: 1000, maxParallelSyncs: 8, crashLoopBackOff: { max: 300_000 } },
     });
   });
 });
@@ -76,6 +83,10 @@ const TAKEN: string[][] = [
   ['--manifest-dir', 'm', '--tui', '--log-level', 'debug'],
   ['--manifest-dir', 'm', '--crash-loop-backoff-initial', '100ms', '--crash-loop-backoff-max', '1s', '--crash-loop-backoff-reset', '5s'],
   ['--log-level', 'warn', '--manifest-dir', 'm', '--root-dir', '/tmp/k'],
+  ['--config', '/var/lib/kubelet/config.yaml', '--port', '10251'],
+  ['--config=/var/lib/kubelet/config.yaml', '--print-config'],
+  ['--kubeconfig', 'k', '--cluster-dns', '10.96.0.10', '--cluster-dns=10.96.0.11', '--cluster-domain', 'cluster.local', '--resolv-conf', '/run/systemd/resolve/resolv.conf'],
+  ['--kubeconfig', 'k', '--rotate-certificates=true', '--rotate-server-certificates=false'],
 ];
 
 const COMMON = commonShapes('tui');

@@ -1,24 +1,24 @@
 /**
  * The kubelet server's settings (the KubeletConfiguration's address, port,
- * tlsCertFile, tlsPrivateKeyFile, authentication and authorization), checked
+ * tlsCertFile, tlsPrivateKeyFile, authentication and authorization), taken
+ * from the node's configuration (lib/kubeletconfig, which validates them)
  * and loaded before anything starts: files read, the serving certificate
- * made, the modes matched to what the node can do (a webhook needs an API
- * server). Errors are InputErrors naming the setting.
+ * made. Errors are InputErrors naming the setting as the configuration
+ * describes it (the file's line, or how the caller gave it).
  */
 import { X509Certificate } from 'node:crypto';
 import fsp from 'node:fs/promises';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { InputError, errorMessage } from '../errors.js';
+import type { AuthorizationMode, ConfigPath, KubeletConfig } from '../kubeletconfig/index.js';
 import { checkBothGiven, servingCertificate } from './serving-cert.js';
 
-export type AuthorizationMode = 'AlwaysAllow' | 'Webhook';
+export type { AuthorizationMode };
 
 export interface KubeletServerSettings {
   /** `address`: the IP to listen on (0.0.0.0 for all). */
   address: string;
-  /** `port`; 0 turns the server off (klet's choice: the kubelet always serves). */
   port: number;
   tlsCertFile?: string;
   tlsPrivateKeyFile?: string;
@@ -28,6 +28,8 @@ export interface KubeletServerSettings {
   anonymousAuth: boolean;
   /** authentication.webhook.enabled */
   authenticationTokenWebhook: boolean;
+  /** authentication.webhook.cacheTTL */
+  tokenCacheTtlMs: number;
   /** authorization.mode */
   authorizationMode: AuthorizationMode;
   /**
@@ -36,16 +38,28 @@ export interface KubeletServerSettings {
    * renewed; until one is issued no TLS handshake succeeds.
    */
   serverTLSBootstrap?: boolean;
+  /** authorization.webhook.cacheAuthorizedTTL, cacheUnauthorizedTTL */
+  allowedCacheTtlMs: number;
+  deniedCacheTtlMs: number;
 }
 
-/** The kubelet's defaults as kubeadm configures them (anonymous off, webhook authentication and authorization). */
-export const KUBEADM_SERVER_DEFAULTS: KubeletServerSettings = {
-  address: '0.0.0.0',
-  port: 10250,
-  anonymousAuth: false,
-  authenticationTokenWebhook: true,
-  authorizationMode: 'Webhook',
-};
+/** The server's settings in the node's configuration. */
+export function kubeletServerSettings(c: KubeletConfig): KubeletServerSettings {
+  return {
+    address: c.address,
+    port: c.port,
+    ...(c.tlsCertFile !== undefined ? { tlsCertFile: c.tlsCertFile } : {}),
+    ...(c.tlsPrivateKeyFile !== undefined ? { tlsPrivateKeyFile: c.tlsPrivateKeyFile } : {}),
+    ...(c.authentication.x509.clientCAFile !== undefined ? { clientCaFile: c.authentication.x509.clientCAFile } : {}),
+    anonymousAuth: c.authentication.anonymous.enabled,
+    authenticationTokenWebhook: c.authentication.webhook.enabled,
+    tokenCacheTtlMs: c.authentication.webhook.cacheTTL,
+    authorizationMode: c.authorization.mode,
+    allowedCacheTtlMs: c.authorization.webhook.cacheAuthorizedTTL,
+    deniedCacheTtlMs: c.authorization.webhook.cacheUnauthorizedTTL,
+    serverTLSBootstrap: c.serverTLSBootstrap,
+  };
+}
 
 /** tlsCertFile and tlsPrivateKeyFile when both are given: with serverTLSBootstrap, the pair served until one is issued. */
 export function givenPair(s: KubeletServerSettings): { certFile: string; keyFile: string } | undefined {
@@ -63,21 +77,23 @@ export interface LoadedKubeletServer {
   certDir: string;
 }
 
+/** Which configuration field each loading error is about. */
+const FIELDS: Record<string, ConfigPath> = { clientCaFile: 'authentication.x509.clientCAFile', tlsCertFile: 'tlsCertFile', tlsPrivateKeyFile: 'tlsPrivateKeyFile', rotateServerCertificates: 'serverTLSBootstrap' };
+
 export async function loadKubeletServerSettings(
   s: KubeletServerSettings,
-  ctx: { rootDir: string; hasApiServer: boolean; nodeIP?: string; hostname?: string },
+  ctx: { rootDir: string; nodeIP?: string; hostname?: string; hasApiServer?: boolean; describe?: (path: ConfigPath) => string },
 ): Promise<LoadedKubeletServer> {
-  if (net.isIP(s.address) === 0) throw new InputError(`"${s.address}" is not an IP address`, { input: 'address' });
-  if (!Number.isInteger(s.port) || s.port < 0 || s.port > 65535) throw new InputError(`${s.port} is not a port (0-65535)`, { input: 'port' });
-  if (s.authorizationMode === 'Webhook' && !ctx.hasApiServer) {
-    throw new InputError('Webhook authorization asks the API server (SubjectAccessReview): it needs --kubeconfig; use AlwaysAllow without one', { input: 'authorizationMode' });
+  try {
+    return await load(s, ctx);
+  } catch (err) {
+    const field = err instanceof InputError && err.input !== undefined ? FIELDS[err.input] : undefined;
+    if (field === undefined || ctx.describe === undefined) throw err;
+    throw new InputError(`${ctx.describe(field)} ${(err as InputError).text}`, { cause: err });
   }
-  if (s.authenticationTokenWebhook && !ctx.hasApiServer) {
-    throw new InputError('token authentication asks the API server (TokenReview): it needs --kubeconfig', { input: 'authenticationTokenWebhook' });
-  }
-  if (!s.anonymousAuth && !s.authenticationTokenWebhook && s.clientCaFile === undefined) {
-    throw new InputError('no way to authenticate a request: give a client CA file, enable token authentication, or allow anonymous requests', { input: 'clientCaFile' });
-  }
+}
+
+async function load(s: KubeletServerSettings, ctx: { rootDir: string; nodeIP?: string; hostname?: string; hasApiServer?: boolean }): Promise<LoadedKubeletServer> {
   let clientCa: string | undefined;
   if (s.clientCaFile !== undefined) {
     try {

@@ -7,6 +7,7 @@
  * @kubernetes/client-node is imported only here, lazily, when no `api` is
  * given: no other command pays for loading it.
  */
+import type { KubeletConfig } from '../kubeletconfig/index.js';
 import fs from 'node:fs/promises';
 import type { V1Node, V1NodeCondition, V1NodeStatus } from '@kubernetes/client-node';
 import type { CallOptions, Input, ListImagesRequest, ListImagesResponse, StatusRequest, StatusResponse, VersionRequest, VersionResponse } from '../cri/index.js';
@@ -77,6 +78,19 @@ export function parseRegisterNodeInput(raw: RegisterNodeInput, nodeName: string,
     ),
     maxPods: raw.maxPods,
     nodeIP,
+    heartbeat,
+  };
+}
+
+/** The registration options of the node's configuration (lib/kubeletconfig, validated there), for a node with a kubeconfig. */
+export function registerNodeOptionsOf(c: KubeletConfig & { flags: { kubeconfig: string } }, heartbeat: boolean): RegisterNodeOptions {
+  return {
+    kubeconfig: c.flags.kubeconfig,
+    labels: c.flags.nodeLabels,
+    taints: c.registerWithTaints,
+    reserved: c.flags.reserved,
+    maxPods: c.maxPods,
+    ...(c.flags.nodeIP !== undefined ? { nodeIP: c.flags.nodeIP } : {}),
     heartbeat,
   };
 }

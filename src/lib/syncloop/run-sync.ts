@@ -25,6 +25,7 @@ import { StatsProvider } from '../stats/provider.js';
 import type { ClusterStatus, NodeStatus, RuntimeCondition } from '../server/node-status.js';
 import { DEFAULT_IMAGE_GC_POLICY } from '../kuberuntime/image-gc.js';
 import { GarbageCollector } from './gc.js';
+import { type KubeletConfig, toKubeletConfiguration } from '../kubeletconfig/index.js';
 import { Kubelet } from './kubelet.js';
 import { DEFAULT_DNS_SETTINGS, type DnsSettings } from '../pod/dns.js';
 
@@ -35,15 +36,8 @@ export interface SyncOptions {
   cri: CriClient;
   rootDir: string;
   nodeName: string;
-  manifestDir?: string;
-  manifestUrl?: string;
-  manifestUrlHeaders?: Record<string, string>;
-  fileCheckFrequencyMs?: number;
-  httpCheckFrequencyMs?: number;
-  plegRelistPeriodMs?: number;
-  resyncIntervalMs?: number;
-  backoff?: { initialMs: number; maxMs: number; resetAfterMs: number };
-  concurrency?: number;
+  /** The node's configuration (lib/kubeletconfig): pod sources, intervals, the server's settings. */
+  config: KubeletConfig;
   /** The sysctls pods may set (lib/node/sysctl.ts nodeSysctlAllowlist); without it, sysctls are not checked at admission. */
   sysctls?: import('../node/sysctl.js').SysctlAllowlist;
   /** The pods' DNS: --cluster-dns, --cluster-domain, --resolv-conf (the kubelet's defaults when unset). */
@@ -166,11 +160,12 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
   const bus = new EventBus();
   const config = createPodConfig({
     nodeName: opts.nodeName,
-    manifestDir: opts.manifestDir,
-    manifestUrl: opts.manifestUrl,
-    manifestUrlHeaders: opts.manifestUrlHeaders,
-    fileCheckFrequencyMs: opts.fileCheckFrequencyMs,
-    httpCheckFrequencyMs: opts.httpCheckFrequencyMs,
+    manifestDir: opts.config.staticPodPath,
+    manifestUrl: opts.config.staticPodURL,
+    // One request header per name: several values joined as HTTP joins them.
+    manifestUrlHeaders: Object.fromEntries(Object.entries(opts.config.staticPodURLHeader).map(([k, v]) => [k, v.join(', ')])),
+    fileCheckFrequencyMs: opts.config.fileCheckFrequency,
+    httpCheckFrequencyMs: opts.config.httpCheckFrequency,
     rejectStaticApiReferences: opts.cluster !== undefined,
     // An API pod is its UID: only static pods keep their identity across edits.
     keepIdentity: (current, next) =>
@@ -181,7 +176,7 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
   const tracker: ClusterTracker = { registered: false, nodeUid: null, renewTime: null, lastError: null, events: null };
   const podSynced: PodSyncedHooks = { fn: () => undefined, status: () => undefined, busy: () => false };
   // The PLEG sees only this klet's pods: housekeeping and adoption act on nothing else.
-  const pleg = new GenericPLEG({ cri, relistPeriodMs: opts.plegRelistPeriodMs, labelSelector: instanceSelector(opts), metrics });
+  const pleg = new GenericPLEG({ cri, relistPeriodMs: opts.config.flags.plegRelistPeriod, labelSelector: instanceSelector(opts), metrics });
   const kubelet = new Kubelet({
     cri,
     rootDir: opts.rootDir,
@@ -190,9 +185,9 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
     pleg,
     bus,
     metrics,
-    backoff: opts.backoff,
-    resyncIntervalMs: opts.resyncIntervalMs,
-    concurrency: opts.concurrency,
+    backoff: { initialMs: opts.config.flags.crashLoopBackOff.initial, maxMs: opts.config.flags.crashLoopBackOff.max, resetAfterMs: opts.config.flags.crashLoopBackOff.reset },
+    resyncIntervalMs: opts.config.syncFrequency,
+    concurrency: opts.config.flags.maxParallelSyncs,
     ...(opts.sysctls ? { sysctls: opts.sysctls } : {}),
     dns: opts.dns,
     objectApi: opts.cluster?.api,
@@ -378,8 +373,11 @@ async function startNodeServer(
   const auth = new KubeletAuth({
     nodeName: opts.nodeName,
     anonymous: s.anonymousAuth,
-    ...(s.authenticationTokenWebhook && review ? { tokenReview: { api: review } } : {}),
-    authorization: s.authorizationMode === 'Webhook' && review ? { mode: 'Webhook', api: review } : { mode: 'AlwaysAllow' },
+    ...(s.authenticationTokenWebhook && review ? { tokenReview: { api: review, cacheTtlMs: s.tokenCacheTtlMs } } : {}),
+    authorization:
+      s.authorizationMode === 'Webhook' && review
+        ? { mode: 'Webhook', api: review, allowedTtlMs: s.allowedCacheTtlMs, deniedTtlMs: s.deniedCacheTtlMs }
+        : { mode: 'AlwaysAllow' },
   });
   return startKubeletServer({ address: s.address, port: s.port, tls: loaded.tls, auth, host });
 }
@@ -416,39 +414,18 @@ async function rotateServingCertificate(
   );
 }
 
-/** GET /configz: the settings this node runs with, named as the KubeletConfiguration names them (no secret is among them). */
+/**
+ * GET /configz: the settings this node runs with, in the KubeletConfiguration's shape (no secret is among
+ * them), with the image GC settings, which are flags of klet sync and not yet fields of its configuration.
+ */
 function configz(opts: SyncOptions): Record<string, unknown> {
-  const s = opts.kubeletServer?.settings;
-  const duration = (ms: number | undefined) => (ms === undefined ? undefined : `${ms / 1000}s`);
-  return JSON.parse(
-    JSON.stringify({
-      kind: 'KubeletConfiguration',
-      apiVersion: 'kubelet.config.k8s.io/v1beta1',
-      staticPodPath: opts.manifestDir,
-      staticPodURL: opts.manifestUrl,
-      syncFrequency: duration(opts.resyncIntervalMs),
-      fileCheckFrequency: duration(opts.fileCheckFrequencyMs),
-      httpCheckFrequency: duration(opts.httpCheckFrequencyMs),
-      address: s?.address,
-      port: s?.port,
-      tlsCertFile: s?.tlsCertFile,
-      tlsPrivateKeyFile: s?.tlsPrivateKeyFile,
-      serverTLSBootstrap: s?.serverTLSBootstrap || undefined,
-      authentication: s
-        ? { x509: { clientCAFile: s.clientCaFile }, webhook: { enabled: s.authenticationTokenWebhook, cacheTTL: '2m0s' }, anonymous: { enabled: s.anonymousAuth } }
-        : undefined,
-      authorization: s ? { mode: s.authorizationMode, webhook: { cacheAuthorizedTTL: '5m0s', cacheUnauthorizedTTL: '30s' } } : undefined,
-      maxPods: opts.cluster?.options.maxPods,
-      imageGCHighThresholdPercent: opts.gc?.imagePolicy?.highThresholdPercent ?? DEFAULT_IMAGE_GC_POLICY.highThresholdPercent,
-      imageGCLowThresholdPercent: opts.gc?.imagePolicy?.lowThresholdPercent ?? DEFAULT_IMAGE_GC_POLICY.lowThresholdPercent,
-      imageMinimumGCAge: duration(opts.gc?.imagePolicy?.minAgeMs ?? DEFAULT_IMAGE_GC_POLICY.minAgeMs),
-      podLogsDir: '/var/log/pods',
-      // As the kubelet's: the empty ones left out, resolvConf always there.
-      clusterDomain: opts.dns?.clusterDomain || undefined,
-      clusterDNS: opts.dns?.clusterDNS.length ? opts.dns.clusterDNS : undefined,
-      resolvConf: (opts.dns ?? DEFAULT_DNS_SETTINGS).resolvConf,
-    }),
-  ) as Record<string, unknown>;
+  const policy = { ...DEFAULT_IMAGE_GC_POLICY, ...opts.gc?.imagePolicy };
+  return {
+    ...toKubeletConfiguration(opts.config),
+    imageGCHighThresholdPercent: policy.highThresholdPercent,
+    imageGCLowThresholdPercent: policy.lowThresholdPercent,
+    imageMinimumGCAge: `${policy.minAgeMs / 1000}s`,
+  };
 }
 
 /**
@@ -599,6 +576,7 @@ async function registerInBackground(
   };
   await track('node registration, lease and node status', keepRegistered(cluster.options, {
     cri: opts.cri,
+    intervals: { statusMs: opts.config.nodeStatusUpdateFrequency, reportMs: opts.config.nodeStatusReportFrequency },
     rootDir: opts.rootDir,
     nodeName: opts.nodeName,
     kletVersion: cluster.kletVersion,

@@ -1,0 +1,378 @@
+/**
+ * The node's configuration, made once at start as the kubelet makes its
+ * KubeletConfiguration and KubeletFlags: defaults, then the file (--config),
+ * then the values given on the command line, merged into one typed,
+ * validated object that the sync loop and every service receive.
+ *
+ * Values are named by their KubeletConfiguration field paths
+ * (`authentication.x509.clientCAFile`); settings that are kubelet flags
+ * without a field (kubeconfig, nodeLabels, nodeIP) and klet's own
+ * (listen, maxParallelSyncs) by their camel-case names. This module names no
+ * command-line flags: the caller says how to name a value it gave
+ * (`describe`), and errors about a file's value name file:line and the path.
+ */
+import net from 'node:net';
+import { DEFAULT_RUNTIME_ENDPOINT } from '../cri/endpoint.js';
+import { InputError } from '../errors.js';
+import { type Reservation, type Taint, addReservations, parseNodeLabels, parseReservation, parseTaints, validateNodeIP, validateNodeName } from '../node/config.js';
+import { parseListen } from '../server/auth.js';
+import type { ConfigFile } from './file.js';
+import { NOT_ACTED_ON } from './schema.js';
+
+export type AuthorizationMode = 'AlwaysAllow' | 'Webhook';
+export const AUTHORIZATION_MODES: readonly AuthorizationMode[] = ['AlwaysAllow', 'Webhook'];
+
+/** What the caller may give, by field path (the command line's values, mapped onto the fields). Durations in milliseconds. */
+export interface KubeletConfigInput {
+  // KubeletConfiguration fields
+  enableServer?: boolean;
+  staticPodPath?: string;
+  staticPodURL?: string;
+  /** `Name: value` lines (the kubelet's --manifest-url-header form). */
+  staticPodURLHeader?: string[];
+  syncFrequency?: number;
+  fileCheckFrequency?: number;
+  httpCheckFrequency?: number;
+  address?: string;
+  /** 0 turns the kubelet server off (klet's choice: the kubelet always serves). */
+  port?: number;
+  tlsCertFile?: string;
+  tlsPrivateKeyFile?: string;
+  rotateCertificates?: boolean;
+  serverTLSBootstrap?: boolean;
+  'authentication.x509.clientCAFile'?: string;
+  'authentication.webhook.enabled'?: boolean;
+  'authentication.anonymous.enabled'?: boolean;
+  'authorization.mode'?: string;
+  clusterDomain?: string;
+  clusterDNS?: string[];
+  resolvConf?: string;
+  runtimeRequestTimeout?: number;
+  /** `key=value:Effect,...` */
+  registerWithTaints?: string;
+  /** `cpu=100m,memory=1Gi,...` */
+  kubeReserved?: string;
+  systemReserved?: string;
+  maxPods?: number;
+  containerRuntimeEndpoint?: string;
+  // The kubelet's flags without a field
+  kubeconfig?: string;
+  bootstrapKubeconfig?: string;
+  /** `key=value,...` */
+  nodeLabels?: string;
+  nodeIP?: string;
+  // klet's own
+  /** HOST:PORT on loopback for the local API. */
+  listen?: string;
+  authTokenFile?: string;
+  plegRelistPeriod?: number;
+  maxParallelSyncs?: number;
+  crashLoopBackOffInitial?: number;
+  crashLoopBackOffMax?: number;
+  crashLoopBackOffReset?: number;
+}
+
+export type ConfigPath = keyof KubeletConfigInput | 'authentication.webhook.cacheTTL' | 'authorization.webhook.cacheAuthorizedTTL' | 'authorization.webhook.cacheUnauthorizedTTL' | 'nodeStatusUpdateFrequency' | 'nodeStatusReportFrequency' | 'registerNode';
+
+/** The effective configuration. Durations in milliseconds. */
+export interface KubeletConfig {
+  /** The kubelet server runs (with a kubeconfig, or standalone with a port given). */
+  enableServer: boolean;
+  staticPodPath?: string;
+  staticPodURL?: string;
+  staticPodURLHeader: Record<string, string[]>;
+  syncFrequency: number;
+  fileCheckFrequency: number;
+  httpCheckFrequency: number;
+  address: string;
+  port: number;
+  tlsCertFile?: string;
+  tlsPrivateKeyFile?: string;
+  rotateCertificates: boolean;
+  serverTLSBootstrap: boolean;
+  authentication: {
+    x509: { clientCAFile?: string };
+    webhook: { enabled: boolean; cacheTTL: number };
+    anonymous: { enabled: boolean };
+  };
+  authorization: { mode: AuthorizationMode; webhook: { cacheAuthorizedTTL: number; cacheUnauthorizedTTL: number } };
+  clusterDomain?: string;
+  clusterDNS: string[];
+  resolvConf: string;
+  nodeStatusUpdateFrequency: number;
+  nodeStatusReportFrequency: number;
+  runtimeRequestTimeout: number;
+  maxPods: number;
+  kubeReserved: Record<string, string>;
+  systemReserved: Record<string, string>;
+  registerWithTaints: Taint[];
+  registerNode: boolean;
+  containerRuntimeEndpoint: string;
+  /** The kubelet's flags without a KubeletConfiguration field, and klet's own settings. */
+  flags: {
+    /** The --config file read, if any. */
+    config?: string;
+    kubeconfig?: string;
+    bootstrapKubeconfig?: string;
+    nodeName: string;
+    nodeLabels: Record<string, string>;
+    nodeIP?: string;
+    /** kubeReserved + systemReserved, in base units. */
+    reserved: Reservation;
+    listen?: { host: string; port: number };
+    authTokenFile?: string;
+    plegRelistPeriod: number;
+    maxParallelSyncs: number;
+    crashLoopBackOff: { initial: number; max: number; reset: number };
+  };
+}
+
+/** The defaults of what has one: the kubelet's, but where a comment says klet's. */
+export const DEFAULTS = {
+  syncFrequency: 60_000,
+  fileCheckFrequency: 20_000,
+  httpCheckFrequency: 20_000,
+  address: '0.0.0.0',
+  port: 10250,
+  /** klet: on (it renews only a bootstrapped client certificate, <root-dir>/pki/kubelet-client-current.pem). */
+  rotateCertificates: true,
+  /** kubeadm's setting (the kubelet's v1beta1 default is false too). */
+  anonymousAuth: false,
+  webhookCacheTTL: 2 * 60_000,
+  cacheAuthorizedTTL: 5 * 60_000,
+  cacheUnauthorizedTTL: 30_000,
+  resolvConf: '/etc/resolv.conf',
+  nodeStatusUpdateFrequency: 10_000,
+  nodeStatusReportFrequency: 5 * 60_000,
+  runtimeRequestTimeout: 2 * 60_000,
+  maxPods: 110,
+  containerRuntimeEndpoint: DEFAULT_RUNTIME_ENDPOINT,
+  /** klet: the manifest directory kubeadm writes, unless only a URL is given. */
+  staticPodPath: '/etc/kubernetes/manifests',
+  plegRelistPeriod: 1000,
+  maxParallelSyncs: 8,
+  crashLoopBackOff: { initial: 10_000, max: 300_000, reset: 600_000 },
+} as const;
+
+/** The server's settings, which only matter when it runs. */
+const SERVER_FIELDS: readonly ConfigPath[] = ['tlsCertFile', 'tlsPrivateKeyFile', 'authentication.x509.clientCAFile', 'authentication.anonymous.enabled', 'authentication.webhook.enabled', 'authorization.mode'];
+
+export interface BuildOptions {
+  /** The file, read (readConfigFile). */
+  file?: ConfigFile;
+  /** The caller's values (the command line's), over the file's. */
+  given: KubeletConfigInput;
+  nodeName: string;
+  /** How the caller names a value it gave or could give (a flag); default: the field path. */
+  nameOf?: (path: ConfigPath) => string | undefined;
+}
+
+export interface BuiltConfig {
+  config: KubeletConfig;
+  /** One line each: known fields klet does not act on. */
+  warnings: string[];
+  /** How to name a field in a message: where its value came from (file:line, the caller's name for it) and its path. */
+  describe(path: ConfigPath): string;
+}
+
+/** Defaults, then the file, then the given values: one validated configuration, or an InputError naming the value. */
+export function buildKubeletConfig(o: BuildOptions): BuiltConfig {
+  const file = o.file;
+  const given = o.given as Record<string, unknown>;
+  const isGiven = (p: ConfigPath) => given[p] !== undefined;
+  const fromFile = (p: ConfigPath) => file?.values.get(p);
+  const describe = (p: ConfigPath): string => {
+    if (isGiven(p)) return o.nameOf?.(p) ?? p;
+    const f = fromFile(p);
+    if (f !== undefined && file !== undefined) return `${file.path}:${f.line}: ${p}`;
+    return o.nameOf?.(p) ?? p;
+  };
+  /** The given value, else the file's, else undefined. */
+  const pick = <T>(p: ConfigPath): T | undefined => (isGiven(p) ? (given[p] as T) : (fromFile(p)?.value as T | undefined));
+  const fail = (p: ConfigPath, detail: string): never => {
+    throw new InputError(`${describe(p)} ${detail}`);
+  };
+  /** Run a parser of lib/node/config.ts, naming the value in its error. */
+  const named = <T>(p: ConfigPath, fn: () => T): T => {
+    try {
+      return fn();
+    } catch (err) {
+      if (err instanceof InputError) return fail(p, err.text);
+      throw err;
+    }
+  };
+  const positive = (p: ConfigPath, d: number): number => {
+    const v = pick<number>(p) ?? d;
+    if (!(v > 0)) fail(p, `${v}: must be a positive duration`);
+    return v;
+  };
+
+  const kubeconfig = pick<string>('kubeconfig');
+  const cluster = kubeconfig !== undefined;
+  const bootstrapKubeconfig = pick<string>('bootstrapKubeconfig');
+  if (bootstrapKubeconfig !== undefined && !cluster) {
+    fail('bootstrapKubeconfig', `"${bootstrapKubeconfig}" needs ${o.nameOf?.('kubeconfig') ?? 'kubeconfig'}: the file the bootstrap writes the node's credentials to`);
+  }
+
+  // Pod sources
+  const staticPodURL = pick<string>('staticPodURL');
+  const staticPodPath = pick<string>('staticPodPath') ?? (staticPodURL !== undefined ? undefined : DEFAULTS.staticPodPath);
+  const staticPodURLHeader: Record<string, string[]> = {};
+  if (isGiven('staticPodURLHeader')) {
+    for (const line of o.given.staticPodURLHeader ?? []) {
+      const i = line.indexOf(':');
+      if (i <= 0) fail('staticPodURLHeader', `"${line.split(':')[0]}": expected "Name: value"`);
+      (staticPodURLHeader[line.slice(0, i).trim()] ??= []).push(line.slice(i + 1).trim());
+    }
+  } else {
+    for (const [k, v] of Object.entries((fromFile('staticPodURLHeader')?.value as Record<string, string[]> | undefined) ?? {})) staticPodURLHeader[k] = [...v];
+  }
+
+  // The local API's TCP listener and its token: never one without the other.
+  const listenText = pick<string>('listen');
+  const authTokenFile = pick<string>('authTokenFile');
+  if (listenText === undefined && authTokenFile !== undefined) {
+    fail('authTokenFile', `"${authTokenFile}" needs ${o.nameOf?.('listen') ?? 'listen'}: the token only guards the TCP listener`);
+  }
+  const listen = listenText === undefined ? undefined : named('listen', () => parseListen(listenText));
+  if (listen !== undefined && authTokenFile === undefined) {
+    fail('listen', `needs ${o.nameOf?.('authTokenFile') ?? 'authTokenFile'}: the TCP listener never serves without a token`);
+  }
+
+  // The kubelet server: with a kubeconfig on 10250; standalone only when a port is given; port 0 (given) turns it off.
+  const portGiven = pick<number>('port');
+  const enableServerSetting = pick<boolean>('enableServer') ?? true;
+  const port = portGiven ?? DEFAULTS.port;
+  const enableServer = enableServerSetting && port !== 0 && (cluster || portGiven !== undefined);
+  if (!enableServer && portGiven === undefined && !cluster) {
+    // A server setting given (not read from a file written for a cluster node) for a server that does not run.
+    const stray = SERVER_FIELDS.find(isGiven);
+    if (stray !== undefined) fail(stray, `configures the kubelet server, which runs with ${o.nameOf?.('kubeconfig') ?? 'a kubeconfig'} or ${o.nameOf?.('port') ?? 'a port'}: give one of them`);
+  }
+  const address = pick<string>('address') ?? DEFAULTS.address;
+  if (net.isIP(address) === 0) fail('address', `"${address}" is not an IP address`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) fail('port', `${port} is not a port (0-65535)`);
+  const mode = pick<string>('authorization.mode') ?? (cluster ? 'Webhook' : 'AlwaysAllow');
+  if (!(AUTHORIZATION_MODES as readonly string[]).includes(mode)) fail('authorization.mode', `"${mode}": expected one of ${AUTHORIZATION_MODES.join(', ')}`);
+  const anonymous = pick<boolean>('authentication.anonymous.enabled') ?? DEFAULTS.anonymousAuth;
+  const webhook = pick<boolean>('authentication.webhook.enabled') ?? cluster;
+  const clientCAFile = pick<string>('authentication.x509.clientCAFile');
+  if (enableServer) {
+    if (mode === 'Webhook' && !cluster) {
+      fail('authorization.mode', `Webhook authorization asks the API server (SubjectAccessReview): it needs ${o.nameOf?.('kubeconfig') ?? 'a kubeconfig'}; use AlwaysAllow without one`);
+    }
+    if (webhook && !cluster) fail('authentication.webhook.enabled', `token authentication asks the API server (TokenReview): it needs ${o.nameOf?.('kubeconfig') ?? 'a kubeconfig'}`);
+    if (!anonymous && !webhook && clientCAFile === undefined) {
+      fail('authentication.x509.clientCAFile', 'no way to authenticate a request: give a client CA file, enable token authentication, or allow anonymous requests');
+    }
+  }
+
+  // Registration
+  const nodeIP = pick<string>('nodeIP');
+  if (nodeIP !== undefined) named('nodeIP', () => validateNodeIP(nodeIP));
+  const nodeLabels = named('nodeLabels', () => parseNodeLabels(pick<string>('nodeLabels') ?? ''));
+  const taintsText = isGiven('registerWithTaints')
+    ? o.given.registerWithTaints
+    : (fromFile('registerWithTaints')?.value as Array<{ key: string; value?: string; effect: string }> | undefined)?.map((t) => `${t.key}${t.value !== undefined ? `=${t.value}` : ''}:${t.effect}`).join(',');
+  const registerWithTaints = named('registerWithTaints', () => parseTaints(taintsText ?? ''));
+  const reservation = (p: 'kubeReserved' | 'systemReserved'): { map: Record<string, string>; parsed: Reservation } => {
+    const v = pick<string | Record<string, string>>(p);
+    const text = typeof v === 'string' ? v : Object.entries(v ?? {}).map(([k, x]) => `${k}=${x}`).join(',');
+    const parsed = named(p, () => parseReservation(text));
+    const map: Record<string, string> = {};
+    for (const item of text.split(',').filter((s) => s.trim() !== '')) {
+      const eq = item.indexOf('=');
+      map[item.slice(0, eq).trim()] = item.slice(eq + 1).trim();
+    }
+    return { map, parsed };
+  };
+  const kubeReserved = reservation('kubeReserved');
+  const systemReserved = reservation('systemReserved');
+  const maxPods = pick<number>('maxPods') ?? DEFAULTS.maxPods;
+  if (!Number.isInteger(maxPods) || maxPods < 1) fail('maxPods', `${maxPods}: must be at least 1`);
+  if (cluster) named('nodeName' as ConfigPath, () => validateNodeName(o.nodeName));
+  const registerNode = pick<boolean>('registerNode') ?? true;
+
+  const clusterDNS = pick<string[]>('clusterDNS') ?? [];
+  for (const ip of clusterDNS) if (net.isIP(ip) === 0) fail('clusterDNS', `"${ip}" is not an IP address`);
+
+  const updateFrequency = positive('nodeStatusUpdateFrequency', DEFAULTS.nodeStatusUpdateFrequency);
+  // The kubelet: without a report frequency, the update frequency when one is set, else 5m.
+  const reportFrequency = positive('nodeStatusReportFrequency', pick('nodeStatusUpdateFrequency') !== undefined ? updateFrequency : DEFAULTS.nodeStatusReportFrequency);
+
+  const config: KubeletConfig = {
+    enableServer,
+    ...(staticPodPath !== undefined ? { staticPodPath } : {}),
+    ...(staticPodURL !== undefined ? { staticPodURL } : {}),
+    staticPodURLHeader,
+    syncFrequency: positive('syncFrequency', DEFAULTS.syncFrequency),
+    fileCheckFrequency: positive('fileCheckFrequency', DEFAULTS.fileCheckFrequency),
+    httpCheckFrequency: positive('httpCheckFrequency', DEFAULTS.httpCheckFrequency),
+    address,
+    port,
+    ...optional('tlsCertFile', pick<string>('tlsCertFile')),
+    ...optional('tlsPrivateKeyFile', pick<string>('tlsPrivateKeyFile')),
+    rotateCertificates: pick<boolean>('rotateCertificates') ?? DEFAULTS.rotateCertificates,
+    serverTLSBootstrap: pick<boolean>('serverTLSBootstrap') ?? false,
+    authentication: {
+      x509: clientCAFile !== undefined ? { clientCAFile } : {},
+      webhook: { enabled: webhook, cacheTTL: positive('authentication.webhook.cacheTTL', DEFAULTS.webhookCacheTTL) },
+      anonymous: { enabled: anonymous },
+    },
+    authorization: {
+      mode: mode as AuthorizationMode,
+      webhook: {
+        cacheAuthorizedTTL: positive('authorization.webhook.cacheAuthorizedTTL', DEFAULTS.cacheAuthorizedTTL),
+        cacheUnauthorizedTTL: positive('authorization.webhook.cacheUnauthorizedTTL', DEFAULTS.cacheUnauthorizedTTL),
+      },
+    },
+    ...optional('clusterDomain', pick<string>('clusterDomain')),
+    clusterDNS,
+    resolvConf: pick<string>('resolvConf') ?? DEFAULTS.resolvConf,
+    nodeStatusUpdateFrequency: updateFrequency,
+    nodeStatusReportFrequency: reportFrequency,
+    runtimeRequestTimeout: positive('runtimeRequestTimeout', DEFAULTS.runtimeRequestTimeout),
+    maxPods,
+    kubeReserved: kubeReserved.map,
+    systemReserved: systemReserved.map,
+    registerWithTaints,
+    registerNode,
+    containerRuntimeEndpoint: pick<string>('containerRuntimeEndpoint') ?? DEFAULTS.containerRuntimeEndpoint,
+    flags: {
+      ...optional('config', file?.path),
+      ...optional('kubeconfig', kubeconfig),
+      ...optional('bootstrapKubeconfig', bootstrapKubeconfig),
+      nodeName: o.nodeName,
+      nodeLabels,
+      ...optional('nodeIP', nodeIP),
+      reserved: addReservations(kubeReserved.parsed, systemReserved.parsed),
+      ...optional('listen', listen),
+      ...optional('authTokenFile', authTokenFile),
+      plegRelistPeriod: positive('plegRelistPeriod', DEFAULTS.plegRelistPeriod),
+      maxParallelSyncs: pick<number>('maxParallelSyncs') ?? DEFAULTS.maxParallelSyncs,
+      crashLoopBackOff: {
+        initial: positive('crashLoopBackOffInitial', DEFAULTS.crashLoopBackOff.initial),
+        max: positive('crashLoopBackOffMax', DEFAULTS.crashLoopBackOff.max),
+        reset: positive('crashLoopBackOffReset', DEFAULTS.crashLoopBackOff.reset),
+      },
+    },
+  };
+  if (config.flags.maxParallelSyncs < 1) fail('maxParallelSyncs', `${config.flags.maxParallelSyncs}: must be at least 1`);
+
+  const warnings: string[] = [];
+  for (const f of file?.notImplemented ?? []) warnings.push(`${file!.path}:${f.line}: ${String(f.value)}: not implemented by klet; ignored`);
+  const defaults: Record<string, unknown> = { clusterDNS: [], serverTLSBootstrap: false, resolvConf: DEFAULTS.resolvConf };
+  for (const p of NOT_ACTED_ON) {
+    const v = pick<unknown>(p as ConfigPath);
+    if (v !== undefined && JSON.stringify(v) !== JSON.stringify(defaults[p])) warnings.push(`${describe(p as ConfigPath)}: not acted on by this klet yet; ignored`);
+  }
+  if (!registerNode) warnings.push(`${describe('registerNode')}: false is not implemented (klet always registers the node with a kubeconfig); ignored`);
+  // The file's in the order of its lines.
+  const lineOf = (w: string) => (file !== undefined && w.startsWith(`${file.path}:`) ? Number.parseInt(w.slice(file.path.length + 1), 10) : Infinity);
+  warnings.sort((a, b) => lineOf(a) - lineOf(b));
+  return { config, warnings, describe };
+}
+
+function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
+}

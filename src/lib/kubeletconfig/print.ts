@@ -1,0 +1,60 @@
+/**
+ * The effective configuration in the KubeletConfiguration's shape
+ * (kubelet.config.k8s.io/v1beta1, durations as Go prints them): what
+ * `klet sync --print-config` prints and the kubelet server's /configz serves.
+ * Only fields klet reads appear; the kubelet's flags without a field
+ * (kubeconfig, node labels) are not part of it, as in the kubelet's /configz.
+ */
+import { stringify } from 'yaml';
+import { formatDuration } from '../util/duration.js';
+import type { KubeletConfig } from './config.js';
+import { API_VERSION, KIND } from './schema.js';
+
+export function toKubeletConfiguration(c: KubeletConfig): Record<string, unknown> {
+  const d = formatDuration;
+  const out: Record<string, unknown> = {
+    apiVersion: API_VERSION,
+    kind: KIND,
+    enableServer: c.enableServer,
+    staticPodPath: c.staticPodPath,
+    syncFrequency: d(c.syncFrequency),
+    fileCheckFrequency: d(c.fileCheckFrequency),
+    httpCheckFrequency: d(c.httpCheckFrequency),
+    staticPodURL: c.staticPodURL,
+    staticPodURLHeader: Object.keys(c.staticPodURLHeader).length > 0 ? c.staticPodURLHeader : undefined,
+    address: c.address,
+    port: c.port,
+    tlsCertFile: c.tlsCertFile,
+    tlsPrivateKeyFile: c.tlsPrivateKeyFile,
+    rotateCertificates: c.rotateCertificates,
+    serverTLSBootstrap: c.serverTLSBootstrap,
+    authentication: {
+      x509: { clientCAFile: c.authentication.x509.clientCAFile },
+      webhook: { enabled: c.authentication.webhook.enabled, cacheTTL: d(c.authentication.webhook.cacheTTL) },
+      anonymous: { enabled: c.authentication.anonymous.enabled },
+    },
+    authorization: {
+      mode: c.authorization.mode,
+      webhook: { cacheAuthorizedTTL: d(c.authorization.webhook.cacheAuthorizedTTL), cacheUnauthorizedTTL: d(c.authorization.webhook.cacheUnauthorizedTTL) },
+    },
+    clusterDomain: c.clusterDomain,
+    clusterDNS: c.clusterDNS.length > 0 ? c.clusterDNS : undefined,
+    nodeStatusUpdateFrequency: d(c.nodeStatusUpdateFrequency),
+    nodeStatusReportFrequency: d(c.nodeStatusReportFrequency),
+    runtimeRequestTimeout: d(c.runtimeRequestTimeout),
+    maxPods: c.maxPods,
+    resolvConf: c.resolvConf,
+    systemReserved: Object.keys(c.systemReserved).length > 0 ? c.systemReserved : undefined,
+    kubeReserved: Object.keys(c.kubeReserved).length > 0 ? c.kubeReserved : undefined,
+    registerWithTaints: c.registerWithTaints.length > 0 ? c.registerWithTaints : undefined,
+    registerNode: c.registerNode,
+    containerRuntimeEndpoint: c.containerRuntimeEndpoint,
+  };
+  // Unset optional fields are left out, as the kubelet's omitempty does.
+  return JSON.parse(JSON.stringify(out)) as Record<string, unknown>;
+}
+
+/** The YAML `klet sync --print-config` prints. */
+export function kubeletConfigurationYaml(c: KubeletConfig): string {
+  return stringify(toKubeletConfiguration(c));
+}

@@ -1,0 +1,157 @@
+/**
+ * `klet sync --config FILE`: a KubeletConfiguration as kubeadm v1.34 writes
+ * /var/lib/kubelet/config.yaml, end to end with the built CLI and a private
+ * containerd. A field changed in the file changes what the node does
+ * (staticPodPath: which pods run; port: where the kubelet server listens); a
+ * flag given wins over the file; an unknown field is a one-line error and
+ * leaves nothing behind; --print-config shows the effective values.
+ */
+import fs from 'node:fs';
+import https from 'node:https';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { CriClient } from '../../src/lib/cri/index.js';
+import { explain, runKlet } from '../helpers/cli.js';
+import { freePort } from '../helpers/cluster.js';
+import { podYaml, SLEEP_FOREVER } from '../helpers/manifests.js';
+import { startTestRuntime, wipeNode, type TestRuntime } from '../helpers/runtime.js';
+import { eventually, killAllSyncs, startSync } from '../helpers/sync.js';
+import { KUBEADM_CONFIG } from '../helpers/kubeadm-config.js';
+
+const NODE = 'cfgnode';
+const NS = 'kcfgt';
+
+let rt: TestRuntime;
+let cri: CriClient;
+let tmp: string;
+
+beforeAll(async () => {
+  rt = await startTestRuntime();
+  cri = CriClient.connect(rt.endpoint, { timeoutMs: 30_000 });
+});
+
+afterEach(async () => {
+  await killAllSyncs();
+  if (rt) await wipeNode(cri, rt.rootDir, NS);
+  if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+afterAll(async () => {
+  await killAllSyncs();
+  cri?.close();
+  await rt?.stop();
+});
+
+/** GET a path of the kubelet server (TLS unverified: its certificate is self-signed here). */
+function kubeletGet(port: number, urlPath: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = https.get({ host: '127.0.0.1', port, path: urlPath, rejectUnauthorized: false, timeout: 10_000 }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (s: string) => (body += s));
+      res.once('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.once('timeout', () => req.destroy(new Error('no answer')));
+    req.once('error', reject);
+  });
+}
+
+/** The names of this file's pods running in the runtime. */
+async function podNames(): Promise<string[]> {
+  const { items } = await cri.listPodSandbox({ filter: { labelSelector: { 'io.kubernetes.pod.namespace': NS } } });
+  return items.filter((s) => s.state === 0).map((s) => s.metadata?.name ?? '').sort();
+}
+
+/**
+ * kubeadm's config.yaml for a node whose manifests are in `manifestDir`, its
+ * kubelet server on `port` (standalone: anonymous requests allowed,
+ * AlwaysAllow; without `ca`, no client CA file, which this host does not have).
+ */
+function kubeadmConfig(manifestDir: string, port: number, ca = false): string {
+  return KUBEADM_CONFIG.replace('clientCAFile: /etc/kubernetes/pki/ca.crt', ca ? 'clientCAFile: /etc/kubernetes/pki/ca.crt' : 'clientCAFile: ""').replace('staticPodPath: /etc/kubernetes/manifests', `staticPodPath: ${manifestDir}`)
+    .replace('authentication:\n  anonymous:\n    enabled: false', 'authentication:\n  anonymous:\n    enabled: true')
+    .replace('  mode: Webhook', '  mode: AlwaysAllow')
+    .replace('  webhook:\n    cacheTTL: 0s\n    enabled: true', '  webhook:\n    cacheTTL: 0s\n    enabled: false')
+    .replace('kind: KubeletConfiguration', `kind: KubeletConfiguration\nport: ${port}`);
+}
+
+function setup(): { dirA: string; dirB: string; file: string } {
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'klet-config-'));
+  const dirA = path.join(tmp, 'manifests-a');
+  const dirB = path.join(tmp, 'manifests-b');
+  fs.mkdirSync(dirA);
+  fs.mkdirSync(dirB);
+  fs.writeFileSync(path.join(dirA, 'a.yaml'), podYaml({ name: 'from-file', namespace: NS, image: rt.images.busybox, script: SLEEP_FOREVER }));
+  fs.writeFileSync(path.join(dirB, 'b.yaml'), podYaml({ name: 'from-flag', namespace: NS, image: rt.images.busybox, script: SLEEP_FOREVER }));
+  return { dirA, dirB, file: path.join(tmp, 'config.yaml') };
+}
+
+describe('klet sync --config', () => {
+  it('the file\'s staticPodPath and port take effect; its unimplemented fields are one warning each', async () => {
+    const { dirA, file } = setup();
+    const port = await freePort();
+    fs.writeFileSync(file, kubeadmConfig(dirA, port));
+    const s = await startSync({ rootDir: rt.rootDir, endpoint: rt.endpoint, nodeName: NODE, args: ['--config', file] });
+    await eventually(async () => expect(await podNames(), s.tail()).toEqual([`from-file-${NODE}`]), 30_000);
+    expect(s.stderr).toContain(`${file}:15: cgroupDriver: not implemented by klet; ignored`);
+    expect(s.stderr.match(/healthzPort/g)).toHaveLength(1);
+    expect(s.stderr).not.toMatch(/cpuManagerReconcilePeriod|memorySwap|logging/); // zero values: not set
+    const configz = await eventually(async () => kubeletGet(port, '/configz'));
+    expect(configz.status, configz.body).toBe(200);
+    expect(JSON.parse(configz.body).kubeletconfig).toMatchObject({ staticPodPath: dirA, port, authorization: { mode: 'AlwaysAllow' } });
+    await s.stop();
+  });
+
+  it('flags win over the file: --manifest-dir and --port', async () => {
+    const { dirA, dirB, file } = setup();
+    const [portFile, portFlag] = [await freePort(), await freePort()];
+    fs.writeFileSync(file, kubeadmConfig(dirA, portFile));
+    const s = await startSync({ rootDir: rt.rootDir, endpoint: rt.endpoint, nodeName: NODE, manifestDir: dirB, args: ['--config', file, '--port', String(portFlag)] });
+    await eventually(async () => expect(await podNames(), s.tail()).toEqual([`from-flag-${NODE}`]), 30_000);
+    const configz = await eventually(async () => kubeletGet(portFlag, '/configz'));
+    expect(JSON.parse(configz.body).kubeletconfig).toMatchObject({ staticPodPath: dirB, port: portFlag });
+    await expect(kubeletGet(portFile, '/healthz')).rejects.toThrow(/ECONNREFUSED/);
+    await s.stop();
+  });
+
+  it('the file\'s containerRuntimeEndpoint is the runtime the node uses when no flag names one', async () => {
+    const { dirA, file } = setup();
+    fs.writeFileSync(file, KUBEADM_CONFIG.replace('staticPodPath: /etc/kubernetes/manifests', `staticPodPath: ${dirA}`).replace('containerRuntimeEndpoint: ""', `containerRuntimeEndpoint: ${rt.endpoint}`));
+    const s = await startSync({ rootDir: rt.rootDir, endpoint: undefined, nodeName: NODE, args: ['--config', file] });
+    await eventually(async () => expect(await podNames(), s.tail()).toEqual([`from-file-${NODE}`]), 30_000);
+    expect(s.stderr).not.toContain('klet-managed containerd');
+    await s.stop();
+  });
+
+  it('an unknown field: a one-line error naming file:line and the field, exit 2, nothing made (no root dir, no runtime contact)', async () => {
+    const { dirA, file } = setup();
+    const text = kubeadmConfig(dirA, 10250).replace('rotateCertificates: true', 'rotateCertificates: true\nrotateCertificate: true');
+    fs.writeFileSync(file, text);
+    const line = text.split('\n').indexOf('rotateCertificate: true') + 1;
+    const rootDir = path.join(tmp, 'root');
+    const missing = `unix://${path.join(tmp, 'no-containerd.sock')}`;
+    const r = await runKlet(['sync', '--config', file, '--root-dir', rootDir, '--container-runtime-endpoint', missing, '--node-name', NODE]);
+    expect(r.code, explain(r)).toBe(2);
+    expect(r.stderr.trim().split('\n'), explain(r)).toEqual([`error: ${file}:${line}: unknown field "rotateCertificate" (not a field of kubelet.config.k8s.io/v1beta1 KubeletConfiguration)`]);
+    expect(fs.existsSync(rootDir)).toBe(false);
+    // klet join checks it before discovery: nothing written either.
+    const j = await runKlet(['join', '127.0.0.1:1', '--token', 'abcdef.0123456789abcdef', '--discovery-token-unsafe-skip-ca-verification', '--config', file, '--root-dir', rootDir, '--container-runtime-endpoint', missing]);
+    expect(j.code, explain(j)).toBe(2);
+    expect(j.stderr).toContain('unknown field "rotateCertificate"');
+    expect(fs.existsSync(rootDir)).toBe(false);
+  });
+
+  it('--print-config prints the effective configuration (defaults, file, flags) and exits 0 without starting anything', async () => {
+    const { dirA, file } = setup();
+    fs.writeFileSync(file, kubeadmConfig(dirA, 10260, true).replace('syncFrequency: 0s', 'syncFrequency: 30s'));
+    const rootDir = path.join(tmp, 'root');
+    const r = await runKlet(['sync', '--config', file, '--max-pods', '42', '--print-config', '--root-dir', rootDir, '--container-runtime-endpoint', `unix://${path.join(tmp, 'none.sock')}`]);
+    expect(r.code, explain(r)).toBe(0);
+    expect(r.stdout).toMatch(/^apiVersion: kubelet.config.k8s.io\/v1beta1\nkind: KubeletConfiguration\n/);
+    for (const line of [`staticPodPath: ${dirA}`, 'port: 10260', 'maxPods: 42', 'syncFrequency: 30s', 'fileCheckFrequency: 20s', 'clientCAFile: /etc/kubernetes/pki/ca.crt', `containerRuntimeEndpoint: unix://${path.join(tmp, 'none.sock')}`]) {
+      expect(r.stdout).toContain(line);
+    }
+    expect(fs.existsSync(rootDir)).toBe(false);
+  });
+});

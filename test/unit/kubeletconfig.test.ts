@@ -1,0 +1,148 @@
+/**
+ * The node's configuration (lib/kubeletconfig): a KubeletConfiguration file
+ * as kubeadm v1.34 writes it, the kubelet's defaults, the command line's
+ * values over the file's, and errors naming file:line and the field path.
+ */
+import { describe, expect, it } from 'vitest';
+import { type ConfigPath, buildKubeletConfig, kubeletConfigurationYaml, parseConfigFile, readConfigFile, toKubeletConfiguration } from '../../src/lib/kubeletconfig/index.js';
+import { KUBEADM_CONFIG } from '../helpers/kubeadm-config.js';
+
+const FILE = '/var/lib/kubelet/config.yaml';
+const FLAGS: Partial<Record<ConfigPath, string>> = { address: '--address', port: '--port', kubeconfig: '--kubeconfig', staticPodPath: '--manifest-dir', registerWithTaints: '--register-with-taints' };
+const nameOf = (p: ConfigPath) => FLAGS[p];
+
+function build(text: string | undefined, given: Parameters<typeof buildKubeletConfig>[0]['given'] = {}) {
+  return buildKubeletConfig({ ...(text !== undefined ? { file: parseConfigFile(text, FILE) } : {}), given, nodeName: 'node-a', nameOf });
+}
+
+function errorOf(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (err) {
+    return (err as Error).message;
+  }
+  throw new Error('no error');
+}
+
+const header = 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n';
+
+describe('a kubeadm-written config.yaml', () => {
+  const { config, warnings } = build(KUBEADM_CONFIG, { kubeconfig: '/etc/kubernetes/kubelet.conf' });
+
+  it('sets what it names; its zero values (0s, "") leave the kubelet\'s defaults', () => {
+    expect(config).toMatchObject({
+      enableServer: true,
+      staticPodPath: '/etc/kubernetes/manifests',
+      port: 10250,
+      address: '0.0.0.0',
+      rotateCertificates: true,
+      authentication: { x509: { clientCAFile: '/etc/kubernetes/pki/ca.crt' }, webhook: { enabled: true, cacheTTL: 120_000 }, anonymous: { enabled: false } },
+      authorization: { mode: 'Webhook', webhook: { cacheAuthorizedTTL: 300_000, cacheUnauthorizedTTL: 30_000 } },
+      clusterDNS: ['10.96.0.10'],
+      clusterDomain: 'cluster.local',
+      resolvConf: '/run/systemd/resolve/resolv.conf',
+      syncFrequency: 60_000,
+      fileCheckFrequency: 20_000,
+      httpCheckFrequency: 20_000,
+      nodeStatusUpdateFrequency: 10_000,
+      nodeStatusReportFrequency: 300_000,
+      runtimeRequestTimeout: 120_000,
+      containerRuntimeEndpoint: 'unix:///run/containerd/containerd.sock',
+      maxPods: 110,
+    });
+  });
+
+  it('warns once for each field klet does not implement (clusterDNS, clusterDomain and resolvConf it takes), naming file:line and the field; none for zero values', () => {
+    expect(warnings).toEqual([
+      `${FILE}:15: cgroupDriver: not implemented by klet; ignored`,
+      `${FILE}:24: healthzBindAddress: not implemented by klet; ignored`,
+      `${FILE}:25: healthzPort: not implemented by klet; ignored`,
+    ]);
+  });
+});
+
+describe('precedence: defaults, then the file, then the command line', () => {
+  it('a value in the file changes the default; one given on the command line wins over the file', () => {
+    const text = `${header}staticPodPath: /srv/manifests\nport: 10260\nsyncFrequency: 30s\nmaxPods: 20\n`;
+    expect(build(text, { port: 10250, kubeconfig: 'k' }).config).toMatchObject({ staticPodPath: '/srv/manifests', port: 10250, syncFrequency: 30_000, maxPods: 20 });
+    expect(build(text, { staticPodPath: '/etc/other', maxPods: 30, kubeconfig: 'k' }).config).toMatchObject({ staticPodPath: '/etc/other', port: 10260, maxPods: 30 });
+  });
+
+  it('standalone, the server runs only when a port is given (the file\'s counts); with a kubeconfig on 10250', () => {
+    expect(build(undefined).config.enableServer).toBe(false);
+    expect(build(`${header}port: 10255\nauthentication:\n  anonymous:\n    enabled: true\n`).config).toMatchObject({ enableServer: true, port: 10255, authorization: { mode: 'AlwaysAllow' } });
+    expect(build(undefined, { kubeconfig: 'k' }).config).toMatchObject({ enableServer: true, port: 10250, authorization: { mode: 'Webhook' } });
+    expect(build(`${header}enableServer: false\n`, { kubeconfig: 'k' }).config.enableServer).toBe(false);
+    expect(build(undefined, { kubeconfig: 'k', port: 0 }).config.enableServer).toBe(false);
+  });
+
+  it('a kubeadm file read standalone (no kubeconfig, no port) configures a server that does not run: no error', () => {
+    expect(build(KUBEADM_CONFIG).config.enableServer).toBe(false);
+  });
+
+  it('the status report frequency follows the update frequency when only that is set (the kubelet\'s defaulting)', () => {
+    expect(build(`${header}nodeStatusUpdateFrequency: 4s\n`).config).toMatchObject({ nodeStatusUpdateFrequency: 4000, nodeStatusReportFrequency: 4000 });
+    expect(build(`${header}nodeStatusUpdateFrequency: 4s\nnodeStatusReportFrequency: 1m\n`).config).toMatchObject({ nodeStatusReportFrequency: 60_000 });
+  });
+
+  it('relative paths in the file are taken relative to its directory, as the kubelet resolves them', () => {
+    const { config } = build(`${header}staticPodPath: manifests\ntlsCertFile: pki/kubelet.crt\n`);
+    expect(config.staticPodPath).toBe('/var/lib/kubelet/manifests');
+    expect(config.tlsCertFile).toBe('/var/lib/kubelet/pki/kubelet.crt');
+  });
+
+  it('registration fields from the file: taints, reservations, maxPods', () => {
+    const { config } = build(`${header}registerWithTaints:\n- key: dedicated\n  value: edge\n  effect: NoSchedule\nkubeReserved:\n  cpu: 100m\nsystemReserved:\n  memory: 1Gi\n`, { kubeconfig: 'k' });
+    expect(config.registerWithTaints).toEqual([{ key: 'dedicated', value: 'edge', effect: 'NoSchedule' }]);
+    expect(config.flags.reserved).toEqual({ cpuMilli: 100, memoryBytes: 1024 ** 3, ephemeralStorageBytes: 0, pid: 0 });
+  });
+});
+
+describe('bad input: one line naming file:line and the field path, or the flag', () => {
+  it.each([
+    [`${header}podManifestPath: /x\n`, `${FILE}:3: unknown field "podManifestPath"`],
+    [`${header}authentication:\n  x509:\n    clientCaFile: /x\n`, `${FILE}:5: unknown field "authentication.x509.clientCaFile"`],
+    [`${header}port: ten\n`, `${FILE}:3: port: expected an integer, got "ten"`],
+    [`${header}syncFrequency: soon\n`, `${FILE}:3: syncFrequency: "soon": not a duration`],
+    [`${header}authentication:\n  anonymous:\n    enabled: "yes"\n`, `${FILE}:5: authentication.anonymous.enabled: expected true or false`],
+    [`${header}address: nowhere\n`, `${FILE}:3: address "nowhere" is not an IP address`],
+    [`${header}authorization:\n  mode: Sometimes\n`, `${FILE}:4: authorization.mode "Sometimes": expected one of AlwaysAllow, Webhook`],
+    [`${header}registerWithTaints:\n- key: a\n  effect: Never\n`, `${FILE}:3: registerWithTaints taint "a:Never": effect "Never" is not one of`],
+    [`${header}clusterDNS: [not-an-ip]\n`, `${FILE}:3: clusterDNS "not-an-ip" is not an IP address`],
+    [`${header}port: 1\nport: 2\n`, `${FILE}:4: not valid YAML: Map keys must be unique`],
+    ['apiVersion: kubelet.config.k8s.io/v1alpha1\nkind: KubeletConfiguration\n', `${FILE}:1: apiVersion "kubelet.config.k8s.io/v1alpha1": expected kubelet.config.k8s.io/v1beta1`],
+    ['apiVersion: kubelet.config.k8s.io/v1beta1\nkind: Pod\n', `${FILE}:2: kind "Pod": expected KubeletConfiguration`],
+    ['', `${FILE}:1: empty: not a KubeletConfiguration`],
+    ['- a\n- b\n', `${FILE}:1: not a KubeletConfiguration: expected a mapping of fields`],
+  ])('%j', (text, message) => {
+    const m = errorOf(() => build(text, { kubeconfig: 'k' }));
+    expect(m).toContain(message);
+    expect(m).not.toContain('\n');
+  });
+
+  it('a file that is missing or a directory: named, as the input the caller gave (its flag)', async () => {
+    await expect(readConfigFile('/nonexistent/config.yaml')).rejects.toMatchObject({ text: '/nonexistent/config.yaml: no such file', input: 'config' });
+    await expect(readConfigFile('/')).rejects.toMatchObject({ text: '/: a directory, not a KubeletConfiguration file', input: 'config' });
+  });
+
+  it('a value given on the command line is named by the caller\'s name for it (its flag)', () => {
+    expect(errorOf(() => build(`${header}address: 10.0.0.1\n`, { address: 'nowhere', kubeconfig: 'k' }))).toBe('--address "nowhere" is not an IP address');
+    expect(errorOf(() => build(undefined, { registerWithTaints: 'a:Never', kubeconfig: 'k' }))).toMatch(/^--register-with-taints taint "a:Never"/);
+  });
+
+  it('a server setting given for a server that does not run is an error; the same setting in a file is not', () => {
+    expect(errorOf(() => build(undefined, { 'authentication.x509.clientCAFile': '/ca.crt' }))).toContain('configures the kubelet server, which runs with --kubeconfig or --port');
+    expect(build(`${header}authentication:\n  x509:\n    clientCAFile: /ca.crt\n`).config.enableServer).toBe(false);
+  });
+});
+
+describe('the effective configuration printed', () => {
+  it('is a KubeletConfiguration that reads back to the same configuration', () => {
+    const first = build(KUBEADM_CONFIG, { kubeconfig: 'k', port: 10251, maxPods: 50 });
+    const printed = kubeletConfigurationYaml(first.config);
+    expect(printed).toMatch(/^apiVersion: kubelet.config.k8s.io\/v1beta1\nkind: KubeletConfiguration\n/);
+    const again = build(printed, { kubeconfig: 'k' });
+    expect(toKubeletConfiguration(again.config)).toEqual(toKubeletConfiguration(first.config));
+    expect(toKubeletConfiguration(first.config)).toMatchObject({ port: 10251, maxPods: 50, syncFrequency: '1m0s', staticPodPath: '/etc/kubernetes/manifests' });
+  });
+});
