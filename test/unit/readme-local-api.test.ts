@@ -86,6 +86,7 @@ it('each README curl command returns, except the ones marked "# follows", which 
         podWorkers: { counts: {}, pending: 0, running: 0 },
         lastEventSeq: bus.lastSeq,
       }),
+      plans: () => [],
       events: bus,
       metrics: new KletMetrics({ defaultMetrics: false }),
     },

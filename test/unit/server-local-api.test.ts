@@ -65,6 +65,7 @@ function handlers(over: Partial<LocalApiHandlers> = {}): LocalApiHandlers {
       podWorkers: { counts: { SyncPod: 1 }, pending: 0, running: 1 },
       lastEventSeq: 0,
     }),
+    plans: () => [],
     events: new EventBus(),
     metrics,
     ...over,

@@ -168,6 +168,7 @@ export function formatEventLine(e: KletEvent): EventLine | null {
     case 'Volume':
       return { seq: e.seq, tone: 'lifecycle', text: `${t} Volume  ${e.op.padEnd(14)} ${e.pod}: ${e.volume} (${e.plugin})` };
     case 'SyncLoopIteration':
+    case 'PodSync':
     case 'PodWaitStarted':
     case 'PodWaitDone':
       return null;

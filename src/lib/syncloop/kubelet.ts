@@ -24,6 +24,7 @@ import { getRuntimePodStatus, type RuntimePodStatus } from '../kuberuntime/runti
 import { killPod, NodeCache, syncPod, type SyncContext } from '../kuberuntime/sync-pod.js';
 import { podKey as key } from '../pod/key.js';
 import { podWithStatus } from '../status/pods.js';
+import { LastSyncs, podSyncEvent, type LastSync } from './last-syncs.js';
 import { log } from '../log.js';
 import { grpcCodeLabel, type KletMetrics } from '../metrics/metrics.js';
 import { relistOnContainerExit, type ExitSource } from '../pleg/exit-trigger.js';
@@ -97,6 +98,8 @@ export class Kubelet {
   /** Pods whose start kubelet_pod_start_duration_seconds has counted (or that were running already). */
   private readonly podStartObserved = new Set<string>();
   private readonly workers: PodWorkers;
+  /** Each pod's last sync: what it planned and how it went (/plans). */
+  private readonly lastSyncs = new LastSyncs();
   private readonly abort = new AbortController();
   /** Facts about the node cached for this kubelet's lifetime (resolv.conf, the runtime's name). */
   readonly cache = new NodeCache();
@@ -167,6 +170,11 @@ export class Kubelet {
     return [...this.desired.values()].map((d) => ({ ...d, state: this.workers.state(d.pod.metadata?.uid ?? '') }));
   }
 
+  /** Each pod's last sync (the local API's /plans). */
+  lastPodSyncs(): LastSync[] {
+    return this.lastSyncs.list();
+  }
+
   workerCounts(): Record<WorkerState, number> {
     return this.workers.counts();
   }
@@ -228,6 +236,8 @@ export class Kubelet {
     // The objects its environment and volumes read have been listed once (the watch-based managers' HasSynced).
     if (d?.source === API_SOURCE) await this.apiObjects?.ready(pod, this.abort.signal);
     const res = await syncPod(this.ctx(d?.source ?? 'file', pod, (c) => started.add(c)), pod, { startTime: firstSeen });
+    const now = new Date();
+    this.lastSyncs.record(podSyncEvent(pod, res, now.getTime()), now, (e) => this.opts.bus.emit(e));
     this.trackPodStart(pod, firstSeen, res.status, res.actions.containersToKill, started);
     // The prober works from the runtime status each sync reads (its status provider).
     this.prober.addPod(pod);
@@ -324,6 +334,7 @@ export class Kubelet {
     this.cleanupWarned.delete(uid);
     this.removedAt.set(uid, Date.now());
     this.podStartObserved.delete(uid);
+    this.lastSyncs.forget(uid);
     this.opts.bus.emit({ kind: 'PodLifecycle', pod: key(pod), uid, state: 'Removed' });
     this.opts.onPodSynced?.(uid);
   }

@@ -253,6 +253,7 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
             ...(opts.cluster ? { cluster: clusterStatus(opts.cluster, tracker, opts.nodeName, apiSource) } : {}),
           };
         },
+        plans: () => kubelet.lastPodSyncs(),
         events: bus,
         metrics,
     };
