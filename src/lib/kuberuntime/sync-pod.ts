@@ -163,7 +163,7 @@ async function activePods(ctx: SyncContext, self: string): Promise<V1Pod[]> {
 /** The kubelet's kubecontainer.ErrCreatePodSandbox. */
 export const CREATE_POD_SANDBOX_ERROR = 'CreatePodSandboxError';
 /** When a container whose config could not be made is tried again (the kubelet's pod worker backOffPeriod). */
-const CONFIG_ERROR_RETRY_MS = 10_000;
+export const CONFIG_ERROR_RETRY_MS = 10_000;
 
 export const DEADLINE_EXCEEDED_MESSAGE = 'Pod was active on the node longer than the specified deadline';
 

@@ -1,0 +1,86 @@
+/**
+ * `klet explain POD`: gathers what klet knows of one pod (its record, sync
+ * state and probe results under the root dir, the runtime's containers, the
+ * status klet reports, its events, the last lines of its logs and, while a
+ * `klet sync` runs on the root dir, that sync's last plan for it from the
+ * local API's /plans), then explains it (status/explain.ts).
+ */
+import { NotFoundError } from '../errors.js';
+import { instanceSelector } from '../kuberuntime/labels.js';
+import { readPodRecord, readSyncState } from '../kuberuntime/poddir.js';
+import { getRuntimePodStatus } from '../kuberuntime/runtime-status.js';
+import { containerLogDir, latestLogFile, podLogDir } from '../logs/paths.js';
+import { readContainerLog } from '../logs/reader.js';
+import { readProbeResults } from '../prober/results.js';
+import { LocalApiUnavailableError, localApiRequest, localApiSocketPath } from '../server/client.js';
+import { explainPod, type ExplainFacts, type Explanation } from '../status/explain.js';
+import { podWithStatus } from '../status/pods.js';
+import { listEvents } from './events.js';
+import { syncContext, type ServiceDeps } from './deps.js';
+import { findPods } from './lookup.js';
+
+export interface ExplainOptions {
+  /** The pod as the user named it: ns/name, name (namespace default), or a UID prefix. */
+  pod: string;
+  /** Log lines to show per container. Default 5. */
+  logLines?: number;
+}
+
+/** The last `n` lines of the container's newest log, [] when it has none. */
+async function logTail(dir: string, container: string, n: number, signal: AbortSignal): Promise<string[]> {
+  const file = await latestLogFile(containerLogDir(dir, container));
+  if (file === null || n <= 0) return [];
+  let text = '';
+  for await (const chunk of readContainerLog(file, { tail: n, signal })) text += chunk;
+  return text.split('\n').filter((l, i, all) => l !== '' || i < all.length - 1);
+}
+
+/** The running sync's last sync of the pod, if a sync runs (and knows /plans) and has synced it. */
+async function lastSyncOf(uid: string, deps: ServiceDeps): Promise<ExplainFacts['lastSync']> {
+  let res;
+  try {
+    res = await localApiRequest(localApiSocketPath(deps.rootDir), '/plans', { signal: deps.signal });
+  } catch (err) {
+    if (err instanceof LocalApiUnavailableError) return undefined;
+    throw err;
+  }
+  // A klet sync older than /plans answers 404: explain without its plan.
+  if (res.status !== 200) return undefined;
+  const body = JSON.parse(res.body) as { items?: NonNullable<ExplainFacts['lastSync']>[] };
+  return body.items?.find((p) => p.uid === uid);
+}
+
+/** Why the pod is in its state, and what klet does next. */
+export async function explain(opts: ExplainOptions, deps: ServiceDeps): Promise<Explanation> {
+  const [target] = await findPods(deps, [opts.pod]);
+  const known = target!;
+  const record = await readPodRecord(deps.rootDir, known.uid);
+  if (record === null) {
+    throw new NotFoundError(`pod ${known.namespace}/${known.name}: klet has no record of it under ${deps.rootDir}, only runtime objects: nothing to explain`);
+  }
+  const runtime = await getRuntimePodStatus(deps.cri, known, { signal: deps.signal, owner: instanceSelector(deps) });
+  const ctx = syncContext(deps);
+  const [pod, syncState, probes, events, lastSync] = await Promise.all([
+    podWithStatus(ctx, record, runtime),
+    readSyncState(deps.rootDir, known.uid),
+    readProbeResults(deps.rootDir, known.uid),
+    listEvents({ pod: known.uid }, deps),
+    lastSyncOf(known.uid, deps),
+  ]);
+  const dir = podLogDir(known.namespace, known.name, known.uid, deps.logRoot);
+  const names = [...(record.pod.spec?.initContainers ?? []), ...(record.pod.spec?.containers ?? [])].map((c) => c.name);
+  const logs: Record<string, string[]> = {};
+  for (const name of names) logs[name] = await logTail(dir, name, opts.logLines ?? 5, deps.signal);
+  return explainPod({
+    now: Date.now(),
+    pod,
+    record,
+    syncState,
+    runtime,
+    probes,
+    source: events.source,
+    ...(events.source === 'sync' && lastSync !== undefined ? { lastSync } : {}),
+    events: events.events,
+    logs,
+  });
+}
