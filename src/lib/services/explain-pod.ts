@@ -26,13 +26,24 @@ export interface ExplainOptions {
   logLines?: number;
 }
 
-/** The last `n` lines of the container's newest log, [] when it has none. */
-async function logTail(dir: string, container: string, n: number, signal: AbortSignal): Promise<string[]> {
-  const file = await latestLogFile(containerLogDir(dir, container));
-  if (file === null || n <= 0) return [];
+/** The last `n` lines of one log file. */
+async function tailOf(file: string | null, n: number, signal: AbortSignal): Promise<string[]> {
+  if (file === null) return [];
   let text = '';
   for await (const chunk of readContainerLog(file, { tail: n, signal })) text += chunk;
   return text.split('\n').filter((l, i, all) => l !== '' || i < all.length - 1);
+}
+
+/**
+ * The last `n` lines of the container's newest log; of the previous one
+ * when the newest is still empty (a crash-looping container just started
+ * again: what the last run wrote is what explains it).
+ */
+async function logTail(dir: string, container: string, n: number, signal: AbortSignal): Promise<string[]> {
+  if (n <= 0) return [];
+  const cdir = containerLogDir(dir, container);
+  const newest = await tailOf(await latestLogFile(cdir), n, signal);
+  return newest.length > 0 ? newest : tailOf(await latestLogFile(cdir, { previous: true }), n, signal);
 }
 
 /** The running sync's last sync of the pod, if a sync runs (and knows /plans) and has synced it. */

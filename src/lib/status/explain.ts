@@ -297,13 +297,13 @@ function planSentences(f: ExplainFacts, plan: PodSyncPlan): string[] {
   for (const k of plan.containersToKill) out.push(`Stop container ${k.name}: ${k.message}.`);
   for (const n of plan.initContainersToStart) out.push(`Start init container ${n}.`);
   for (const n of plan.containersToStart) {
-    const prev = f.runtime.containers.find((c) => c.name === n);
+    // The instance the plan replaces: the newest that exited (a sync's plan may have been carried out since).
+    const exited = f.runtime.containers.find((c) => c.name === n && c.state === 'exited');
+    const killed = plan.containersToKill.some((k) => k.name === n);
     out.push(
-      prev === undefined
-        ? `Start container ${n}.`
-        : prev.state === 'exited'
-          ? `Start container ${n} again: it exited with code ${prev.exitCode} and restartPolicy ${restartPolicy(f.pod)} restarts it.`
-          : `Start container ${n} again (its spec hash changed or it is in state ${prev.state}).`,
+      exited !== undefined && !killed
+        ? `Start container ${n} again: it exited with code ${exited.exitCode} and restartPolicy ${restartPolicy(f.pod)} restarts it.`
+        : `Start container ${n}.`,
     );
   }
   for (const n of plan.ephemeralContainersToStart) out.push(`Start ephemeral container ${n}.`);
@@ -359,6 +359,9 @@ function nextSync(f: ExplainFacts, fallbackMs = RESYNC_MS): number {
   return f.now + fallbackMs;
 }
 
+/** Not created yet, and nothing went wrong with it. */
+const notCreated = (c: ContainerExplanation) => c.state === 'none' || (c.state === 'waiting' && (c.reason === 'ContainerCreating' || c.reason === 'PodInitializing'));
+
 /** The container that explains a pod not running as it should: the first init container not done, else the first unhealthy app container. */
 function culprit(containers: ContainerExplanation[]): ContainerExplanation | undefined {
   const init = containers.find((c) => c.type === 'init' && !(c.state === 'terminated' && c.exitCode === 0));
@@ -366,7 +369,7 @@ function culprit(containers: ContainerExplanation[]): ContainerExplanation | und
   if (init !== undefined) return undefined;
   const bad = (c: ContainerExplanation) =>
     c.type !== 'init' &&
-    (c.state === 'waiting' || (c.state === 'running' && (!c.ready || c.started === false)) || (c.state === 'terminated' && c.exitCode !== 0));
+    ((c.state === 'waiting' && !notCreated(c)) || (c.state === 'running' && (!c.ready || c.started === false)) || (c.state === 'terminated' && c.exitCode !== 0));
   return containers.find(bad);
 }
 
@@ -428,7 +431,7 @@ function verdictOf(f: ExplainFacts, containers: ContainerExplanation[], status: 
   }
   const c = culprit(containers);
   if (c === undefined) {
-    if (containers.every((x) => x.state === 'none')) {
+    if (containers.every(notCreated)) {
       return { reason: status, summary: `The pod is starting (${status}): no container has been created yet.`, next: nextAt(f, nextSync(f, 1000), 'Create the pod sandbox and start the containers.') };
     }
     return { summary: `The pod is ${status}: its containers are running${f.pod.status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True') ? ' and the pod is Ready' : ''}.`, next: { sentence: 'Nothing to change: klet keeps probing its containers and syncs it again on the next change or resync.' } };
@@ -461,7 +464,7 @@ function verdictOf(f: ExplainFacts, containers: ContainerExplanation[], status: 
     }
     const readiness = c.probes.find((p) => p.probe === 'Readiness');
     if (readiness !== undefined) {
-      return { reason: readiness.lastFailure !== undefined ? 'Unhealthy' : undefined, summary, next: { sentence: `Run the readiness probe of ${c.name} again every ${readiness.periodSeconds}s: the container and the pod become Ready once it succeeds.` } };
+      return { reason: readiness.result === 'Failure' || readiness.lastFailure !== undefined ? 'Unhealthy' : undefined, summary, next: { sentence: `Run the readiness probe of ${c.name} again every ${readiness.periodSeconds}s: the container and the pod become Ready once it succeeds.` } };
     }
   }
   return { reason: c.reason, summary, next: nextAt(f, nextSync(f), `Sync the pod again.`) };
