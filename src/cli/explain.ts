@@ -10,13 +10,15 @@ function when(next: Explanation['next']): string {
   return ` (at ${next.at}, in ${humanDuration(next.inMs ?? 0)})`;
 }
 
-function containerLines(c: ContainerExplanation, now: number): string[] {
+function containerLines(c: ContainerExplanation, now: number, summary: string): string[] {
   const facts = [c.state + (c.reason ? ` (${c.reason})` : '')];
   if (c.exitCode !== undefined) facts.push(`exit code ${c.exitCode}`);
   facts.push(`restarts ${c.restartCount}`, c.ready ? 'ready' : 'not ready');
   if (c.lastTermination) facts.push(`last exit code ${c.lastTermination.exitCode}${c.lastTermination.reason ? ` (${c.lastTermination.reason})` : ''}${c.lastTermination.finishedAt ? ` ${ago(c.lastTermination.finishedAt, now)}` : ''}`);
   if (c.backoff) facts.push(`${c.backoff.reason} back-off ${humanDuration(c.backoff.delayMs)}, ${humanDuration(c.backoff.remainingMs)} left`);
-  const out = [`  ${c.name}${c.type === 'regular' ? '' : ` [${c.type}]`}: ${facts.join(', ')}`, `    ${c.sentence}`];
+  const out = [`  ${c.name}${c.type === 'regular' ? '' : ` [${c.type}]`}: ${facts.join(', ')}`];
+  // Said once: the container the summary is about is not told again.
+  if (!summary.startsWith(c.sentence)) out.push(`    ${c.sentence}`);
   for (const p of c.probes) {
     const failures = p.failures === undefined ? '' : `, ${p.failures} failure${p.failures === 1 ? '' : 's'} seen`;
     out.push(`    ${p.probe} probe: ${p.result} (every ${p.periodSeconds}s, failureThreshold ${p.failureThreshold}${failures})${p.lastFailure ? `; last: ${p.lastFailure}` : ''}`);
@@ -45,7 +47,7 @@ export function formatExplanation(x: Explanation, now: number): string {
   );
   for (const s of d.sentences) lines.push(`  - ${s.trimEnd()}`);
   lines.push('', 'Containers:');
-  for (const c of x.containers) lines.push(...containerLines(c, now));
+  for (const c of x.containers) lines.push(...containerLines(c, now, x.summary));
   if (x.problems.length > 0) {
     lines.push('', 'Problems:');
     for (const p of x.problems) lines.push(`  ${p.reason}: ${p.message}`);

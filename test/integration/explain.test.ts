@@ -122,7 +122,7 @@ const STATES: Record<string, (x: Explanation, online: boolean) => void> = {
   portb: (x) => {
     expect(x).toMatchObject({ status: 'NodePorts', reason: 'NodePorts', phase: 'Failed' });
     expect(x.summary).toBe(
-      `The pod was rejected at admission (NodePorts): Pod was rejected: Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports (hostPort ${PORT}/TCP is held by pod ${NS}/porta-${NODE}) It never runs: its phase is Failed.`,
+      `The pod was rejected at admission (NodePorts): Pod was rejected: Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports (hostPort ${PORT}/TCP is held by pod ${NS}/porta-${NODE}). It never runs: its phase is Failed.`,
     );
     expect(x.next.sentence).toMatch(/^Nothing: klet never runs a rejected pod/);
     expect(x.problems[0]).toMatchObject({ reason: 'NodePorts' });

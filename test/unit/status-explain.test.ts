@@ -192,9 +192,9 @@ const cases: [string, Case, Omit<Partial<Explanation>, 'summary' | 'next'> & { s
       status: 'NodePorts',
       phase: 'Failed',
       reason: 'NodePorts',
-      summary: 'The pod was rejected at admission (NodePorts): Pod was rejected: Predicate NodePorts failed: hostPort 80/TCP is held It never runs: its phase is Failed.',
+      summary: 'The pod was rejected at admission (NodePorts): Pod was rejected: Predicate NodePorts failed: hostPort 80/TCP is held. It never runs: its phase is Failed.',
       next: /^Nothing: klet never runs a rejected pod\./,
-      plan: ['Nothing to change: the runtime matches the pod spec.'],
+      plan: ['Nothing: the pod was rejected at admission and never runs.'],
     },
   ],
   [
@@ -209,7 +209,7 @@ const cases: [string, Case, Omit<Partial<Explanation>, 'summary' | 'next'> & { s
       phase: 'Pending',
       reason: 'CrashLoopBackOff',
       summary:
-        'Init container init is in CrashLoopBackOff: it keeps exiting (last exit code 1, reason Error; restarted 1 times) and restartPolicy Always restarts it; klet waits 10s (back-off) before starting it again, 5s from now. No app container starts until it completes.',
+        'Init container init is in CrashLoopBackOff: it keeps exiting (last exit code 1, reason Error; restarted 1 time) and restartPolicy Always restarts it; klet waits 10s (back-off) before starting it again, 5s from now. No app container starts until it completes.',
       next: 'Start init container init again when its back-off ends.',
       nextInMs: 5_000,
       plan: ['Start init container init.', 'init: CrashLoopBackOff: back-off 10s restarting failed container=init pod=web_default(u1)'],
@@ -228,7 +228,7 @@ const cases: [string, Case, Omit<Partial<Explanation>, 'summary' | 'next'> & { s
       reason: 'Completed',
       summary: 'The pod has completed: every container exited with code 0 and restartPolicy Never does not restart it (phase Succeeded).',
       next: 'Nothing: the pod has finished. klet keeps its containers and logs until it is deleted.',
-      plan: ['Kill the pod: no container is left to run (restartPolicy Never).'],
+      plan: ['Nothing: the pod has finished and is not synced again.'],
     },
   ],
   [
@@ -244,7 +244,7 @@ const cases: [string, Case, Omit<Partial<Explanation>, 'summary' | 'next'> & { s
       summary: `The pod is being deleted (Terminating): klet asked its containers to stop at ${new Date(NOW - 20_000).toISOString()}, with a grace period of 30s; still running: app.`,
       next: 'Kill (SIGKILL) the containers still running when the grace period ends, then remove the pod.',
       nextInMs: 10_000,
-      plan: ['Kill the pod: it is being deleted.', 'Stop container app: Stopping container app.'],
+      plan: ['Kill the pod: it is being deleted.', 'Stop container app: Pod is being deleted.'],
     },
   ],
   [

@@ -189,6 +189,11 @@ function lastTerminationOf(s: V1ContainerStatus | undefined): ContainerExplanati
   return { exitCode: t.exitCode, ...(t.reason ? { reason: t.reason } : {}), ...(at ? { finishedAt: at } : {}) };
 }
 
+const times = (n: number) => `${n} time${n === 1 ? '' : 's'}`;
+
+/** A message as the end of a sentence: with its full stop. */
+const ended = (m: string) => (/[.!?]$/.test(m.trimEnd()) ? m.trimEnd() : `${m.trimEnd()}.`);
+
 function exitWords(code: number | undefined, reason: string | undefined): string {
   return `exit code ${code ?? '?'}${reason ? `, reason ${reason}` : ''}`;
 }
@@ -200,7 +205,7 @@ function containerSentence(c: ContainerExplanation, policy: string): string {
   switch (c.reason) {
     case 'CrashLoopBackOff': {
       const wait = c.backoff ? ` klet waits ${inWords(c.backoff.delayMs)} (back-off) before starting it again, ${inWords(c.backoff.remainingMs)} from now` : ' klet is backing off before starting it again';
-      return `${what} is in CrashLoopBackOff: it keeps exiting (last ${exitWords(last?.exitCode, last?.reason)}; restarted ${c.restartCount} times) and restartPolicy ${policy} restarts it;${wait}.`;
+      return `${what} is in CrashLoopBackOff: it keeps exiting (last ${exitWords(last?.exitCode, last?.reason)}; restarted ${times(c.restartCount)}) and restartPolicy ${policy} restarts it;${wait}.`;
     }
     case 'ErrImageNeverPull':
       return `${what} cannot start (ErrImageNeverPull): its image is not present on the node and imagePullPolicy is Never, so klet will not pull it. ${c.message ?? ''}`.trimEnd();
@@ -230,7 +235,7 @@ function containerSentence(c: ContainerExplanation, policy: string): string {
     if (!c.ready && readiness !== undefined) {
       return `${what} is running but not ready: its readiness probe ${readiness.result === 'Failure' ? 'fails' : 'has not succeeded yet'}${readiness.lastFailure ? ` (Unhealthy: ${readiness.lastFailure})` : ''}, so the pod is not Ready.`;
     }
-    const restarted = c.lastTermination ? ` (restarted ${c.restartCount} times; last ${exitWords(c.lastTermination.exitCode, c.lastTermination.reason)})` : '';
+    const restarted = c.lastTermination ? ` (restarted ${times(c.restartCount)}; last ${exitWords(c.lastTermination.exitCode, c.lastTermination.reason)})` : '';
     return `${what} is running${c.ready ? ' and ready' : ''}${restarted}.`;
   }
   if (c.state === 'waiting') return `${what} is waiting (${c.reason ?? 'unknown reason'})${c.message ? `: ${c.message}` : ''}.`;
@@ -277,6 +282,9 @@ function problemsOf(f: ExplainFacts): Explanation['problems'] {
   return out;
 }
 
+/** The pod has finished by itself (Succeeded, or Failed without being rejected). */
+const finished = (f: ExplainFacts) => f.syncState.rejected !== true && (f.pod.status?.phase === 'Succeeded' || f.pod.status?.phase === 'Failed');
+
 /** The plan, in sentences. */
 function planSentences(f: ExplainFacts, plan: PodSyncPlan): string[] {
   const out: string[] = [];
@@ -307,7 +315,8 @@ function planSentences(f: ExplainFacts, plan: PodSyncPlan): string[] {
     );
   }
   for (const n of plan.ephemeralContainersToStart) out.push(`Start ephemeral container ${n}.`);
-  if (out.length === 0) out.push('Nothing to change: the runtime matches the pod spec.');
+  if (out.length === 0 && finished(f)) out.push('Nothing: the pod has finished and is not synced again.');
+  if (out.length === 0) out.push(f.syncState.rejected === true ? 'Nothing: the pod was rejected at admission and never runs.' : 'Nothing to change: the runtime matches the pod spec.');
   return out;
 }
 
@@ -316,8 +325,10 @@ function computedPlan(f: ExplainFacts): PodSyncPlan {
   const idle: PodSyncPlan = { killPod: false, createSandbox: false, initContainersToStart: [], containersToStart: [], ephemeralContainersToStart: [], containersToKill: [] };
   if (f.syncState.rejected === true) return idle;
   if (f.record.deletion !== undefined) {
-    return { ...idle, killPod: true, containersToKill: f.runtime.containers.filter((c) => c.state === 'running').map((c) => ({ name: c.name, message: `Stopping container ${c.name}` })) };
+    return { ...idle, killPod: true, containersToKill: f.runtime.containers.filter((c) => c.state === 'running').map((c) => ({ name: c.name, message: 'Pod is being deleted' })) };
   }
+  // A finished pod's worker does not sync it again.
+  if (finished(f)) return idle;
   const verdicts: ProbeVerdicts = {
     get: (type, id) => {
       const r = Object.values(f.probes).find((x) => x.containerId === id);
@@ -380,7 +391,7 @@ function verdictOf(f: ExplainFacts, containers: ContainerExplanation[], status: 
   if (s.rejected === true) {
     return {
       reason: s.reason,
-      summary: `The pod was rejected at admission (${s.reason}): ${s.message ?? ''} It never runs: its phase is Failed.`,
+      summary: `The pod was rejected at admission (${s.reason}): ${ended(s.message ?? '')} It never runs: its phase is Failed.`,
       next: { sentence: 'Nothing: klet never runs a rejected pod. Free what it asked for and create it again (a new manifest, or delete it and add it back).' },
     };
   }
@@ -398,7 +409,7 @@ function verdictOf(f: ExplainFacts, containers: ContainerExplanation[], status: 
     };
   }
   if (s.reason === 'DeadlineExceeded' || s.reason === 'Evicted') {
-    return { reason: s.reason, summary: `The pod was stopped by klet (${s.reason}): ${s.message ?? ''}`, next: { sentence: 'Nothing: the pod has ended and is not started again.' } };
+    return { reason: s.reason, summary: `The pod was stopped by klet (${s.reason}): ${ended(s.message ?? '')}`, next: { sentence: 'Nothing: the pod has ended and is not started again.' } };
   }
   if (phase === 'Succeeded') {
     return {
