@@ -111,6 +111,21 @@ const cases: [string, Case, Omit<Partial<Explanation>, 'summary' | 'next'> & { s
     },
   ],
   [
+    'a container that has just exited (Error), before the sync that backs off: restarted after its back-off',
+    {
+      spec: { containers: [app] },
+      containers: () => [ctr(app, 'exited', { exitCode: 3, reason: 'Error', restartCount: 1, finishedAt: NOW - 1_000 })],
+      syncState: { containers: { app: { backoffMs: 10_000 } } },
+    },
+    {
+      status: 'Error',
+      reason: 'Error',
+      summary: 'Container app exited with exit code 3, reason Error (restarted 1 time) and restartPolicy Always restarts it; klet waits 10s (back-off) before starting it again, 9s from now.',
+      next: 'Start container app again when its back-off ends.',
+      nextInMs: 9_000,
+    },
+  ],
+  [
     'ErrImageNeverPull',
     {
       spec: { containers: [busy('app', { image: 'absent:1', imagePullPolicy: 'Never' })] },
@@ -295,7 +310,7 @@ describe('explainPod', () => {
         log: ['crashing now'],
       }),
     ]);
-    const probe = explainPod(facts(cases[3]![1])).containers[0]!.probes;
+    const probe = explainPod(facts(cases[4]![1])).containers[0]!.probes;
     expect(probe).toEqual([{ probe: 'Readiness', result: 'Failure', lastFailure: 'Readiness probe failed: not yet', failures: 7, periodSeconds: 2, failureThreshold: 3 }]);
   });
 

@@ -154,6 +154,7 @@ function probesOf(f: ExplainFacts, c: V1Container, containerId: string | undefin
 
 /** The back-off a container is in, from the last sync's failure or from the sync state and the runtime. */
 function backoffOf(f: ExplainFacts, name: string, reason: string | undefined): ContainerExplanation['backoff'] {
+  // (A container that has just exited and will be restarted waits for the same back-off as one in CrashLoopBackOff.)
   if (reason !== 'CrashLoopBackOff' && reason !== 'ImagePullBackOff') return undefined;
   const st = f.syncState.containers[name] ?? {};
   let until: number | undefined;
@@ -224,7 +225,9 @@ function containerSentence(c: ContainerExplanation, policy: string): string {
   }
   if (c.state === 'terminated') {
     if (c.exitCode === 0) return `${what} completed (exit code 0, reason ${c.reason ?? 'Completed'}).`;
-    return `${what} exited with ${exitWords(c.exitCode, c.reason)}${policy === 'Never' ? ' and restartPolicy Never does not restart it' : ''}.`;
+    if (!willRestart(c, policy)) return `${what} exited with ${exitWords(c.exitCode, c.reason)} and restartPolicy ${policy} does not restart it.`;
+    const wait = c.backoff && c.backoff.remainingMs > 0 ? `; klet waits ${inWords(c.backoff.delayMs)} (back-off) before starting it again, ${inWords(c.backoff.remainingMs)} from now` : '';
+    return `${what} exited with ${exitWords(c.exitCode, c.reason)} (restarted ${times(c.restartCount)}) and restartPolicy ${policy} restarts it${wait}.`;
   }
   if (c.state === 'running') {
     const startup = c.probes.find((p) => p.probe === 'Startup');
@@ -242,6 +245,11 @@ function containerSentence(c: ContainerExplanation, policy: string): string {
   return `${what} has not been created yet.`;
 }
 
+/** A container that exited with a failure and that its restart policy starts again. */
+function willRestart(c: Pick<ContainerExplanation, 'state' | 'exitCode'>, policy: string): boolean {
+  return c.state === 'terminated' && c.exitCode !== 0 && policy !== 'Never';
+}
+
 function explainContainers(f: ExplainFacts): ContainerExplanation[] {
   const spec = f.pod.spec;
   const policy = restartPolicy(f.pod);
@@ -253,7 +261,8 @@ function explainContainers(f: ExplainFacts): ContainerExplanation[] {
     const st = stateOf(s);
     const type = !init ? 'regular' : isRestartableInit(c) ? 'sidecar' : 'init';
     const lastTermination = lastTerminationOf(s);
-    const backoff = backoffOf(f, c.name, st.reason);
+    const restarted = willRestart(st, type === 'sidecar' ? 'Always' : policy);
+    const backoff = backoffOf(f, c.name, restarted ? 'CrashLoopBackOff' : st.reason);
     const out: ContainerExplanation = {
       name: c.name,
       type,
@@ -449,6 +458,15 @@ function verdictOf(f: ExplainFacts, containers: ContainerExplanation[], status: 
   }
   const where = c.type === 'init' ? ' No app container starts until it completes.' : '';
   const summary = `${c.sentence}${where}`;
+  const again = `Start ${c.type === 'init' ? 'init container' : 'container'} ${c.name} again`;
+  if (willRestart(c, c.type === 'sidecar' ? 'Always' : policy)) {
+    // Exited, and the sync that sees it has not run yet: it restarts the container, after the back-off.
+    return {
+      ...(c.reason !== undefined ? { reason: c.reason } : {}),
+      summary,
+      next: c.backoff && c.backoff.remainingMs > 0 ? nextAt(f, Date.parse(c.backoff.until), `${again} when its back-off ends.`) : nextAt(f, nextSync(f, 1000), `${again}.`),
+    };
+  }
   switch (c.reason) {
     case 'CrashLoopBackOff':
       return {

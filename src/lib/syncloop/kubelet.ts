@@ -24,7 +24,7 @@ import { getRuntimePodStatus, type RuntimePodStatus } from '../kuberuntime/runti
 import { killPod, NodeCache, syncPod, type SyncContext } from '../kuberuntime/sync-pod.js';
 import { podKey as key } from '../pod/key.js';
 import { podWithStatus } from '../status/pods.js';
-import { LastSyncs, podSyncEvent, type LastSync } from './last-syncs.js';
+import { LastSyncs, killPodSyncEvent, podSyncEvent, type LastSync } from './last-syncs.js';
 import { log } from '../log.js';
 import { grpcCodeLabel, type KletMetrics } from '../metrics/metrics.js';
 import { relistOnContainerExit, type ExitSource } from '../pleg/exit-trigger.js';
@@ -311,6 +311,8 @@ export class Kubelet {
     if (!this.desired.has(md.uid ?? '')) {
       await markTerminating(this.opts, pod, grace ?? pod.spec?.terminationGracePeriodSeconds ?? 30).catch(() => undefined);
     }
+    const deleted = !this.desired.has(md.uid ?? '');
+    this.lastSyncs.record(killPodSyncEvent(pod, status, deleted ? 'Pod is being deleted' : 'Pod has finished'), new Date(), (e) => this.opts.bus.emit(e));
     await killPod(this.ctx(this.desired.get(md.uid ?? '')?.source ?? 'file', pod), pod, status, { gracePeriodSeconds: grace });
     this.opts.onPodSynced?.(md.uid ?? '');
   }

@@ -8,6 +8,7 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { KletEvent, PodSyncEvent } from '../events/types.js';
 import { planByName } from '../kuberuntime/actions.js';
+import type { RuntimePodStatus } from '../kuberuntime/runtime-status.js';
 import type { SyncPodResult } from '../kuberuntime/sync-pod.js';
 import { podKey } from '../pod/key.js';
 
@@ -43,6 +44,27 @@ export function podSyncEvent(pod: V1Pod, res: SyncPodResult, nowMs: number): Pod
       .filter((f) => f.container !== '')
       .map((f) => ({ container: f.container, reason: f.reason, message: f.message, ...(f.retryInMs !== undefined ? { retryAt: at(f.retryInMs) } : {}) })),
     ...(nextSyncAt !== undefined ? { nextSyncAt } : {}),
+  };
+}
+
+/**
+ * The PodSync event of a pod's worker terminating it (no computePodActions
+ * there: every running container is stopped), `why` each container is.
+ */
+export function killPodSyncEvent(pod: V1Pod, status: RuntimePodStatus, why: string): PodSyncEvent {
+  return {
+    kind: 'PodSync',
+    pod: podKey(pod),
+    uid: pod.metadata?.uid ?? '',
+    plan: {
+      killPod: true,
+      createSandbox: false,
+      initContainersToStart: [],
+      containersToStart: [],
+      ephemeralContainersToStart: [],
+      containersToKill: status.containers.filter((c) => c.state === 'running').map((c) => ({ name: c.name, message: why })),
+    },
+    failures: [],
   };
 }
 
