@@ -74,7 +74,7 @@ const STATES: Record<string, (x: Explanation, online: boolean) => void> = {
       return;
     }
     expect(x).toMatchObject({ status: 'CrashLoopBackOff', reason: 'CrashLoopBackOff', phase: 'Running' });
-    expect(x.summary).toMatch(/^Container app is in CrashLoopBackOff: it keeps exiting \(last exit code 3, reason Error; restarted \d+ times\) and restartPolicy Always restarts it; klet waits \d+s \(back-off\) before starting it again/);
+    expect(x.summary).toMatch(/^Container app is in CrashLoopBackOff: it keeps exiting \(last exit code 3, reason Error; restarted \d+ times\) and restartPolicy Always restarts it; klet waits \S+ \(back-off\) before starting it again/);
     const app = x.containers[0]!;
     expect(app).toMatchObject({ name: 'app', state: 'waiting', reason: 'CrashLoopBackOff', lastTermination: { exitCode: 3, reason: 'Error' } });
     expect(app.backoff?.reason).toBe('CrashLoopBackOff');
@@ -83,7 +83,7 @@ const STATES: Record<string, (x: Explanation, online: boolean) => void> = {
     expect(Date.parse(x.next.at!)).toBe(Date.parse(app.backoff!.until));
     expect(x.decision.plan).toEqual({ ...plan, containersToStart: ['app'] });
     expect(x.decision.sentences[0]).toBe('Start container app again: it exited with code 3 and restartPolicy Always restarts it.');
-    expect(x.decision.failures).toEqual([expect.objectContaining({ container: 'app', reason: 'CrashLoopBackOff', message: expect.stringMatching(/^back-off \d+s restarting failed container=app pod=crash-exnode_kex/) })]);
+    expect(x.decision.failures).toEqual([expect.objectContaining({ container: 'app', reason: 'CrashLoopBackOff', message: expect.stringMatching(/^back-off \S+ restarting failed container=app pod=crash-exnode_kex/) })]);
   },
   never: (x) => {
     expect(x).toMatchObject({ status: 'ErrImageNeverPull', reason: 'ErrImageNeverPull' });
@@ -217,8 +217,8 @@ describe('klet explain with a running klet sync', () => {
     expect(table.stderr).toBe('');
     expect(table.stdout).toMatch(new RegExp(`^Pod ${NS}/crash-${NODE} \\(uid [0-9a-f-]+\\): CrashLoopBackOff, phase Running, 0/1 ready; reason CrashLoopBackOff$`, 'm'));
     expect(table.stdout).toMatch(/^Why: {2}Container app is in CrashLoopBackOff: /m);
-    expect(table.stdout).toMatch(/^Next: Start container app again when its back-off ends\. \(at \S+, in \d+s\)$/m);
-    expect(table.stdout).toMatch(/^Last plan of klet sync \(decided \d+s ago, last synced \d+s ago\):$/m);
+    expect(table.stdout).toMatch(/^Next: Start container app again when its back-off ends\. \(at \S+, in \S+\)$/m);
+    expect(table.stdout).toMatch(/^Last plan of klet sync \(decided \S+ ago, last synced \S+ ago\):$/m);
     expect(table.stdout).toMatch(/^ {2}- Start container app again: it exited with code 3 and restartPolicy Always restarts it\.$/m);
     expect(table.stdout).toMatch(/^ {6}\| crashing now$/m);
     expect(table.stdout).toMatch(/^ {2}LAST SEEN +TYPE +REASON +CONTAINER +MESSAGE$/m);

@@ -311,8 +311,11 @@ export class Kubelet {
     if (!this.desired.has(md.uid ?? '')) {
       await markTerminating(this.opts, pod, grace ?? pod.spec?.terminationGracePeriodSeconds ?? 30).catch(() => undefined);
     }
-    const deleted = !this.desired.has(md.uid ?? '');
-    this.lastSyncs.record(killPodSyncEvent(pod, status, deleted ? 'Pod is being deleted' : 'Pod has finished'), new Date(), (e) => this.opts.bus.emit(e));
+    // Its plan, when there is something to stop (a rejected pod, or one the sync already stopped, has none).
+    if (status.containers.some((c) => c.state === 'running') || status.sandboxes.some((sb) => sb.ready)) {
+      const why = this.desired.has(md.uid ?? '') ? 'Pod has finished' : 'Pod is being deleted';
+      this.lastSyncs.record(killPodSyncEvent(pod, status, why), new Date(), (e) => this.opts.bus.emit(e));
+    }
     await killPod(this.ctx(this.desired.get(md.uid ?? '')?.source ?? 'file', pod), pod, status, { gracePeriodSeconds: grace });
     this.opts.onPodSynced?.(md.uid ?? '');
   }
