@@ -152,9 +152,12 @@ function probesOf(f: ExplainFacts, c: V1Container, containerId: string | undefin
   return out;
 }
 
-/** The back-off a container is in, from the last sync's failure or from the sync state and the runtime. */
+/**
+ * The back-off a container is in, from the last sync's failure or from the
+ * sync state and the runtime. A container that has just exited and will be
+ * restarted waits for the same back-off as one in CrashLoopBackOff.
+ */
 function backoffOf(f: ExplainFacts, name: string, reason: string | undefined): ContainerExplanation['backoff'] {
-  // (A container that has just exited and will be restarted waits for the same back-off as one in CrashLoopBackOff.)
   if (reason !== 'CrashLoopBackOff' && reason !== 'ImagePullBackOff') return undefined;
   const st = f.syncState.containers[name] ?? {};
   let until: number | undefined;
