@@ -2,7 +2,7 @@
 import { expect, it } from 'vitest';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { SyncPodResult } from '../../src/lib/kuberuntime/sync-pod.js';
-import { podSyncEvent } from '../../src/lib/syncloop/last-syncs.js';
+import { podSyncEvent, rejectedSyncEvent } from '../../src/lib/syncloop/last-syncs.js';
 
 const pod: V1Pod = {
   metadata: { name: 'web', namespace: 'ns', uid: 'u1' },
@@ -43,4 +43,16 @@ it('says what blocked the plan: admission, volumes, the sandbox', () => {
   expect(podSyncEvent(pod, { ...base, mountFailed: 'configmap "c" not found' }, NOW).blocked).toEqual({ reason: 'FailedMount', message: 'configmap "c" not found' });
   const sandbox = { reason: 'CreatePodSandboxError', message: 'Failed to create pod sandbox: boom' };
   expect(podSyncEvent(pod, { ...base, sandboxError: sandbox, failures: [{ container: '', reason: sandbox.reason, message: sandbox.message }] }, NOW)).toMatchObject({ blocked: sandbox, failures: [] });
+});
+
+it('an API pod admission rejected: nothing planned, blocked by the admission\'s reason and message', () => {
+  const r = { namespace: 'apps', name: 'small', uid: 'u2', reason: 'OutOfcpu', message: "Pod was rejected: Node didn't have enough resource: cpu, requested: 200, used: 1900, capacity: 2000" };
+  expect(rejectedSyncEvent(r)).toEqual({
+    kind: 'PodSync',
+    pod: 'apps/small',
+    uid: 'u2',
+    plan: { killPod: false, createSandbox: false, initContainersToStart: [], containersToStart: [], ephemeralContainersToStart: [], containersToKill: [] },
+    blocked: { reason: 'OutOfcpu', message: r.message },
+    failures: [],
+  });
 });

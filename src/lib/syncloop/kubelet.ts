@@ -10,7 +10,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { CriClient } from '../cri/client.js';
 import type { PodConfig, PodUpdate } from '../config/config.js';
 import { identityKey } from '../config/config.js';
-import { API_SOURCE } from '../config/api.js';
+import { API_SOURCE, type ApiRejection } from '../config/api.js';
 import { errorMessage } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
 import type { SyncLoopTrigger } from '../events/types.js';
@@ -24,7 +24,7 @@ import { getRuntimePodStatus, type RuntimePodStatus } from '../kuberuntime/runti
 import { killPod, NodeCache, syncPod, type SyncContext } from '../kuberuntime/sync-pod.js';
 import { podKey as key } from '../pod/key.js';
 import { podWithStatus } from '../status/pods.js';
-import { LastSyncs, killPodSyncEvent, podSyncEvent, type LastSync } from './last-syncs.js';
+import { LastSyncs, killPodSyncEvent, podSyncEvent, rejectedSyncEvent, type LastSync } from './last-syncs.js';
 import { log } from '../log.js';
 import { grpcCodeLabel, type KletMetrics } from '../metrics/metrics.js';
 import { relistOnContainerExit, type ExitSource } from '../pleg/exit-trigger.js';
@@ -100,6 +100,8 @@ export class Kubelet {
   private readonly workers: PodWorkers;
   /** Each pod's last sync: what it planned and how it went (/plans). */
   private readonly lastSyncs = new LastSyncs();
+  /** The API pods admission rejected, as recorded in lastSyncs. */
+  private rejectedApiPods = new Set<string>();
   private readonly abort = new AbortController();
   /** Facts about the node cached for this kubelet's lifetime (resolv.conf, the runtime's name). */
   readonly cache = new NodeCache();
@@ -173,6 +175,22 @@ export class Kubelet {
   /** Each pod's last sync (the local API's /plans). */
   lastPodSyncs(): LastSync[] {
     return this.lastSyncs.list();
+  }
+
+  /**
+   * The API pods admission rejects now (OutOfcpu, NodeAffinity, …): they
+   * never reach a pod worker, but /plans tells them as a sync that stopped
+   * at admission; the ones that left the API server are forgotten.
+   */
+  apiRejections(rejections: Iterable<ApiRejection>): void {
+    const now = new Date();
+    const current = new Set<string>();
+    for (const r of rejections) {
+      current.add(r.uid);
+      this.lastSyncs.record(rejectedSyncEvent(r), now, (e) => this.opts.bus.emit(e));
+    }
+    for (const uid of this.rejectedApiPods) if (!current.has(uid)) this.lastSyncs.forget(uid);
+    this.rejectedApiPods = current;
   }
 
   workerCounts(): Record<WorkerState, number> {

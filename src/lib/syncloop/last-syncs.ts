@@ -68,6 +68,18 @@ export function killPodSyncEvent(pod: V1Pod, status: RuntimePodStatus, why: stri
   };
 }
 
+/** An API pod admission rejected (it never reaches a pod worker): nothing planned, blocked by the admission's reason. */
+export function rejectedSyncEvent(r: { namespace: string; name: string; uid: string; reason: string; message: string }): PodSyncEvent {
+  return {
+    kind: 'PodSync',
+    pod: `${r.namespace}/${r.name}`,
+    uid: r.uid,
+    plan: { killPod: false, createSandbox: false, initContainersToStart: [], containersToStart: [], ephemeralContainersToStart: [], containersToKill: [] },
+    blocked: { reason: r.reason, message: r.message },
+    failures: [],
+  };
+}
+
 /** What makes two syncs "the same" for the bus: the plan and the failures' reasons and messages, not their times. */
 function fingerprint(e: PodSyncEvent): string {
   return JSON.stringify([e.plan, e.blocked, e.failures.map((f) => [f.container, f.reason, f.message])]);

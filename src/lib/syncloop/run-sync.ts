@@ -169,6 +169,7 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
     // The runtime's own client: these are not CRI operations to count.
     exits: opts.cri,
   });
+  apiSource?.onChange(() => kubelet.apiRejections(apiSource.rejected.values()));
   if (opts.cluster?.options.nodeIP) kubelet.cache.nodeIP = opts.cluster.options.nodeIP;
   let lastSourceErrors = '';
   const reportSourceErrors = () => {
