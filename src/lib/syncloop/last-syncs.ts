@@ -100,7 +100,9 @@ export class LastSyncs {
       prev.latest = body;
       return;
     }
-    this.byUid.set(body.uid, { event: emit(body), latest: body, key, lastSyncAt: at.toISOString() });
+    // The event's time is the sync's: a sync is never seen before the plan it came to.
+    const event = emit(body);
+    this.byUid.set(body.uid, { event, latest: body, key, lastSyncAt: event.time });
   }
 
   /** The pod was removed: its entry goes too. */
