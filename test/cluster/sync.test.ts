@@ -487,6 +487,14 @@ describe('klet sync --kubeconfig: pods from the API server', () => {
       return evs.some((e) => e.reason === 'OutOfcpu') ? evs : undefined;
     });
     expect(events.find((e) => e.reason === 'OutOfcpu')).toMatchObject({ type: 'Warning', message: p.status.message!.replace('Pod was rejected: ', '') });
+    // klet explain tells why, from the running sync (the pod has no record: admission stopped it before any).
+    const why = await runKletJson<{ status: string; phase: string; reason: string; summary: string; next: { sentence: string }; decision: { from: string } }>([
+      'explain', `${NS}/small`, '--root-dir', rt.rootDir, '--container-runtime-endpoint', rt.endpoint, '--node-name', NODE, '-o', 'json',
+    ]);
+    expect(why.result.code, explain(why.result)).toBe(0);
+    expect(why.json).toMatchObject({ status: 'OutOfcpu', phase: 'Failed', reason: 'OutOfcpu', decision: { from: 'sync' } });
+    expect(why.json.summary).toBe(`The pod was rejected at admission (OutOfcpu): ${p.status.message}. It never runs: its phase is Failed.`);
+    expect(why.json.next.sentence).toMatch(/^Nothing: klet never runs a rejected pod\./);
     await cluster.kubectl(['delete', 'pod', '-n', NS, 'small', '--wait=false']);
     fs.rmSync(path.join(dir, 'hog.yaml'));
     await poll('pods gone', 60_000, async () =>

@@ -88,6 +88,7 @@ it('each docs curl command returns, except the ones marked "# follows", which st
         podWorkers: { counts: {}, pending: 0, running: 0 },
         lastEventSeq: bus.lastSeq,
       }),
+      plans: () => [],
       events: bus,
       metrics: new KletMetrics({ defaultMetrics: false }),
       summary: async () => ({ node: { nodeName: 'node', startTime: new Date().toISOString() }, pods: [] }),

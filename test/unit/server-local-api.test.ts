@@ -7,6 +7,7 @@ import { InputError, KletError } from '../../src/lib/errors.js';
 import { EventBus, type BusMessage, type KletEventBody } from '../../src/lib/events/index.js';
 import { setLogLevel, setLogSink } from '../../src/lib/log.js';
 import { KletMetrics } from '../../src/lib/metrics/index.js';
+import { LastSyncs } from '../../src/lib/syncloop/last-syncs.js';
 import {
   bearerTokenMatches,
   isLoopbackHost,
@@ -65,6 +66,7 @@ function handlers(over: Partial<LocalApiHandlers> = {}): LocalApiHandlers {
       podWorkers: { counts: { SyncPod: 1 }, pending: 0, running: 1 },
       lastEventSeq: 0,
     }),
+    plans: () => [],
     events: new EventBus(),
     metrics,
     summary: async () => ({ node: { nodeName: 'node1', startTime: '2024-05-01T10:00:00.000Z' }, pods: [] }),
@@ -184,6 +186,33 @@ describe('startLocalApi: routes', () => {
     const body = JSON.parse(res.body);
     expect(isNodeStatus(body)).toBe(true);
     expect(body).toMatchObject({ nodeName: 'node1', runtime: { name: 'containerd' }, podWorkers: { pending: 0, running: 1 } });
+  });
+
+  it('GET /plans: each pod\'s last sync, as the sync loop keeps them', async () => {
+    const syncs = new LastSyncs();
+    const bus = new EventBus();
+    const plan = { killPod: false, createSandbox: false, initContainersToStart: [], containersToStart: ['app'], ephemeralContainersToStart: [], containersToKill: [] };
+    const body = (retryAt: string) => ({
+      kind: 'PodSync' as const,
+      pod: 'default/web',
+      uid: 'u1',
+      plan,
+      failures: [{ container: 'app', reason: 'CrashLoopBackOff', message: 'back-off 5m0s restarting failed container=app pod=web_default(u1)', retryAt }],
+    });
+    syncs.record(body('2024-05-01T10:05:00.000Z'), new Date('2024-05-01T10:00:00.000Z'), (e) => bus.emit(e));
+    // The same plan again (at the back-off cap, only its end moved): not emitted again, but served as the latest.
+    syncs.record(body('2024-05-01T10:10:00.000Z'), new Date('2024-05-01T10:05:00.000Z'), (e) => bus.emit(e));
+    expect(bus.recent().map((e) => e.kind)).toEqual(['PodSync']);
+    const { socket } = await start({ plans: () => syncs.list() });
+    const res = await localApiRequest(socket, '/plans');
+    expect(res.status).toBe(200);
+    const items = (JSON.parse(res.body) as { items: unknown[] }).items;
+    expect(items).toEqual([{ ...body('2024-05-01T10:10:00.000Z'), seq: 1, time: bus.recent()[0]!.time, lastSyncAt: '2024-05-01T10:05:00.000Z' }]);
+    // Another plan is emitted; a removed pod is forgotten.
+    syncs.record({ ...body('2024-05-01T10:10:00.000Z'), failures: [] }, new Date('2024-05-01T10:06:00.000Z'), (e) => bus.emit(e));
+    expect(bus.lastSeq).toBe(2);
+    syncs.forget('u1');
+    expect(JSON.parse((await localApiRequest(socket, '/plans')).body)).toEqual({ items: [] });
   });
 
   it('GET /pods: 500 with the reason when listing fails', async () => {

@@ -379,6 +379,29 @@ describe('deletePods', () => {
   });
 });
 
+describe('a sync stopped while it starts a container', () => {
+  it('records no RunContainerError: klet stopping is not the container failing', async () => {
+    const file = manifest(path.join(tmp, 'm'), 'stop.yaml', pod('stopped', 'sleep 3600'));
+    const { loadManifests } = await import('../../src/lib/pod/index.js');
+    const p = (await loadManifests({ files: [file], nodeName: NODE })).pods[0]!.pod;
+    const stop = new AbortController();
+    const d = deps({ signal: stop.signal });
+    const { admitPod } = await import('../../src/lib/kuberuntime/lifecycle.js');
+    await admitPod(d, p, file);
+    let cancel: (err: Error) => void = () => undefined;
+    fake.gates.set('startContainer', new Promise((_, reject) => (cancel = reject)));
+    const sync = syncPod({ ...d, objects: { configMaps: [], secrets: [] } }, p);
+    while (!fake.calls.includes('startContainer')) await new Promise((r) => setTimeout(r, 5));
+    // As the CRI client rejects a call its signal aborted.
+    stop.abort(new Error('klet sync is stopping'));
+    cancel(new Error('The operation was aborted'));
+    await expect(sync).rejects.toThrow('The operation was aborted');
+    const { readSyncState } = await import('../../src/lib/kuberuntime/poddir.js');
+    expect((await readSyncState(d.rootDir, p.metadata!.uid!)).containers.c?.reason).toBeUndefined();
+    expect(events.filter((e) => e.kind === 'Event' && e.reason === 'Failed')).toEqual([]);
+  });
+});
+
 describe('sync of a pod whose sandbox the runtime refuses', () => {
   it('status shows ContainerCreating, as the kubelet does; the FailedCreatePodSandBox event carries the reason as the kubelet prints the runtime\'s error', async () => {
     const file = manifest(path.join(tmp, 'm'), 'hn.yaml', pod('hostnet', 'sleep 3600'));

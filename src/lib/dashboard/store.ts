@@ -170,6 +170,7 @@ export function formatEventLine(e: KletEvent): EventLine | null {
     case 'NodeEvent':
       return { seq: e.seq, tone: e.type === 'Warning' ? 'warning' : 'normal', text: `${t} ${e.type.padEnd(7)} ${e.reason.padEnd(14)} node: ${e.message}` };
     case 'SyncLoopIteration':
+    case 'PodSync':
     case 'PodWaitStarted':
     case 'PodWaitDone':
       return null;

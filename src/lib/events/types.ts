@@ -177,12 +177,44 @@ export interface VolumeEvent {
   hostPath: string;
 }
 
+/**
+ * What one sync of a pod decided (computePodActions' plan, by container
+ * name) and how it went: emitted when it differs from the pod's previous
+ * sync, and kept per pod for the local API's /plans (`klet explain`).
+ */
+export interface PodSyncEvent {
+  kind: 'PodSync';
+  /** `namespace/name`. */
+  pod: string;
+  uid: string;
+  plan: PodSyncPlan;
+  /** Why the sync did not carry the plan out, when it did not: Rejected (admission), DeadlineExceeded, Evicted, FailedMount, CreatePodSandboxError. */
+  blocked?: { reason: string; message: string };
+  /** Per container: what failed in this sync (CrashLoopBackOff, ErrImageNeverPull, CreateContainerConfigError, …). */
+  failures: { container: string; reason: string; message: string; retryAt?: string }[];
+  /** When the sync loop syncs the pod again at the latest (a back-off's end, a deadline), RFC 3339. */
+  nextSyncAt?: string;
+}
+
+/** computePodActions' plan, with containers by name (kuberuntime/actions.ts PodActions). */
+export interface PodSyncPlan {
+  killPod: boolean;
+  createSandbox: boolean;
+  /** The new sandbox's attempt number, when one is created. */
+  sandboxAttempt?: number;
+  initContainersToStart: string[];
+  containersToStart: string[];
+  ephemeralContainersToStart: string[];
+  containersToKill: { name: string; message: string }[];
+}
+
 /** An event as emitters write it: the bus adds `seq` and `time`. */
 export type KletEventBody =
   | SyncLoopIterationEvent
   | PlegKletEvent
   | PodLifecycleEvent
   | PodEvent
+  | PodSyncEvent
   | ProbeResultEvent
   | SourceErrorEvent
   | NodeEvent

@@ -4,6 +4,7 @@
  * Pure: the executor in sync-pod.ts carries the plan out.
  */
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import type { PodSyncPlan } from '../events/types.js';
 import { containerHash } from './hash.js';
 import { findContainerStatus, type RuntimeContainerStatus, type RuntimePodStatus } from './runtime-status.js';
 
@@ -309,4 +310,18 @@ export function isNoop(a: PodActions): boolean {
     (a.ephemeralContainersToStart?.length ?? 0) === 0 &&
     a.containersToKill.length === 0
   );
+}
+
+/** The plan with its containers by name, as the PodSync event and `klet explain` carry it. */
+export function planByName(pod: V1Pod, a: PodActions): PodSyncPlan {
+  const names = (list: { name: string }[] | undefined, idx: number[] | undefined) => (idx ?? []).map((i) => list?.[i]?.name ?? `#${i}`);
+  return {
+    killPod: a.killPod,
+    createSandbox: a.createSandbox,
+    ...(a.createSandbox ? { sandboxAttempt: a.attempt } : {}),
+    initContainersToStart: names(pod.spec?.initContainers, a.initContainersToStart),
+    containersToStart: names(pod.spec?.containers, a.containersToStart),
+    ephemeralContainersToStart: names(pod.spec?.ephemeralContainers, a.ephemeralContainersToStart),
+    containersToKill: a.containersToKill.map((k) => ({ name: k.name, message: k.message })),
+  };
 }

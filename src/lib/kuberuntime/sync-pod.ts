@@ -172,7 +172,7 @@ export const CREATE_POD_SANDBOX_ERROR = 'CreatePodSandboxError';
 /** The kubelet's kubecontainer.ErrConfigPodSandbox: a running pod's sandbox config could not be made again. */
 const CONFIG_POD_SANDBOX_ERROR = 'ConfigPodSandboxError';
 /** When a container whose config could not be made is tried again (the kubelet's pod worker backOffPeriod). */
-const CONFIG_ERROR_RETRY_MS = 10_000;
+export const CONFIG_ERROR_RETRY_MS = 10_000;
 
 export const DEADLINE_EXCEEDED_MESSAGE = 'Pod was active on the node longer than the specified deadline';
 
@@ -503,11 +503,14 @@ async function startContainer(
   } catch (err) {
     // Retried after the pod worker's error back-off (the kubelet's backOffPeriod, 10 s): a missing ConfigMap or Secret may appear.
     if (err instanceof ContainerConfigError || err instanceof SubPathError) return fail('CreateContainerConfigError', err.message, CONFIG_ERROR_RETRY_MS);
+    // klet stopping mid-call is not the container's failure: nothing is recorded.
+    if (ctx.signal?.aborted) throw err;
     return fail('CreateContainerError', errorMessage(err), undefined, runtimeCode(err));
   }
   try {
     await ctx.cri.startContainer({ containerId }, { signal: ctx.signal });
   } catch (err) {
+    if (ctx.signal?.aborted) throw err;
     return fail('RunContainerError', errorMessage(err), undefined, runtimeCode(err));
   }
   ctx.onEvent?.(podEvents.started(pod, c.name, containerId, init, restartCount));

@@ -6,6 +6,9 @@
  *   GET /pods      the pods as a V1PodList (JSON)
  *   GET /node      the node and the sync loop: runtime version and
  *                  conditions, sources, PLEG, pod-worker queue (NodeStatus)
+ *   GET /plans     each pod's last sync, as a PodSync event: what
+ *                  computePodActions decided and how it went (JSON
+ *                  {"items": [...]}, for `klet explain`)
  *   GET /events    newline-delimited JSON: the retained events after
  *                  `?since=SEQ` (all retained without it), then live ones
  *                  while the connection stays open; `?follow=false` stops
@@ -26,7 +29,7 @@ import { finished } from 'node:stream/promises';
 import { jsonReplacer } from '../util/json.js';
 import { InputError, KletError, errorMessage } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
-import type { BusMessage } from '../events/types.js';
+import type { BusMessage, KletEvent, PodSyncEvent } from '../events/types.js';
 import { log } from '../log.js';
 import type { KletMetrics } from '../metrics/metrics.js';
 import type { Summary } from '../stats/summary.js';
@@ -51,6 +54,8 @@ export interface LocalApiHandlers {
   pods(): Promise<unknown>;
   /** The node and the sync loop (GET /node). */
   node(): Promise<NodeStatus>;
+  /** Each pod's last sync (GET /plans): PodSync events with the time of the sync. */
+  plans(): readonly (KletEvent & PodSyncEvent & { lastSyncAt: string })[];
   events: EventBus;
   metrics: KletMetrics;
   /** The Summary API. */
@@ -79,7 +84,7 @@ export const NDJSON_CONTENT_TYPE = 'application/x-ndjson; charset=utf-8';
 
 type Headers = Record<string, string>;
 
-const ROUTES = new Set(['/healthz', '/pods', '/node', '/events', '/metrics', '/stats/summary']);
+const ROUTES = new Set(['/healthz', '/pods', '/node', '/plans', '/events', '/metrics', '/stats/summary']);
 
 /** Headers on every response: nothing here may be cached or sniffed into something else. */
 const COMMON_HEADERS = { 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' };
@@ -156,6 +161,8 @@ class Api {
           return await this.pods(res);
         case '/node':
           return sendJson(res, 200, await this.handlers.node());
+        case '/plans':
+          return sendJson(res, 200, { items: this.handlers.plans() });
         case '/events': {
           const stream = this.events(res, url.searchParams);
           this.streams.add(stream);

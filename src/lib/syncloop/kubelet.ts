@@ -11,7 +11,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { CriClient } from '../cri/client.js';
 import type { PodConfig, PodUpdate } from '../config/config.js';
 import { identityKey } from '../config/config.js';
-import { API_SOURCE } from '../config/api.js';
+import { API_SOURCE, type ApiRejection } from '../config/api.js';
 import { errorMessage } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
 import type { SyncLoopTrigger } from '../events/types.js';
@@ -26,6 +26,7 @@ import { killPod, NodeCache, syncPod, type SyncContext } from '../kuberuntime/sy
 import { podKey as key } from '../pod/key.js';
 import { DEFAULT_DNS_SETTINGS, readResolvConf, ResolvConfError, resolvConfLimitWarning, type DnsSettings } from '../pod/dns.js';
 import { podWithStatus } from '../status/pods.js';
+import { LastSyncs, killPodSyncEvent, podSyncEvent, rejectedSyncEvent, type LastSync } from './last-syncs.js';
 import { log } from '../log.js';
 import { grpcCodeLabel, type KletMetrics } from '../metrics/metrics.js';
 import { relistOnContainerExit, type ExitSource } from '../pleg/exit-trigger.js';
@@ -118,6 +119,10 @@ export class Kubelet {
   /** Pods whose start kubelet_pod_start_duration_seconds has counted (or that were running already). */
   private readonly podStartObserved = new Set<string>();
   private readonly workers: PodWorkers;
+  /** Each pod's last sync: what it planned and how it went (/plans). */
+  private readonly lastSyncs = new LastSyncs();
+  /** The API pods admission rejected, as recorded in lastSyncs. */
+  private rejectedApiPods = new Set<string>();
   private readonly abort = new AbortController();
   /** Facts about the node cached for this kubelet's lifetime (resolv.conf, the runtime's name). */
   readonly cache = new NodeCache();
@@ -191,6 +196,27 @@ export class Kubelet {
     return [...this.desired.values()].map((d) => ({ ...d, state: this.workers.state(d.pod.metadata?.uid ?? '') }));
   }
 
+  /** Each pod's last sync (the local API's /plans). */
+  lastPodSyncs(): LastSync[] {
+    return this.lastSyncs.list();
+  }
+
+  /**
+   * The API pods admission rejects now (OutOfcpu, NodeAffinity, …): they
+   * never reach a pod worker, but /plans tells them as a sync that stopped
+   * at admission; the ones that left the API server are forgotten.
+   */
+  apiRejections(rejections: Iterable<ApiRejection>): void {
+    const now = new Date();
+    const current = new Set<string>();
+    for (const r of rejections) {
+      current.add(r.uid);
+      this.lastSyncs.record(rejectedSyncEvent(r), now, (e) => this.opts.bus.emit(e));
+    }
+    for (const uid of this.rejectedApiPods) if (!current.has(uid)) this.lastSyncs.forget(uid);
+    this.rejectedApiPods = current;
+  }
+
   workerCounts(): Record<WorkerState, number> {
     return this.workers.counts();
   }
@@ -261,6 +287,8 @@ export class Kubelet {
     // And the Services have been listed once (an API pod's containers need them, the kubelet's serviceHasSynced).
     if (d?.source === API_SOURCE) await this.services?.waitSynced(SERVICES_SYNC_WAIT_MS, this.abort.signal);
     const res = await syncPod(this.ctx(d?.source ?? 'file', pod, (c) => started.add(c)), pod, { startTime: firstSeen });
+    const now = new Date();
+    this.lastSyncs.record(podSyncEvent(pod, res, now.getTime()), now, (e) => this.opts.bus.emit(e));
     this.trackPodStart(pod, firstSeen, res.status, res.actions.containersToKill, started);
     // The prober works from the runtime status each sync reads (its status provider).
     this.prober.addPod(pod);
@@ -342,6 +370,11 @@ export class Kubelet {
     if (!this.desired.has(md.uid ?? '')) {
       await markTerminating(this.opts, pod, grace ?? pod.spec?.terminationGracePeriodSeconds ?? 30).catch(() => undefined);
     }
+    // Its plan, when there is something to stop (a rejected pod, or one the sync already stopped, has none).
+    if (status.containers.some((c) => c.state === 'running') || status.sandboxes.some((sb) => sb.ready)) {
+      const why = this.desired.has(md.uid ?? '') ? 'Pod has finished' : 'Pod is being deleted';
+      this.lastSyncs.record(killPodSyncEvent(pod, status, why), new Date(), (e) => this.opts.bus.emit(e));
+    }
     await killPod(this.ctx(this.desired.get(md.uid ?? '')?.source ?? 'file', pod), pod, status, { gracePeriodSeconds: grace });
     this.opts.onPodSynced?.(md.uid ?? '');
   }
@@ -365,6 +398,7 @@ export class Kubelet {
     this.cleanupWarned.delete(uid);
     this.removedAt.set(uid, Date.now());
     this.podStartObserved.delete(uid);
+    this.lastSyncs.forget(uid);
     this.opts.bus.emit({ kind: 'PodLifecycle', pod: key(pod), uid, state: 'Removed' });
     this.opts.onPodSynced?.(uid);
   }

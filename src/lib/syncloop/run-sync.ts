@@ -27,7 +27,7 @@ import { DEFAULT_IMAGE_GC_POLICY } from '../kuberuntime/image-gc.js';
 import { GarbageCollector } from './gc.js';
 import { type KubeletConfig, toKubeletConfiguration } from '../kubeletconfig/index.js';
 import { Kubelet } from './kubelet.js';
-import { DEFAULT_DNS_SETTINGS, type DnsSettings } from '../pod/dns.js';
+import type { DnsSettings } from '../pod/dns.js';
 
 /** How often the stats provider samples the runtime (the base of CPU rates), as cAdvisor's housekeeping. */
 const STATS_SAMPLE_MS = 10_000;
@@ -209,6 +209,7 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
     onNodeEvent: (e) => bus.emit({ kind: 'NodeEvent', ...e }),
     metrics,
   });
+  apiSource?.onChange(() => kubelet.apiRejections(apiSource.rejected.values()));
   if (opts.cluster?.options.nodeIP) kubelet.cache.nodeIP = opts.cluster.options.nodeIP;
   let lastSourceErrors = '';
   const reportSourceErrors = () => {
@@ -311,6 +312,7 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
             ...(opts.cluster ? { cluster: clusterStatus(opts.cluster, tracker, opts.nodeName, apiSource) } : {}),
           };
         },
+        plans: () => kubelet.lastPodSyncs(),
         events: bus,
         metrics,
         summary: (o) => stats.summary({ signal, onlyCpuAndMemory: o.onlyCpuAndMemory }),
