@@ -11,7 +11,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT, explain, nonEmptyLines, runKlet, runKletJson } from '../helpers/cli.js';
 import { ensureNamespace as ensureClusterNamespace, freePort, startTestCluster, type TestCluster } from '../helpers/cluster.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
-import { KUBEADM_CONFIG } from '../helpers/kubeadm-config.js';
+import { KUBEADM_CONFIG_HERE as KUBEADM_CONFIG } from '../helpers/kubeadm-config.js';
 import { killAllSyncs, startSync } from '../helpers/sync.js';
 
 const NODE = 'klet-sync-node';

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 /** /var/lib/kubelet/config.yaml as kubeadm v1.34 init/join writes it (zero values included, as it marshals them). */
 export const KUBEADM_CONFIG = `apiVersion: kubelet.config.k8s.io/v1beta1
 authentication:
@@ -49,3 +50,13 @@ streamingConnectionIdleTimeout: 0s
 syncFrequency: 0s
 volumeStatsAggPeriod: 0s
 `;
+
+/**
+ * KUBEADM_CONFIG as kubeadm writes it on this host: its resolvConf is systemd-resolved's file only where
+ * systemd-resolved runs (kubeadm checks), else /etc/resolv.conf. A resolver file that cannot be read fails
+ * every pod's sandbox, with the kubelet as with klet.
+ */
+export const KUBEADM_CONFIG_HERE = fs.existsSync('/run/systemd/resolve/resolv.conf')
+  ? KUBEADM_CONFIG
+  : KUBEADM_CONFIG.replace('resolvConf: /run/systemd/resolve/resolv.conf', 'resolvConf: /etc/resolv.conf');
+

@@ -17,7 +17,7 @@ import { freePort } from '../helpers/cluster.js';
 import { podYaml, SLEEP_FOREVER } from '../helpers/manifests.js';
 import { startTestRuntime, wipeNode, type TestRuntime } from '../helpers/runtime.js';
 import { eventually, killAllSyncs, startSync } from '../helpers/sync.js';
-import { KUBEADM_CONFIG } from '../helpers/kubeadm-config.js';
+import { KUBEADM_CONFIG_HERE as KUBEADM_CONFIG } from '../helpers/kubeadm-config.js';
 
 const NODE = 'cfgnode';
 const NS = 'kcfgt';
