@@ -61,9 +61,9 @@ export interface SyncFlags {
   'cgroup-driver'?: string;
   'enforce-node-allocatable'?: string;
   tui: boolean;
-  'image-gc-high-threshold': number;
-  'image-gc-low-threshold': number;
-  'minimum-image-gc-age': number;
+  'image-gc-high-threshold'?: number;
+  'image-gc-low-threshold'?: number;
+  'minimum-image-gc-age'?: number;
   'container-gc-period': number;
   'image-gc-period': number;
   'crash-loop-backoff-initial'?: number;
@@ -136,9 +136,18 @@ export const FLAG_FIELDS = {
   'crash-loop-backoff-reset': 'crashLoopBackOffReset',
   'container-runtime-endpoint': 'containerRuntimeEndpoint',
   'runtime-request-timeout': 'runtimeRequestTimeout',
+  'allowed-unsafe-sysctls': 'allowedUnsafeSysctls',
+  'cgroups-per-qos': 'cgroupsPerQOS',
+  'cgroup-root': 'cgroupRoot',
+  'enforce-node-allocatable': 'enforceNodeAllocatable',
+  'image-gc-high-threshold': 'imageGCHighThresholdPercent',
+  'image-gc-low-threshold': 'imageGCLowThresholdPercent',
+  'minimum-image-gc-age': 'imageMinimumGCAge',
 } as const satisfies Record<string, keyof KubeletConfigInput>;
 
-const BOOL_FLAGS = new Set(['rotate-certificates', 'rotate-server-certificates', 'anonymous-auth', 'authentication-token-webhook']);
+const BOOL_FLAGS = new Set(['rotate-certificates', 'rotate-server-certificates', 'anonymous-auth', 'authentication-token-webhook', 'cgroups-per-qos']);
+/** Flags that are comma-separated lists of the configuration's list fields. */
+const LIST_FLAGS = new Set(['allowed-unsafe-sysctls', 'enforce-node-allocatable']);
 
 /** The configuration's values given on the command line, by field (kubelet booleans true|false made booleans, --cluster-dns lists split). */
 export function givenValues(flags: SyncFlags, globals: SyncHost['globals']): KubeletConfigInput {
@@ -151,6 +160,7 @@ export function givenValues(flags: SyncFlags, globals: SyncHost['globals']): Kub
     if (v === undefined) continue;
     if (BOOL_FLAGS.has(flag)) given[field] = v === 'true';
     else if (flag === 'cluster-dns') given[field] = (v as string[]).flatMap((s) => s.split(',')).map((s) => s.trim()).filter((s) => s !== '');
+    else if (LIST_FLAGS.has(flag)) given[field] = (v as string).split(',').map((s) => s.trim()).filter((s) => s !== '');
     else given[field] = v;
   }
   return given as KubeletConfigInput;
@@ -235,7 +245,7 @@ async function syncOptions(
   if (flags.tui && !(process.stdout.isTTY && process.stdin.isTTY)) {
     throw new InputError('--tui needs a terminal on stdin and stdout; without one, watch with klet dashboard (it prints a snapshot when not on a terminal)');
   }
-  const gc = await gcOptions(flags);
+  const gc = await gcOptions(flags, config);
   let listen: SyncOptions['listen'];
   if (config.flags.listen !== undefined && config.flags.authTokenFile !== undefined) {
     const { readAuthTokenFile } = await import('../lib/server/auth.js');
@@ -256,17 +266,18 @@ async function syncOptions(
     };
   }
   const { cgroupSettings } = await import('../lib/cm/settings.js');
+  const reserved = (m: Record<string, string>) => (Object.keys(m).length > 0 ? Object.entries(m).map(([k, v]) => `${k}=${v}`).join(',') : undefined);
   const cgroups = cgroupSettings({
-    cgroupsPerQOS: flags['cgroups-per-qos'] === 'true',
-    cgroupRoot: flags['cgroup-root'],
+    cgroupsPerQOS: config.cgroupsPerQOS,
+    cgroupRoot: config.cgroupRoot,
     cgroupDriver: flags['cgroup-driver'],
-    enforceNodeAllocatable: flags['enforce-node-allocatable']?.split(',') ?? [],
-    kubeReserved: flags['kube-reserved'],
-    systemReserved: flags['system-reserved'],
+    enforceNodeAllocatable: config.enforceNodeAllocatable,
+    kubeReserved: reserved(config.kubeReserved),
+    systemReserved: reserved(config.systemReserved),
   });
   // Checked before the runtime is started for the sync: a bad root leaves nothing behind.
   if (cgroups) await (await import('../lib/cm/manager.js')).checkCgroupRoot(cgroups);
-  const sysctls = await sysctlFlags(flags['allowed-unsafe-sysctls']);
+  const sysctls = await sysctlFlags(config.allowedUnsafeSysctls, built.describe('allowedUnsafeSysctls'));
   return {
     config,
     kubeletServer: await kubeletServer(built, host, runtime),
@@ -280,12 +291,12 @@ async function syncOptions(
 }
 
 /** Garbage collection's flags (the kubelet's names and defaults), checked as the kubelet checks them. */
-async function gcOptions(flags: SyncFlags): Promise<NonNullable<SyncOptions['gc']>> {
+async function gcOptions(flags: SyncFlags, config: KubeletConfig): Promise<NonNullable<SyncOptions['gc']>> {
   const { validateImageGCPolicy } = await import('../lib/kuberuntime/image-gc.js');
   const imagePolicy = {
-    highThresholdPercent: flags['image-gc-high-threshold'],
-    lowThresholdPercent: flags['image-gc-low-threshold'],
-    minAgeMs: flags['minimum-image-gc-age'],
+    highThresholdPercent: config.imageGCHighThresholdPercent,
+    lowThresholdPercent: config.imageGCLowThresholdPercent,
+    minAgeMs: config.imageMinimumGCAge,
   };
   const problem = validateImageGCPolicy(imagePolicy);
   if (problem !== null) throw new InputError(problem);
@@ -398,15 +409,14 @@ async function certificateRotation(kubeconfig: string, api: { reloadCredentials?
   return { done };
 }
 
-/** --allowed-unsafe-sysctls (comma-separated, as the kubelet's string slice) with this kernel's safe sysctls: the node's allowlist. */
-async function sysctlFlags(value: string | undefined): Promise<import('../lib/node/sysctl.js').SysctlAllowlist> {
+/** allowedUnsafeSysctls (--allowed-unsafe-sysctls, comma-separated) with this kernel's safe sysctls: the node's allowlist; errors name the value as `name`. */
+async function sysctlFlags(unsafe: string[], name: string): Promise<import('../lib/node/sysctl.js').SysctlAllowlist> {
   const { nodeSysctlAllowlist } = await import('../lib/node/sysctl.js');
   const { release } = await import('node:os');
-  const unsafe = (value ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '');
   try {
     return nodeSysctlAllowlist(release(), unsafe);
   } catch (err) {
-    if (err instanceof InputError) throw new InputError(`--allowed-unsafe-sysctls: ${err.text}`);
+    if (err instanceof InputError) throw new InputError(`${name}: ${err.text}`);
     throw err;
   }
 }

@@ -62,7 +62,7 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
     }),
     'allowed-unsafe-sysctls': Flags.string({
       summary:
-        "Comma-separated unsafe sysctls or sysctl patterns (ending in *) pods may set besides the safe ones (the kubelet's flag); a pod setting any other is rejected at admission with reason SysctlForbidden. Use at your own risk.",
+        "(allowedUnsafeSysctls) Comma-separated unsafe sysctls or sysctl patterns (ending in *) pods may set besides the safe ones (the kubelet's flag); a pod setting any other is rejected at admission with reason SysctlForbidden. Use at your own risk.",
     }),
     kubeconfig: Flags.string({
       summary: 'Join the cluster of this kubeconfig: register the node and keep its Lease and status fresh, run the pods bound to it, mirror pods for static pods.',
@@ -116,29 +116,27 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
       options: ['AlwaysAllow', 'Webhook'],
     }),
     'cgroups-per-qos': Flags.string({
-      summary: "Create the QoS cgroup hierarchy: each pod in <cgroup-root>/kubepods/{burstable,besteffort}/pod<uid> (Guaranteed ones directly in kubepods) with the pod's limits. false: the runtime's default cgroups.",
+      summary: "Create the QoS cgroup hierarchy (cgroupsPerQOS): each pod in <cgroup-root>/kubepods/{burstable,besteffort}/pod<uid> (Guaranteed ones directly in kubepods) with the pod's limits. false: the runtime's default cgroups. Default: true.",
       options: ['true', 'false'],
-      default: 'true',
     }),
     'cgroup-root': Flags.string({ summary: "Root cgroup (a cgroupfs path that must exist) of the pods' cgroups. Default: /." }),
     'cgroup-driver': Flags.string({ summary: 'How cgroups are made: cgroupfs (systemd is not supported yet).', options: ['cgroupfs', 'systemd'], default: 'cgroupfs' }),
     'enforce-node-allocatable': Flags.string({
-      summary: 'Node allocatable enforcement: pods (kubepods gets the capacity less --kube-reserved and --system-reserved) or none.',
-      default: 'pods',
+      summary: 'Node allocatable enforcement (enforceNodeAllocatable): pods (kubepods gets the capacity less --kube-reserved and --system-reserved) or none. Default: pods.',
     }),
     tui: Flags.boolean({
       summary: 'Show the live dashboard (as klet dashboard draws it) in this terminal; q stops the sync, pods keep running.',
       default: false,
     }),
     'image-gc-high-threshold': Flags.integer({
-      summary: 'Disk usage (percent of the image filesystem) at or above which image GC runs, every 5 minutes: unused images klet pulled are removed, least recently used first. 100 turns image GC off.',
-      default: 85,
+      summary: 'Disk usage (percent of the image filesystem; imageGCHighThresholdPercent) at or above which image GC runs, every 5 minutes: unused images klet pulled are removed, least recently used first. 100 turns image GC off. Default: 85.',
+      min: 0,
     }),
     'image-gc-low-threshold': Flags.integer({
-      summary: 'Disk usage (percent) image GC frees down to; less than --image-gc-high-threshold.',
-      default: 80,
+      summary: 'Disk usage (percent; imageGCLowThresholdPercent) image GC frees down to; less than --image-gc-high-threshold. Default: 80.',
+      min: 0,
     }),
-    'minimum-image-gc-age': durationFlag({ summary: 'Minimum age of an unused image (since klet first saw it) before image GC may remove it.', default: '2m', allowZero: true }),
+    'minimum-image-gc-age': configDurationFlag({ summary: 'Minimum age of an unused image (since klet first saw it) before image GC may remove it (imageMinimumGCAge).', shownDefault: '2m', allowZero: true }),
     'container-gc-period': durationFlag({ summary: 'Container GC period (tests; the kubelet\'s ContainerGCPeriod).', default: '1m', hidden: true }),
     'image-gc-period': durationFlag({ summary: 'Image GC period (tests; the kubelet\'s ImageGCPeriod).', default: '5m', hidden: true }),
     'crash-loop-backoff-initial': configDurationFlag({ summary: 'First crash-loop back-off delay (tests).', shownDefault: '10s', hidden: true }),

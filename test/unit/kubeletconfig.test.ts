@@ -98,6 +98,27 @@ describe('precedence: defaults, then the file, then the command line', () => {
   });
 });
 
+describe('node resources from the file: sysctls, cgroups, image GC', () => {
+  it('the defaults are the kubelet\'s; the file sets them; the command line wins', () => {
+    const d = build(header).config;
+    expect(d).toMatchObject({ allowedUnsafeSysctls: [], cgroupsPerQOS: true, cgroupRoot: '/', enforceNodeAllocatable: ['pods'], imageGCHighThresholdPercent: 85, imageGCLowThresholdPercent: 80, imageMinimumGCAge: 120_000 });
+    const text = `${header}allowedUnsafeSysctls: ["kernel.msg*", net.core.somaxconn]\ncgroupsPerQOS: false\ncgroupRoot: /klet\nenforceNodeAllocatable: [none]\nimageGCHighThresholdPercent: 90\nimageGCLowThresholdPercent: 70\nimageMinimumGCAge: 10m\n`;
+    const { config, warnings } = build(text);
+    expect(warnings).toEqual([]);
+    expect(config).toMatchObject({
+      allowedUnsafeSysctls: ['kernel.msg*', 'net.core.somaxconn'],
+      cgroupsPerQOS: false,
+      cgroupRoot: '/klet',
+      enforceNodeAllocatable: ['none'],
+      imageGCHighThresholdPercent: 90,
+      imageGCLowThresholdPercent: 70,
+      imageMinimumGCAge: 600_000,
+    });
+    expect(build(text, { imageGCHighThresholdPercent: 95, cgroupsPerQOS: true, allowedUnsafeSysctls: [] }).config).toMatchObject({ imageGCHighThresholdPercent: 95, imageGCLowThresholdPercent: 70, cgroupsPerQOS: true });
+    expect(toKubeletConfiguration(config)).toMatchObject({ cgroupRoot: '/klet', imageMinimumGCAge: '10m0s', allowedUnsafeSysctls: ['kernel.msg*', 'net.core.somaxconn'] });
+  });
+});
+
 describe('bad input: one line naming file:line and the field path, or the flag', () => {
   it.each([
     [`${header}podManifestPath: /x\n`, `${FILE}:3: unknown field "podManifestPath"`],

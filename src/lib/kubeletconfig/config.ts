@@ -55,6 +55,14 @@ export interface KubeletConfigInput {
   systemReserved?: string;
   maxPods?: number;
   containerRuntimeEndpoint?: string;
+  allowedUnsafeSysctls?: string[];
+  cgroupsPerQOS?: boolean;
+  cgroupRoot?: string;
+  enforceNodeAllocatable?: string[];
+  imageGCHighThresholdPercent?: number;
+  imageGCLowThresholdPercent?: number;
+  /** ms */
+  imageMinimumGCAge?: number;
   // The kubelet's flags without a field
   kubeconfig?: string;
   bootstrapKubeconfig?: string;
@@ -108,6 +116,14 @@ export interface KubeletConfig {
   registerWithTaints: Taint[];
   registerNode: boolean;
   containerRuntimeEndpoint: string;
+  /** Unsafe sysctls (names or patterns ending in *) pods may set besides the safe ones. */
+  allowedUnsafeSysctls: string[];
+  cgroupsPerQOS: boolean;
+  cgroupRoot: string;
+  enforceNodeAllocatable: string[];
+  imageGCHighThresholdPercent: number;
+  imageGCLowThresholdPercent: number;
+  imageMinimumGCAge: number;
   /** The kubelet's flags without a KubeletConfiguration field, and klet's own settings. */
   flags: {
     /** The --config file read, if any. */
@@ -147,6 +163,12 @@ export const DEFAULTS = {
   runtimeRequestTimeout: 2 * 60_000,
   maxPods: 110,
   containerRuntimeEndpoint: DEFAULT_RUNTIME_ENDPOINT,
+  cgroupsPerQOS: true,
+  cgroupRoot: '/',
+  enforceNodeAllocatable: ['pods'],
+  imageGCHighThresholdPercent: 85,
+  imageGCLowThresholdPercent: 80,
+  imageMinimumGCAge: 2 * 60_000,
   /** klet: the manifest directory kubeadm writes, unless only a URL is given. */
   staticPodPath: '/etc/kubernetes/manifests',
   plegRelistPeriod: 1000,
@@ -338,6 +360,14 @@ export function buildKubeletConfig(o: BuildOptions): BuiltConfig {
     registerWithTaints,
     registerNode,
     containerRuntimeEndpoint: pick<string>('containerRuntimeEndpoint') ?? DEFAULTS.containerRuntimeEndpoint,
+    // Checked where they are used (lib/node/sysctl.ts, lib/cm/settings.ts, kuberuntime/image-gc.ts), named by describe().
+    allowedUnsafeSysctls: pick<string[]>('allowedUnsafeSysctls') ?? [],
+    cgroupsPerQOS: pick<boolean>('cgroupsPerQOS') ?? DEFAULTS.cgroupsPerQOS,
+    cgroupRoot: pick<string>('cgroupRoot') ?? DEFAULTS.cgroupRoot,
+    enforceNodeAllocatable: pick<string[]>('enforceNodeAllocatable') ?? [...DEFAULTS.enforceNodeAllocatable],
+    imageGCHighThresholdPercent: pick<number>('imageGCHighThresholdPercent') ?? DEFAULTS.imageGCHighThresholdPercent,
+    imageGCLowThresholdPercent: pick<number>('imageGCLowThresholdPercent') ?? DEFAULTS.imageGCLowThresholdPercent,
+    imageMinimumGCAge: pick<number>('imageMinimumGCAge') ?? DEFAULTS.imageMinimumGCAge,
     flags: {
       ...optional('config', file?.path),
       ...optional('kubeconfig', kubeconfig),

@@ -49,6 +49,13 @@ export function toKubeletConfiguration(c: KubeletConfig): Record<string, unknown
     registerWithTaints: c.registerWithTaints.length > 0 ? c.registerWithTaints : undefined,
     registerNode: c.registerNode,
     containerRuntimeEndpoint: c.containerRuntimeEndpoint,
+    allowedUnsafeSysctls: c.allowedUnsafeSysctls.length > 0 ? c.allowedUnsafeSysctls : undefined,
+    cgroupsPerQOS: c.cgroupsPerQOS,
+    cgroupRoot: c.cgroupRoot,
+    enforceNodeAllocatable: c.enforceNodeAllocatable,
+    imageGCHighThresholdPercent: c.imageGCHighThresholdPercent,
+    imageGCLowThresholdPercent: c.imageGCLowThresholdPercent,
+    imageMinimumGCAge: d(c.imageMinimumGCAge),
   };
   // Unset optional fields are left out, as the kubelet's omitempty does.
   return JSON.parse(JSON.stringify(out)) as Record<string, unknown>;
