@@ -177,7 +177,7 @@ export const DEFAULTS = {
 } as const;
 
 /** The server's settings, which only matter when it runs. */
-const SERVER_FIELDS: readonly ConfigPath[] = ['tlsCertFile', 'tlsPrivateKeyFile', 'authentication.x509.clientCAFile', 'authentication.anonymous.enabled', 'authentication.webhook.enabled', 'authorization.mode'];
+const SERVER_FIELDS: readonly ConfigPath[] = ['tlsCertFile', 'tlsPrivateKeyFile', 'serverTLSBootstrap', 'authentication.x509.clientCAFile', 'authentication.anonymous.enabled', 'authentication.webhook.enabled', 'authorization.mode'];
 
 export interface BuildOptions {
   /** The file, read (readConfigFile). */
