@@ -66,6 +66,7 @@ export const SYNC_FLAGS: Readonly<Record<string, ArgvFlagSpec>> = {
   'image-gc-high-threshold': { type: 'integer', min: 0 },
   'image-gc-low-threshold': { type: 'integer', min: 0 },
   'minimum-image-gc-age': { type: 'duration', allowZero: true },
+  'maximum-dead-containers-per-container': { type: 'integer', default: '1', min: -1 },
   'container-gc-period': { type: 'duration', default: '1m' },
   'image-gc-period': { type: 'duration', default: '5m' },
   'crash-loop-backoff-initial': { type: 'duration' },

@@ -64,6 +64,7 @@ export interface SyncFlags {
   'image-gc-high-threshold'?: number;
   'image-gc-low-threshold'?: number;
   'minimum-image-gc-age'?: number;
+  'maximum-dead-containers-per-container': number;
   'container-gc-period': number;
   'image-gc-period': number;
   'crash-loop-backoff-initial'?: number;
@@ -300,7 +301,9 @@ async function gcOptions(flags: SyncFlags, config: KubeletConfig): Promise<NonNu
   };
   const problem = validateImageGCPolicy(imagePolicy);
   if (problem !== null) throw new InputError(problem);
-  return { imagePolicy, containerGCPeriodMs: flags['container-gc-period'], imageGCPeriodMs: flags['image-gc-period'] };
+  const { DEFAULT_CONTAINER_GC_POLICY } = await import('../lib/kuberuntime/container-gc.js');
+  const containerPolicy = { ...DEFAULT_CONTAINER_GC_POLICY, maxPerPodContainer: flags['maximum-dead-containers-per-container'] ?? DEFAULT_CONTAINER_GC_POLICY.maxPerPodContainer };
+  return { imagePolicy, containerPolicy, containerGCPeriodMs: flags['container-gc-period'], imageGCPeriodMs: flags['image-gc-period'] };
 }
 
 

@@ -137,6 +137,11 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
       min: 0,
     }),
     'minimum-image-gc-age': configDurationFlag({ summary: 'Minimum age of an unused image (since klet first saw it) before image GC may remove it (imageMinimumGCAge).', shownDefault: '2m', allowZero: true }),
+    'maximum-dead-containers-per-container': Flags.integer({
+      summary: "Dead instances of each pod container that container GC keeps (the kubelet's flag, deprecated there; at least 1 is kept for klet logs --previous; negative: no limit).",
+      default: 1,
+      min: -1,
+    }),
     'container-gc-period': durationFlag({ summary: 'Container GC period (tests; the kubelet\'s ContainerGCPeriod).', default: '1m', hidden: true }),
     'image-gc-period': durationFlag({ summary: 'Image GC period (tests; the kubelet\'s ImageGCPeriod).', default: '5m', hidden: true }),
     'crash-loop-backoff-initial': configDurationFlag({ summary: 'First crash-loop back-off delay (tests).', shownDefault: '10s', hidden: true }),

@@ -585,7 +585,9 @@ describe('klet sync: manifest directory', () => {
   it('crash-loop back-off: restarts at once, then after 1 s, 2 s, 4 s; status says CrashLoopBackOff', async () => {
     const dir = tempDir('m');
     writeAtomic(dir, 'crash.yaml', podManifest('crash', { containers: [{ name: 'c', script: 'exit 1' }] }));
-    const s = await sync({ manifestDir: dir, args: ['--crash-loop-backoff-initial', '1s', '--crash-loop-backoff-max', '8s'] });
+    // Container GC keeps every dead instance here (the kubelet's --maximum-dead-containers-per-container):
+    // with its default of 1 an instance may be gone before it is read.
+    const s = await sync({ manifestDir: dir, args: ['--crash-loop-backoff-initial', '1s', '--crash-loop-backoff-max', '8s', '--maximum-dead-containers-per-container', '10'] });
 
     // Every instance, by restart count: created and finished times from the runtime.
     const instances = new Map<number, { id: string; createdAt: number; startedAt: number; finishedAt: number }>();
