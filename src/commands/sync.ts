@@ -138,7 +138,7 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
     }),
     'minimum-image-gc-age': configDurationFlag({ summary: 'Minimum age of an unused image (since klet first saw it) before image GC may remove it (imageMinimumGCAge).', shownDefault: '2m', allowZero: true }),
     'maximum-dead-containers-per-container': Flags.integer({
-      summary: "Dead instances of each pod container that container GC keeps (the kubelet's flag, deprecated there; at least 1 is kept for klet logs --previous; negative: no limit).",
+      summary: "Dead instances of each pod container that container GC keeps (the kubelet's flag, deprecated there; at least 1 is kept for klet logs --previous).",
       default: 1,
       min: -1,
     }),
