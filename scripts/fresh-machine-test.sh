@@ -254,6 +254,22 @@ pods="$(in_machine 'klet status -o json' | in_machine '/root/klet/.toolchain/nod
 echo "--- pods running or succeeded: $pods"
 [ "$pods" = "4/4" ] || { echo "fresh-machine-test: expected the 4 example pods, got $pods" >&2; exit 1; }
 
+echo "--- the README's tour: a pod's logs, the dashboard of a running klet sync, klet explain of a crash-looping pod"
+# The machine shares the host's cgroup tree (rbind): its klet sync keeps the pods in the runtime's
+# cgroups, so nothing is made in the host's /kubepods.
+in_machine 'set -e; cd /root/klet
+klet logs job-$(hostname) | grep -qx done
+klet sync --manifest-dir examples/ --cgroups-per-qos=false --enforce-node-allocatable=none >/tmp/klet-sync.log 2>&1 &
+sync=$!
+for _ in $(seq 60); do [ -S /var/lib/klet/klet.sock ] && break; sleep 1; done
+sleep 3
+klet dashboard | grep -q "web-"
+kill $sync; wait $sync || true
+klet run-pod examples/broken/crash.yaml --wait running || true
+klet explain crash-$(hostname) | tee /tmp/klet-explain.txt
+grep -Eq "CrashLoopBackOff|Error" /tmp/klet-explain.txt
+klet delete crash-$(hostname)'
+
 if [ "$suite" = 1 ]; then
   echo "--- ./scripts/test.sh on the same machine (cluster tests required)"
   KLET_CLUSTER_TESTS=required in_machine 'cd /root/klet && ./scripts/test.sh'
