@@ -197,6 +197,6 @@ describe('without --cluster-dns (the kubelet\'s default)', () => {
   it('refuses a --cluster-dns entry that is not an IP, naming it', async () => {
     const r = await runKlet(['sync', '--cluster-dns', '10.96.0.10,kube-dns', '--root-dir', tempDir('root'), '--container-runtime-endpoint', rt.endpoint]);
     expect(r.code, explain(r)).toBe(2);
-    expect(r.stderr.trim()).toBe('error: --cluster-dns: "kube-dns" is not an IP address');
+    expect(r.stderr.trim()).toBe('error: --cluster-dns "kube-dns" is not an IP address');
   });
 });
