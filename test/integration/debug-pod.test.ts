@@ -219,6 +219,11 @@ describe('klet debug', () => {
       ['plain', 0, 0],
     ]);
     expect(pod.status.containerStatuses.every((c) => c.restartCount === 0)).toBe(true);
+
+    // klet logs reads a debug container's log, as kubectl logs reads an ephemeral container's.
+    const logs = await runKlet(['logs', 'web-dbgnode', '-c', 'plain', ...common()]);
+    expect(logs.code, explain(logs)).toBe(0);
+    expect(logs.stdout).toMatch(/PID\s+USER/);
   }, 90_000);
 
   it('errors: a taken name, an unknown target, -t without -i', async () => {

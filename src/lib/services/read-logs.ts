@@ -2,6 +2,7 @@
  * `klet logs`: a container's log, read from the CRI log files under
  * /var/log/pods, as `kubectl logs` shows it.
  */
+import { readDebugContainers } from '../kuberuntime/poddir.js';
 import fsp from 'node:fs/promises';
 import { InputError, NotFoundError } from '../errors.js';
 import { listContainersRunning } from '../kuberuntime/runtime-status.js';
@@ -29,7 +30,9 @@ export interface ReadLogsOptions {
 export async function readLogs(opts: ReadLogsOptions, deps: ServiceDeps): Promise<AsyncIterable<string>> {
   const [target] = await findPods(deps, [opts.pod]);
   const pod = target!;
-  const specNames = [...(pod.spec?.spec?.initContainers ?? []), ...(pod.spec?.spec?.containers ?? [])].map((c) => c.name);
+  // Ephemeral containers too, as kubectl logs reads them: the spec's (an API pod's) and klet debug's (kept in the pod dir).
+  const debug = (await readDebugContainers(deps.rootDir, pod.uid)).filter((d) => !(pod.spec?.spec?.ephemeralContainers ?? []).some((c) => c.name === d.name));
+  const specNames = [...(pod.spec?.spec?.initContainers ?? []), ...(pod.spec?.spec?.containers ?? []), ...(pod.spec?.spec?.ephemeralContainers ?? []), ...debug].map((c) => c.name);
   const dir = podLogDir(pod.namespace, pod.name, pod.uid, deps.logRoot);
   const names = specNames.length > 0 ? specNames : await fsp.readdir(dir).catch(() => [] as string[]);
   let container = opts.container;
