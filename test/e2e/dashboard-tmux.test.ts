@@ -328,7 +328,8 @@ describe('klet dashboard in a terminal', () => {
     await sync!.stop();
     sync = undefined;
     await keys('clear', 'Enter');
-    const args = ['sync', '--tui', '--root-dir', rt.rootDir, '--container-runtime-endpoint', rt.endpoint, '--node-name', NODE, '--manifest-dir', manifestDir, '--crash-loop-backoff-initial', '30s'];
+    // The runtime's cgroups (as test/helpers/sync.ts syncArgs gives every other sync): a test never makes the host's /kubepods.
+    const args = ['sync', '--tui', '--root-dir', rt.rootDir, '--container-runtime-endpoint', rt.endpoint, '--node-name', NODE, '--manifest-dir', manifestDir, '--crash-loop-backoff-initial', '30s', '--cgroups-per-qos=false', '--enforce-node-allocatable=none'];
     await keys(`node ${KLET_BIN} ${args.join(' ')} 2>/tmp/klet-dash-tui-${process.pid}.err; echo "exit=$?"`, 'Enter');
     const s = await screenMatching(/kdash\/crash-dashnode .*(CrashLoopBackOff|Running|Error)/);
     expect(s).toMatch(/kdash\/web-dashnode +1\/1 +Running/);

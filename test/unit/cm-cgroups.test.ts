@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { cgroupWrites, podCgroup, qosCgroup, sharesToWeight, kubepodsCgroup } from '../../src/lib/cm/cgroup-files.js';
-import { parseMountinfo } from '../../src/lib/cm/manager.js';
+import { parseMountinfo, requiredMounts } from '../../src/lib/cm/manager.js';
 import { nodeAllocatableConfig, podRequests, qosCgroupConfigs, resourceConfigForPod } from '../../src/lib/cm/resource-config.js';
 import { cgroupSettings } from '../../src/lib/cm/settings.js';
 import { oomScoreAdj, qosClass } from '../../src/lib/kuberuntime/resources.js';
@@ -225,6 +225,10 @@ describe('hierarchies from /proc/self/mountinfo', () => {
       'name=systemd': '/sys/fs/cgroup/systemd',
       unified: '/sys/fs/cgroup/unified',
     });
+  });
+  it("the hierarchies a --cgroup-root must exist in are the kubelet's (cgroupManager.Exists): not a hybrid host's cgroup2 mount", () => {
+    expect([...requiredMounts({ version: 1, mounts: parseMountinfo(hybrid, 1) })].sort()).toEqual(['/sys/fs/cgroup/cpu,cpuacct', '/sys/fs/cgroup/memory', '/sys/fs/cgroup/systemd']);
+    expect([...requiredMounts({ version: 2, mounts: new Map([['', '/sys/fs/cgroup']]) })]).toEqual(['/sys/fs/cgroup']);
   });
   it('v2: the unified mount', () => {
     expect(Object.fromEntries(parseMountinfo('29 23 0:26 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate', 2))).toEqual({ '': '/sys/fs/cgroup' });

@@ -157,7 +157,8 @@ export class CgroupManager implements PodCgroups {
    */
   private async create(name: string, rc: ResourceConfig, created: string[]): Promise<void> {
     const marker = this.marker(name);
-    const exists = this.dirs(name).every((d) => fs.existsSync(d));
+    const required = requiredMounts(this.opts.hierarchies);
+    const exists = [...required].every((mount) => fs.existsSync(path.join(mount, name)));
     if (exists && !fs.existsSync(marker)) return; // someone else's: used as it is
     if (!exists) {
       // The record first: a crash after it leaves a cgroup klet knows is its own.
@@ -168,6 +169,8 @@ export class CgroupManager implements PodCgroups {
       for (const mount of new Set(mounts.values())) {
         const dir = path.join(mount, name);
         if (fs.existsSync(dir)) continue;
+        // A hierarchy the kubelet does not require, without the parent (a --cgroup-root made in the required ones only): left to the runtime.
+        if (!required.has(mount) && !fs.existsSync(path.dirname(dir))) continue;
         if (version === 2) await enableControllers(path.dirname(dir));
         await fsp.mkdir(dir).catch((err: NodeJS.ErrnoException) => {
           if (err.code !== 'EEXIST') throw new Error(`cannot create cgroup ${dir}: ${errorMessage(err)}`);
@@ -242,9 +245,21 @@ export async function rmdirTree(dir: string): Promise<void> {
 }
 
 
-/** --cgroup-root must exist in every hierarchy (the kubelet's validateSystemRequirements); an InputError names what is missing. */
+/**
+ * The hierarchies the kubelet requires a cgroup in (its cgroupManager.Exists allowlist: cpu, cpuacct,
+ * cpuset, memory, pids, systemd, and hugetlb when mounted); on cgroup v2 the one unified mount. Others
+ * (blkio, devices, freezer, a hybrid host's cgroup2 mount) get klet's cgroups where their parent exists.
+ */
+const REQUIRED_CONTROLLERS = new Set(['cpu', 'cpuacct', 'cpuset', 'memory', 'pids', 'hugetlb', 'name=systemd']);
+
+export function requiredMounts(hierarchies: Hierarchies): Set<string> {
+  if (hierarchies.version === 2) return new Set(hierarchies.mounts.values());
+  return new Set([...hierarchies.mounts].filter(([controller]) => REQUIRED_CONTROLLERS.has(controller)).map(([, mount]) => mount));
+}
+
+/** --cgroup-root must exist in every required hierarchy (the kubelet's validateSystemRequirements); an InputError names what is missing. */
 function assertCgroupRoot(cgroupRoot: string, hierarchies: Hierarchies): void {
-  const missing = [...new Set(hierarchies.mounts.values())].map((mount) => path.join(mount, cgroupRoot)).filter((d) => !fs.existsSync(d));
+  const missing = [...requiredMounts(hierarchies)].map((mount) => path.join(mount, cgroupRoot)).filter((d) => !fs.existsSync(d));
   if (missing.length > 0) {
     throw new InputError(`--cgroup-root ${cgroupRoot}: invalid configuration: cgroup "${cgroupRoot}" has some missing paths: ${missing.join(', ')}`);
   }
