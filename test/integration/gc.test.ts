@@ -214,7 +214,8 @@ describe('image garbage collection', () => {
   it('bad thresholds are a one-line error naming the flag, before anything starts', async () => {
     for (const [args, msg] of [
       [['--image-gc-high-threshold', '101'], 'imageGCHighThresholdPercent (--image-gc-high-threshold) 101 must be between 0 and 100, inclusive'],
-      [['--image-gc-low-threshold=-1'], 'imageGCLowThresholdPercent (--image-gc-low-threshold) -1 must be between 0 and 100, inclusive'],
+      // A negative percentage is refused by the flag's parser (an integer flag with a minimum of 0), one line naming it.
+      [['--image-gc-low-threshold=-1'], 'Parsing --image-gc-low-threshold Expected an integer greater than or equal to 0 but received: -1'],
       [['--image-gc-low-threshold', '90'], 'imageGCLowThresholdPercent (--image-gc-low-threshold) 90 must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) 85'],
     ] as const) {
       const root = path.join(tmp, 'bad-root');
