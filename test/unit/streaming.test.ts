@@ -103,4 +103,38 @@ describe('SpdySession (the frames a spdystream server sees)', () => {
     session.close();
     expect(frames.at(-1)).toMatchObject({ control: true, type: 7 });
   });
+
+  it('keeps what arrives with the reply until a listener comes (a port-forward error stream answers in the same read)', async () => {
+    const [client, server] = pair();
+    const session = new SpdySession(client);
+    server.on('data', (b: Buffer) => {
+      if ((b[0]! & 0x80) === 0 || b.readUInt16BE(2) !== 1) return;
+      const id = b.readUInt32BE(8) & 0x7fffffff;
+      // SYN_REPLY, then "refused" with FIN, in one write.
+      const reply = Buffer.alloc(12);
+      reply.writeUInt16BE(0x8003, 0);
+      reply.writeUInt16BE(2, 2);
+      reply.writeUInt32BE(4, 4);
+      reply.writeUInt32BE(id, 8);
+      const data = Buffer.alloc(8 + 7);
+      data.writeUInt32BE(id, 0);
+      data.writeUInt32BE((1 << 24) | 7, 4);
+      data.write('refused', 8);
+      server.write(Buffer.concat([reply, data]));
+    });
+    const s = await session.openStream({ streamType: 'error' });
+    await new Promise((r) => setTimeout(r, 20));
+    const events: string[] = [];
+    s.on('close', () => events.push('close'));
+    s.end();
+    const got = await new Promise<string>((resolve) => {
+      let t = '';
+      s.on('data', (b: Buffer) => (t += b.toString()));
+      s.once('end', () => resolve(t));
+    });
+    expect(got).toBe('refused');
+    await new Promise((r) => setTimeout(r, 0));
+    expect(events).toEqual(['close']);
+    session.close();
+  });
 });

@@ -56,6 +56,35 @@ export class SpdyStream extends EventEmitter {
       this.settleReply = (err) => (err ? reject(err) : resolve());
     });
     this.replied.catch(() => undefined);
+    // A listener arriving after the frames did gets them on the next microtask, in order.
+    this.on('newListener', (event: string) => {
+      if ((event === 'data' || event === 'end') && this.inbox.length > 0) queueMicrotask(() => this.flush());
+    });
+  }
+
+  /**
+   * What arrived while nobody listened for 'data' or 'end' (a stream's
+   * reply and its first frames often come in one read, before the opener's
+   * await resumes): kept, in order with the 'end' and 'close' after them.
+   */
+  private readonly inbox: Array<Buffer | 'end' | 'close'> = [];
+
+  private deliver(item: Buffer | 'end' | 'close'): void {
+    const listening = this.listenerCount('data') > 0 || this.listenerCount('end') > 0;
+    if (this.inbox.length > 0 || (!listening && item !== 'close')) {
+      this.inbox.push(item);
+      return;
+    }
+    this.emitItem(item);
+  }
+
+  private flush(): void {
+    while (this.inbox.length > 0 && (this.listenerCount('data') > 0 || this.listenerCount('end') > 0)) this.emitItem(this.inbox.shift()!);
+  }
+
+  private emitItem(item: Buffer | 'end' | 'close'): void {
+    if (item === 'end' || item === 'close') this.emit(item);
+    else this.emit('data', item);
   }
 
   /** @internal */
@@ -86,10 +115,10 @@ export class SpdyStream extends EventEmitter {
 
   /** @internal */
   onData(data: Buffer, fin: boolean): void {
-    if (data.length > 0) this.emit('data', data);
+    if (data.length > 0) this.deliver(data);
     if (fin && !this.remoteEnded) {
       this.remoteEnded = true;
-      this.emit('end');
+      this.deliver('end');
       this.maybeClosed();
     }
   }
@@ -101,13 +130,13 @@ export class SpdyStream extends EventEmitter {
     this.settleReply(new Error(`the streaming server refused or reset stream ${this.id}`));
     if (!this.remoteEnded) {
       this.remoteEnded = true;
-      this.emit('end');
+      this.deliver('end');
     }
-    this.emit('close');
+    this.deliver('close');
   }
 
   private maybeClosed(): void {
-    if (this.localEnded && this.remoteEnded && !this.reset) this.emit('close');
+    if (this.localEnded && this.remoteEnded && !this.reset) this.deliver('close');
   }
 }
 
