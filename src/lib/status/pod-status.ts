@@ -10,9 +10,10 @@ import type {
   V1Pod,
   V1PodCondition,
   V1PodStatus,
+  V1ResourceRequirements,
 } from '@kubernetes/client-node';
 import { isRestartableInit, podSandboxChanged, restartPolicy, shouldContainerBeRestarted } from '../kuberuntime/actions.js';
-import type { PodSyncState } from '../kuberuntime/poddir.js';
+import type { PodSyncState, ResizeCondition } from '../kuberuntime/poddir.js';
 import { qosClass } from '../kuberuntime/resources.js';
 import type { RuntimeContainerStatus, RuntimePodStatus } from '../kuberuntime/runtime-status.js';
 import { probedContainerState, type PodProbeResults } from '../prober/results.js';
@@ -106,7 +107,33 @@ function containerStatus(
     st.ready = probed.ready;
   }
   if (isInit && !isRestartableInit(c) && latest?.state === 'exited' && latest.exitCode === 0) st.ready = true;
+  // In-place resize (an API pod's allocated resources): what is allocated, and what the container runs with.
+  const allocated = inputs.syncState.allocated?.[c.name];
+  if (allocated !== undefined && (allocated.requests !== undefined || allocated.limits !== undefined)) {
+    if (allocated.requests !== undefined) st.allocatedResources = { ...allocated.requests };
+    st.resources = JSON.parse(JSON.stringify(running && cached?.actuated !== undefined ? cached.actuated : allocated)) as V1ResourceRequirements;
+  }
   return st;
+}
+
+/** The resize conditions the pod's sync state holds (the status manager's podResizeConditions). */
+function resizeConditions(state: PodSyncState): V1PodCondition[] {
+  const out: V1PodCondition[] = [];
+  const add = (type: string, c: ResizeCondition | undefined) => {
+    if (c === undefined) return;
+    out.push({
+      type,
+      status: 'True',
+      ...(c.observedGeneration !== undefined ? { observedGeneration: c.observedGeneration } : {}),
+      lastProbeTime: new Date(c.lastProbeTime),
+      lastTransitionTime: new Date(c.lastTransitionTime),
+      ...(c.reason ? { reason: c.reason } : {}),
+      ...(c.message ? { message: c.message } : {}),
+    });
+  };
+  add('PodResizePending', state.resize?.pending);
+  add('PodResizeInProgress', state.resize?.inProgress);
+  return out;
 }
 
 /** The kubelet's getPhase (sidecar-aware). */
@@ -296,6 +323,7 @@ export function generatePodStatus(inputs: StatusInputs): V1PodStatus {
     condition('ContainersReady', containersReady, readyReason, readyMessage, inputs.startTime),
     condition('PodScheduled', true, undefined, undefined, inputs.startTime),
   ];
+  conditions.push(...resizeConditions(inputs.syncState));
   // Conditions the kubelet does not own (a readiness gate's, set through the API) are carried over, as its
   // generateAPIPodStatus keeps them: a status patch without them would remove them from the server.
   for (const c of pod.status?.conditions ?? []) if (!KUBELET_CONDITIONS.has(c.type)) conditions.push(c);
