@@ -72,7 +72,7 @@ interface ContainerStatus {
 interface ApiPod {
   metadata: { uid: string; generation?: number; annotations?: Record<string, string> };
   spec: { containers: Array<{ resources?: { requests?: Record<string, string>; limits?: Record<string, string> } }> };
-  status: { phase?: string; qosClass?: string; conditions?: Condition[]; containerStatuses?: ContainerStatus[] };
+  status: { phase?: string; qosClass?: string; observedGeneration?: number; conditions?: Condition[]; containerStatuses?: ContainerStatus[] };
 }
 
 const podJson = (name: string, ns = NS) => cluster.kubectlJson<ApiPod>(['get', 'pod', '-n', ns, name]);
@@ -165,6 +165,9 @@ describe('in-place pod resize (kubectl patch --subresource resize)', () => {
     expect(after.allocatedResources).toEqual({ cpu: '100m', memory: '32Mi' });
     expect(cgFile('cpu', ccg, 'cpu.cfs_quota_us')).toBe('50000');
     expect(cgFile('cpu', pcg, 'cpu.cfs_quota_us')).toBe('50000');
+    // The resize raised the pod's generation; the status says it saw it (PodObservedGenerationTracking).
+    expect(resized.metadata.generation).toBeGreaterThan(started.metadata.generation ?? 0);
+    expect(resized.status.observedGeneration).toBe(resized.metadata.generation);
     const events = await cluster.kubectlJson<{ items: Array<{ reason: string; message: string; involvedObject: { name: string } }> }>(['get', 'events', '-n', NS]);
     expect(events.items.filter((e) => e.involvedObject.name === 'web' && e.reason === 'ResizeCompleted').map((e) => e.message)).toContain(
       'Pod resize completed: {"containers":[{"name":"c","resources":{"limits":{"cpu":"500m","memory":"64Mi"},"requests":{"cpu":"100m","memory":"32Mi"}}}]}',

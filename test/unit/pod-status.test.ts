@@ -509,3 +509,21 @@ describe('generatePodStatus: in-place resize', () => {
     expect(plain.conditions?.some((c) => c.type.startsWith('PodResize'))).toBe(false);
   });
 });
+
+describe('generatePodStatus: observedGeneration (PodObservedGenerationTracking)', () => {
+  it("is the pod's generation, on the status and the kubelet's conditions; absent without one", () => {
+    const a = ctr('a');
+    const st = status(mkPod({ containers: [a] }, { generation: 4 }), [running(a)]);
+    expect(st.observedGeneration).toBe(4);
+    expect(st.conditions?.map((c) => [c.type, c.observedGeneration])).toEqual([
+      ['PodReadyToStartContainers', 4],
+      ['Initialized', 4],
+      ['Ready', 4],
+      ['ContainersReady', 4],
+      ['PodScheduled', 4],
+    ]);
+    const none = status(mkPod({ containers: [a] }), [running(a)]);
+    expect(none).not.toHaveProperty('observedGeneration');
+    expect(none.conditions?.some((c) => 'observedGeneration' in c)).toBe(false);
+  });
+});

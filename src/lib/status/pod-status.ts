@@ -258,6 +258,7 @@ export function withServerConditions(server: V1Pod, status: V1PodStatus, now: Da
     const ready = readyCondition(server, true, '', undefined, undefined, conditions);
     const old = server.status?.conditions?.find((c) => c.type === 'Ready');
     ready.lastTransitionTime = old !== undefined && old.status === ready.status && old.lastTransitionTime ? old.lastTransitionTime : now;
+    if (conditions[i]?.observedGeneration !== undefined) ready.observedGeneration = conditions[i]!.observedGeneration;
     conditions[i] = ready;
   }
   return { ...status, conditions };
@@ -323,6 +324,9 @@ export function generatePodStatus(inputs: StatusInputs): V1PodStatus {
     condition('ContainersReady', containersReady, readyReason, readyMessage, inputs.startTime),
     condition('PodScheduled', true, undefined, undefined, inputs.startTime),
   ];
+  // PodObservedGenerationTracking (beta, on in 1.34): the kubelet's own conditions and the status carry the generation they saw.
+  const generation = pod.metadata?.generation;
+  if (generation !== undefined) for (const c of conditions) c.observedGeneration = generation;
   conditions.push(...resizeConditions(inputs.syncState));
   // Conditions the kubelet does not own (a readiness gate's, set through the API) are carried over, as its
   // generateAPIPodStatus keeps them: a status patch without them would remove them from the server.
@@ -336,6 +340,7 @@ export function generatePodStatus(inputs: StatusInputs): V1PodStatus {
   }
 
   const status: V1PodStatus = {
+    ...(generation !== undefined ? { observedGeneration: generation } : {}),
     phase,
     conditions,
     hostIP: inputs.hostIPs[0],
