@@ -527,3 +527,60 @@ describe('computePodActions: an API pod the server says has finished', () => {
     expect(computePodActions(stat, rt([])).createSandbox).toBe(true);
   });
 });
+
+describe('computePodActions: in-place resize (computePodResizeAction)', () => {
+  const api = { annotations: { 'kubernetes.io/config.source': 'api' } };
+  const res = (cpu?: string, mem?: string) => ({
+    ...(cpu || mem ? { limits: { ...(cpu ? { cpu } : {}), ...(mem ? { memory: mem } : {}) } } : {}),
+    ...(cpu || mem ? { requests: { ...(cpu ? { cpu } : {}), ...(mem ? { memory: mem } : {}) } } : {}),
+  });
+  type Row = [
+    string,
+    { spec: ReturnType<typeof res>; actuated: ReturnType<typeof res> | undefined; policy?: { cpu?: string; memory?: string } },
+    { cpu: string[]; memory: string[]; restart: boolean },
+  ];
+  const rows: Row[] = [
+    ['nothing changed: no update', { spec: res('500m', '64Mi'), actuated: res('500m', '64Mi') }, { cpu: [], memory: [], restart: false }],
+    ['"1" equals "1000m": no update', { spec: res('1', '64Mi'), actuated: res('1000m', '67108864') }, { cpu: [], memory: [], restart: false }],
+    ['CPU limit up: updated in place', { spec: res('1', '64Mi'), actuated: res('500m', '64Mi') }, { cpu: ['a'], memory: [], restart: false }],
+    ['memory down: updated in place', { spec: res('500m', '32Mi'), actuated: res('500m', '64Mi') }, { cpu: [], memory: ['a'], restart: false }],
+    ['both: one update per resource', { spec: res('1', '128Mi'), actuated: res('500m', '64Mi') }, { cpu: ['a'], memory: ['a'], restart: false }],
+    ['memory with RestartContainer: restarted', { spec: res('500m', '128Mi'), actuated: res('500m', '64Mi'), policy: { memory: 'RestartContainer' } }, { cpu: [], memory: [], restart: true }],
+    ['CPU with NotRequired beside memory RestartContainer: in place', { spec: res('1', '64Mi'), actuated: res('500m', '64Mi'), policy: { memory: 'RestartContainer', cpu: 'NotRequired' } }, { cpu: ['a'], memory: [], restart: false }],
+    ['CPU with RestartContainer: restarted', { spec: res('1', '64Mi'), actuated: res('500m', '64Mi'), policy: { cpu: 'RestartContainer' } }, { cpu: [], memory: [], restart: true }],
+    ['no actuated record counts as none: updated', { spec: res('500m'), actuated: undefined }, { cpu: ['a'], memory: [], restart: false }],
+  ];
+  it.each(rows)('%s', (_name, input, want) => {
+    const resizePolicy = Object.entries(input.policy ?? {}).map(([resourceName, restartPolicy]) => ({ resourceName, restartPolicy }));
+    const a = ctr('a', { resources: input.spec, ...(resizePolicy.length > 0 ? { resizePolicy } : {}) });
+    const st = running(a);
+    const plan = computePodActions(mkPod({ containers: [a] }, api), rt([sandbox()], [st]), undefined, () => input.actuated);
+    expect({
+      cpu: (plan.containersToUpdate?.cpu ?? []).map((u) => u.name),
+      memory: (plan.containersToUpdate?.memory ?? []).map((u) => u.name),
+      restart: plan.containersToKill.some((k) => k.id === st.id && k.message === 'Container a resize requires restart') && plan.containersToStart.includes(0),
+    }).toEqual(want);
+    expect(plan.updatePodResources === true).toBe(want.restart);
+    expect(isNoop(plan)).toBe(want.cpu.length === 0 && want.memory.length === 0 && !want.restart);
+  });
+
+  it('puts decreases before increases', () => {
+    const up = ctr('up', { resources: res('1') });
+    const down = ctr('down', { resources: res('200m') });
+    const actual: Record<string, ReturnType<typeof res>> = { up: res('500m'), down: res('500m') };
+    const plan = computePodActions(mkPod({ containers: [up, down] }, api), rt([sandbox()], [running(up), running(down)]), undefined, (n) => actual[n]);
+    expect(plan.containersToUpdate?.cpu.map((u) => u.name)).toEqual(['down', 'up']);
+  });
+
+  it('resizes a running sidecar; never a container that is not running', () => {
+    const sc = ctr('sc', { restartPolicy: 'Always', resources: res('1') });
+    const a = ctr('a', { resources: res('1') });
+    const plan = computePodActions(mkPod({ initContainers: [sc], containers: [a] }, api), rt([sandbox()], [exited(a, 1), running(sc)]), undefined, () => res('500m'));
+    expect(plan.containersToUpdate?.cpu.map((u) => u.name)).toEqual(['sc']);
+  });
+
+  it('without actuated resources (not resizable in place) plans nothing for resources', () => {
+    const a = ctr('a', { resources: res('1') });
+    expect(isNoop(computePodActions(mkPod({ containers: [a] }, api), rt([sandbox()], [running(a)])))).toBe(true);
+  });
+});

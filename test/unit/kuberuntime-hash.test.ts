@@ -60,4 +60,9 @@ describe('containerHash', () => {
   ] as [string, Partial<V1Container>][])('changes when %s changes', (_what, change) => {
     expect(containerHash({ ...c, ...change })).not.toBe(containerHash(c));
   });
+
+  it('leaves resources out, as the kubelet does: an in-place resize does not restart the container', () => {
+    expect(containerHash({ ...c, resources: { limits: { cpu: '500m' } } })).toBe(containerHash(c));
+    expect(containerHash({ ...c, resources: { requests: { memory: '64Mi' } } })).toBe(containerHash({ ...c, resources: { requests: { memory: '128Mi' } } }));
+  });
 });

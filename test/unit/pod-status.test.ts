@@ -482,3 +482,48 @@ describe('generatePodStatus: probes and readiness gates', () => {
     expect(st2.conditions?.filter((c) => c.type === 'Ready')).toHaveLength(1);
   });
 });
+
+describe('generatePodStatus: in-place resize', () => {
+  const res = (cpu: string) => ({ requests: { cpu: '100m' }, limits: { cpu } });
+  it('shows the allocated requests and what a running container runs with; PodResizePending and PodResizeInProgress as the state has them', () => {
+    const a = ctr('a', { resources: res('2') });
+    const sync: PodSyncState = {
+      containers: { a: { actuated: res('500m') } },
+      allocated: { a: res('1') },
+      resize: {
+        pending: { reason: 'Infeasible', message: "Node didn't have enough capacity: cpu, requested: 2000, capacity: 1000", observedGeneration: 3, lastProbeTime: START.toISOString(), lastTransitionTime: START.toISOString() },
+        inProgress: { observedGeneration: 2, lastProbeTime: START.toISOString(), lastTransitionTime: START.toISOString() },
+      },
+    };
+    const st = status(mkPod({ containers: [a] }), [running(a)], { sync });
+    expect(st.containerStatuses?.[0]).toMatchObject({ allocatedResources: { cpu: '100m' }, resources: res('500m') });
+    expect(st.conditions?.filter((c) => c.type.startsWith('PodResize'))).toEqual([
+      { type: 'PodResizePending', status: 'True', reason: 'Infeasible', message: "Node didn't have enough capacity: cpu, requested: 2000, capacity: 1000", observedGeneration: 3, lastProbeTime: START, lastTransitionTime: START },
+      { type: 'PodResizeInProgress', status: 'True', observedGeneration: 2, lastProbeTime: START, lastTransitionTime: START },
+    ]);
+    // Not running: the allocated resources.
+    expect(status(mkPod({ containers: [a] }), [], { sync }).containerStatuses?.[0]?.resources).toEqual(res('1'));
+    // Nothing allocated (not an API pod): neither field, no resize condition.
+    const plain = status(mkPod({ containers: [a] }), [running(a)]);
+    expect(plain.containerStatuses?.[0]).not.toHaveProperty('resources');
+    expect(plain.conditions?.some((c) => c.type.startsWith('PodResize'))).toBe(false);
+  });
+});
+
+describe('generatePodStatus: observedGeneration (PodObservedGenerationTracking)', () => {
+  it("is the pod's generation, on the status and the kubelet's conditions; absent without one", () => {
+    const a = ctr('a');
+    const st = status(mkPod({ containers: [a] }, { generation: 4 }), [running(a)]);
+    expect(st.observedGeneration).toBe(4);
+    expect(st.conditions?.map((c) => [c.type, c.observedGeneration])).toEqual([
+      ['PodReadyToStartContainers', 4],
+      ['Initialized', 4],
+      ['Ready', 4],
+      ['ContainersReady', 4],
+      ['PodScheduled', 4],
+    ]);
+    const none = status(mkPod({ containers: [a] }), [running(a)]);
+    expect(none).not.toHaveProperty('observedGeneration');
+    expect(none.conditions?.some((c) => 'observedGeneration' in c)).toBe(false);
+  });
+});

@@ -86,6 +86,10 @@ export interface PodCgroups {
   ensurePod(pod: V1Pod): Promise<string>;
   /** Remove the pod's cgroup, if klet made it. */
   removePod(uid: string): Promise<void>;
+  /** The settings the pod's cgroup gets for this spec (ResourceConfigForPod). */
+  podConfig(pod: V1Pod): ResourceConfig;
+  /** Write some settings of the pod's cgroup (an in-place resize), if klet made it; the burstable QoS cgroup follows. */
+  setPodConfig(pod: V1Pod, rc: ResourceConfig): Promise<void>;
 }
 
 export class CgroupManager implements PodCgroups {
@@ -125,6 +129,18 @@ export class CgroupManager implements PodCgroups {
     await this.create(name, resourceConfigForPod(pod, this.opts.pod), []);
     await this.updateQOS();
     return name;
+  }
+
+  podConfig(pod: V1Pod): ResourceConfig {
+    return resourceConfigForPod(pod, this.opts.pod);
+  }
+
+  async setPodConfig(pod: V1Pod, rc: ResourceConfig): Promise<void> {
+    const name = this.parentOf(pod);
+    if (!fs.existsSync(this.marker(name))) return;
+    this.pods.set(pod.metadata?.uid ?? '', pod);
+    await this.write(name, rc);
+    await this.updateQOS();
   }
 
   async removePod(uid: string): Promise<void> {

@@ -64,6 +64,8 @@ import {
   RemovePodSandboxResponse,
   type RunPodSandboxResponse,
   type StartContainerResponse,
+  type UpdateContainerResourcesRequest,
+  type UpdateContainerResourcesResponse,
   type StatusResponse,
   StopContainerResponse,
   StopPodSandboxResponse,
@@ -191,6 +193,11 @@ export class CriClient {
 
   startContainer(req: Input<StartContainerRequest>, opts?: CallOptions): Promise<StartContainerResponse> {
     return this.unary(RUNTIME_SERVICE, rt.startContainer, req, opts);
+  }
+
+  /** A running container's Linux resources (in-place pod resize). */
+  updateContainerResources(req: Input<UpdateContainerResourcesRequest>, opts?: CallOptions): Promise<UpdateContainerResourcesResponse> {
+    return this.unary(RUNTIME_SERVICE, rt.updateContainerResources, req, opts);
   }
 
   /**

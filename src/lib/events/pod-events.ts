@@ -33,6 +33,10 @@ export const podEvents = {
   sandboxFailed(pod: V1Pod, message: string): PodEvent {
     return { ...base(pod), type: 'Warning', reason: 'FailedCreatePodSandBox', message };
   },
+  /** An in-place resize is done: the allocation manager's ResizeCompleted, with the allocated resources. */
+  resizeCompleted(pod: V1Pod, message: string): PodEvent {
+    return { ...base(pod), type: 'Normal', reason: 'ResizeCompleted', message };
+  },
   /** Rejected at admission (the kubelet's event carries the admission's reason, e.g. NodePorts). */
   rejected(pod: V1Pod, reason: string, message: string): PodEvent {
     return { ...base(pod), type: 'Warning', reason, message };

@@ -3,9 +3,10 @@
  * spec, as a plan (the kubelet's kuberuntime_manager.go computePodActions).
  * Pure: the executor in sync-pod.ts carries the plan out.
  */
-import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import type { V1Container, V1Pod, V1ResourceRequirements } from '@kubernetes/client-node';
 import type { PodSyncPlan } from '../events/types.js';
 import { containerHash } from './hash.js';
+import { containerResources, type ContainerUpdate } from './resize.js';
 import { findContainerStatus, type RuntimeContainerStatus, type RuntimePodStatus } from './runtime-status.js';
 
 export interface ContainerToKill {
@@ -41,7 +42,22 @@ export interface PodActions {
   /** Indexes into spec.ephemeralContainers to start now (each runs once, never restarted). */
   ephemeralContainersToStart?: number[];
   containersToKill: ContainerToKill[];
+  /**
+   * In-place resize (computePodResizeAction): running containers whose
+   * allocated resources differ from what they run with, per resource,
+   * decreases first.
+   */
+  containersToUpdate?: { cpu: ContainerUpdate[]; memory: ContainerUpdate[] };
+  /** A container is restarted for its resize (resizePolicy RestartContainer): the pod cgroup is resized too. */
+  updatePodResources?: boolean;
 }
+
+/**
+ * The resources each running container of the pod was last given (the
+ * kubelet's actuated resources checkpoint), by container name; undefined
+ * for one with no record. Given only for pods that can be resized in place.
+ */
+export type ActuatedResources = (containerName: string) => V1ResourceRequirements | undefined;
 
 export function restartPolicy(pod: V1Pod): 'Always' | 'OnFailure' | 'Never' {
   const p = pod.spec?.restartPolicy;
@@ -99,6 +115,57 @@ export function podSandboxChanged(
 }
 
 /**
+ * The kubelet's computePodResizeAction for one running container: its
+ * allocated resources (the spec given here) against the actuated ones. A
+ * changed resource whose resizePolicy is RestartContainer restarts the
+ * container ("Container c resize requires restart"); otherwise each changed
+ * resource (the limit, else the request) is updated in place, decreases
+ * before increases. Returns false when the container is restarted.
+ */
+export function computePodResizeAction(
+  c: V1Container,
+  idx: number,
+  sidecar: boolean,
+  st: RuntimeContainerStatus,
+  actuated: ActuatedResources,
+  changes: PodActions,
+): boolean {
+  if (st.state !== 'running') return true;
+  // A missing record counts as no resources, as the kubelet's zero value does.
+  const current = containerResources(actuated(c.name));
+  const desired = containerResources(c.resources);
+  const policy = (r: 'cpu' | 'memory') => c.resizePolicy?.find((p) => p.resourceName === r)?.restartPolicy ?? 'NotRequired';
+  const differs = {
+    memLim: desired.memoryLimit !== current.memoryLimit,
+    memReq: desired.memoryRequest !== current.memoryRequest,
+    cpuLim: desired.cpuLimit !== current.cpuLimit,
+    cpuReq: desired.cpuRequest !== current.cpuRequest,
+  };
+  if (!differs.memLim && !differs.memReq && !differs.cpuLim && !differs.cpuReq) return true;
+  const restart =
+    ((differs.memLim || differs.memReq) && policy('memory') === 'RestartContainer') ||
+    ((differs.cpuLim || differs.cpuReq) && policy('cpu') === 'RestartContainer');
+  if (restart) {
+    changes.containersToKill.push({ id: st.id, name: c.name, message: `Container ${c.name} resize requires restart` });
+    if (sidecar) changes.initContainersToStart.push(idx);
+    else changes.containersToStart.push(idx);
+    changes.updatePodResources = true;
+    return false;
+  }
+  const updates = (changes.containersToUpdate ??= { cpu: [], memory: [] });
+  const mark = (r: 'cpu' | 'memory', want: number, have: number) => {
+    const u: ContainerUpdate = { name: c.name, id: st.id, current, desired };
+    if (want > have) updates[r].push(u);
+    else if (want < have) updates[r].unshift(u);
+  };
+  if (differs.memLim) mark('memory', desired.memoryLimit, current.memoryLimit);
+  else if (differs.memReq) mark('memory', desired.memoryRequest, current.memoryRequest);
+  if (differs.cpuLim) mark('cpu', desired.cpuLimit, current.cpuLimit);
+  else if (differs.cpuReq) mark('cpu', desired.cpuRequest, current.cpuRequest);
+  return true;
+}
+
+/**
  * Init containers, sidecar-aware: decides which init container runs next
  * and whether the pod counts as initialized. Returns true when every regular
  * init container has completed and every sidecar has started: is running
@@ -106,7 +173,7 @@ export function podSandboxChanged(
  * computeInitContainerActions: until then the containers after it wait; a
  * failed startup probe restarts it).
  */
-function computeInitContainerActions(pod: V1Pod, status: RuntimePodStatus, changes: PodActions, probes?: ProbeVerdicts): boolean {
+function computeInitContainerActions(pod: V1Pod, status: RuntimePodStatus, changes: PodActions, probes?: ProbeVerdicts, actuated?: ActuatedResources): boolean {
   const inits = pod.spec?.initContainers ?? [];
   // Only this sandbox's containers count: the kubelet purges init containers
   // when it creates a new sandbox (SyncPod's purgeInitContainers), so after
@@ -142,6 +209,8 @@ function computeInitContainerActions(pod: V1Pod, status: RuntimePodStatus, chang
           if (!pod.metadata?.deletionTimestamp) changes.initContainersToStart.push(i);
         }
         if (startup !== 'Success') return false;
+      } else if (actuated !== undefined && st.hash === containerHash(c) && !pod.metadata?.deletionTimestamp) {
+        computePodResizeAction(c, i, true, st, actuated, changes);
       }
       continue;
     }
@@ -183,8 +252,13 @@ function finishedOnServer(pod: V1Pod): boolean {
   return pod.metadata?.annotations?.['kubernetes.io/config.source'] === 'api' && (phase === 'Succeeded' || phase === 'Failed');
 }
 
-export function computePodActions(pod: V1Pod, status: RuntimePodStatus, probes?: ProbeVerdicts): PodActions {
-  const changes = computeActions(pod, status, probes);
+/**
+ * The plan for `pod` (with its allocated resources). `actuated`, for a pod
+ * that can be resized in place (an API pod), adds the resize of its running
+ * containers.
+ */
+export function computePodActions(pod: V1Pod, status: RuntimePodStatus, probes?: ProbeVerdicts, actuated?: ActuatedResources): PodActions {
+  const changes = computeActions(pod, status, probes, actuated);
   if (finishedOnServer(pod)) {
     // The kubelet's pod workers never start a pod whose phase is terminal: its containers only stop.
     changes.createSandbox = false;
@@ -201,7 +275,7 @@ export function computePodActions(pod: V1Pod, status: RuntimePodStatus, probes?:
   return changes;
 }
 
-function computeActions(pod: V1Pod, status: RuntimePodStatus, probes: ProbeVerdicts | undefined): PodActions {
+function computeActions(pod: V1Pod, status: RuntimePodStatus, probes: ProbeVerdicts | undefined, actuated: ActuatedResources | undefined): PodActions {
   const sb = podSandboxChanged(pod, status);
   const changes: PodActions = {
     killPod: sb.changed,
@@ -250,7 +324,7 @@ function computeActions(pod: V1Pod, status: RuntimePodStatus, probes: ProbeVerdi
   const ephemeral = (pod.spec?.ephemeralContainers ?? []).flatMap((c, i) => (findContainerStatus(status, c.name) === undefined ? [i] : []));
   if (ephemeral.length > 0) changes.ephemeralContainersToStart = ephemeral;
 
-  const initialized = computeInitContainerActions(pod, status, changes, probes);
+  const initialized = computeInitContainerActions(pod, status, changes, probes, actuated);
   if (changes.killPod || !initialized) return changes;
 
   let keepCount = 0;
@@ -289,6 +363,7 @@ function computeActions(pod: V1Pod, status: RuntimePodStatus, probes: ProbeVerdi
       });
       return;
     }
+    if (actuated !== undefined && !computePodResizeAction(c, idx, false, st, actuated, changes)) return;
     keepCount++;
   });
   if (keepCount === 0 && changes.containersToStart.length === 0) {
@@ -308,7 +383,10 @@ export function isNoop(a: PodActions): boolean {
     a.initContainersToStart.length === 0 &&
     a.containersToStart.length === 0 &&
     (a.ephemeralContainersToStart?.length ?? 0) === 0 &&
-    a.containersToKill.length === 0
+    a.containersToKill.length === 0 &&
+    (a.containersToUpdate?.cpu.length ?? 0) === 0 &&
+    (a.containersToUpdate?.memory.length ?? 0) === 0 &&
+    a.updatePodResources !== true
   );
 }
 

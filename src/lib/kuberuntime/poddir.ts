@@ -16,7 +16,7 @@ import path from 'node:path';
 import { errorMessage, fsErrorReason } from '../errors.js';
 import { podHostnameAndDomain } from '../pod/dns.js';
 import { managedHostsContent, nodeHostsContent } from '../pod/hosts.js';
-import type { V1EphemeralContainer, V1Pod } from '@kubernetes/client-node';
+import type { V1EphemeralContainer, V1Pod, V1ResourceRequirements } from '@kubernetes/client-node';
 import { unmountAll } from '../util/mounts.js';
 import { pidAlive } from '../util/process.js';
 
@@ -54,6 +54,17 @@ export interface ContainerSyncState {
   /** Image pull back-off: when the last pull failed, and the current delay. */
   pullFailedAt?: number;
   pullBackoffMs?: number;
+  /** In-place resize: the resources the running container was last given (the kubelet's actuated resources). */
+  actuated?: V1ResourceRequirements;
+}
+
+/** A resize condition (PodResizePending, PodResizeInProgress) as the kubelet's status manager keeps it. */
+export interface ResizeCondition {
+  reason?: string;
+  message?: string;
+  observedGeneration?: number;
+  lastTransitionTime: string;
+  lastProbeTime: string;
 }
 
 export interface PodSyncState {
@@ -67,6 +78,14 @@ export interface PodSyncState {
   rejected?: boolean;
   /** The pod's IPs from its last sandbox, kept while the pod terminates and its sandbox no longer reports them. */
   podIPs?: string[];
+  /**
+   * In-place resize (API pods): the resources allocated to each container
+   * (the kubelet's allocated_pods_state checkpoint), kept in the pod's dir
+   * under the root dir, so a restarted klet runs what it had admitted.
+   */
+  allocated?: Record<string, V1ResourceRequirements>;
+  /** The resize conditions the pod's status shows. */
+  resize?: { pending?: ResizeCondition; inProgress?: ResizeCondition };
 }
 
 /**

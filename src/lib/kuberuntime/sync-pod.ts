@@ -6,13 +6,24 @@
  */
 import type { PodCgroups } from '../cm/manager.js';
 import fsp from 'node:fs/promises';
-import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import type { V1Container, V1Pod, V1ResourceRequirements } from '@kubernetes/client-node';
 import type { CriClient } from '../cri/client.js';
 import type { DeepPartial, PodSandboxConfig, PodSandboxStatus } from '../cri/gen/api.js';
 import { CriError, CriNotFoundError, goStatusText } from '../cri/errors.js';
 import { KletError, errorMessage } from '../errors.js';
 import { log } from '../log.js';
-import { computePodActions, isNoop, isRestartableInit, type PodActions, type ProbeVerdicts } from './actions.js';
+import { computePodActions, isNoop, isRestartableInit, type ActuatedResources, type PodActions, type ProbeVerdicts } from './actions.js';
+import {
+  allocationFromPod,
+  containerResources,
+  decideResize,
+  mixResources,
+  podStepConfig,
+  podWithAllocation,
+  resizeCompletedMessage,
+  resizeSteps,
+} from './resize.js';
+import { linuxContainerResources } from './resources.js';
 import { generateContainerConfig, generatePodSandboxConfig, seccompProfileRoot } from './config.js';
 import { DEFAULT_DNS_SETTINGS, PodHostnameError, podDNSConfig, readResolvConf, ResolvConfError, sandboxHostname, type DnsSettings, type ResolvConf } from '../pod/dns.js';
 import { ContainerConfigError, type LocalObjects, type ServiceSource } from './env.js';
@@ -31,6 +42,7 @@ import {
   writeSyncState,
   type ContainerSyncState,
   type PodSyncState,
+  type ResizeCondition,
 } from './poddir.js';
 import { findContainerStatus, getRuntimePodStatus, type CreatedPodObjects, type RuntimePodStatus } from './runtime-status.js';
 import { hostIPs } from '../node/addresses.js';
@@ -109,6 +121,12 @@ export interface SyncContext {
   sysctls?: SysctlAllowlist;
   /** Pod and QoS cgroups (--cgroups-per-qos); without them pods get the runtime's default cgroup parent. */
   cgroups?: PodCgroups;
+  /**
+   * In-place resize of API pods (cluster mode): the node's allocatable CPU
+   * (millicores) and memory (bytes) a resize is admitted against. Without
+   * it, resources are never resized in place.
+   */
+  resize?: { allocatable: { cpuMilli: number; memoryBytes: number } };
 }
 
 export interface SyncPodResult {
@@ -513,6 +531,8 @@ async function startContainer(
     if (ctx.signal?.aborted) throw err;
     return fail('RunContainerError', errorMessage(err), undefined, runtimeCode(err));
   }
+  // What it runs with now (SetActuatedResources after CreateContainer): an in-place resize starts from it.
+  if (ctx.resize !== undefined) cstate.actuated = c.resources ? JSON.parse(JSON.stringify(c.resources)) : {};
   ctx.onEvent?.(podEvents.started(pod, c.name, containerId, init, restartCount));
   if (c.lifecycle?.postStart) {
     try {
@@ -587,6 +607,147 @@ export async function startDebugContainers(ctx: SyncContext, pod: V1Pod): Promis
   return { started: sc.started, failures };
 }
 
+/** The kubelet's updatedPodResizeCondition: a new reason is a transition. */
+function resizeCondition(prev: ResizeCondition | undefined, reason: string, message: string, generation: number | undefined, now: number): ResizeCondition {
+  const at = new Date(now).toISOString();
+  return {
+    ...(reason ? { reason } : {}),
+    ...(message ? { message } : {}),
+    ...(generation !== undefined ? { observedGeneration: generation } : {}),
+    lastProbeTime: at,
+    lastTransitionTime: prev === undefined || (prev.reason ?? '') !== reason ? at : prev.lastTransitionTime,
+  };
+}
+
+/** The node's other active pods with the resources allocated to them (getAllocatedPods). */
+async function allocatedPodsBeside(ctx: SyncContext, uid: string): Promise<V1Pod[]> {
+  const out: V1Pod[] = [];
+  for (const p of await activePods(ctx, uid)) out.push(podWithAllocation(p, (await readSyncState(ctx.rootDir, p.metadata?.uid ?? '')).allocated).pod);
+  return out;
+}
+
+/**
+ * The allocation manager's part of a sync: a pod's resources are allocated
+ * when it is first seen (AddPod); a spec asking for others is a resize,
+ * allocated when it fits (PodResizeInProgress) or left pending, Deferred or
+ * Infeasible (PodResizePending), re-examined at each sync. Returns the pod
+ * with its allocated resources, and whether the state changed (it is then
+ * written before anything acts on it).
+ */
+async function allocateResources(ctx: SyncContext, pod: V1Pod, state: PodSyncState, status: RuntimePodStatus): Promise<{ pod: V1Pod; changed: boolean }> {
+  let changed = false;
+  const now = ctx.now?.() ?? Date.now();
+  if (state.allocated === undefined) {
+    state.allocated = allocationFromPod(pod);
+    // Containers already running (started before klet kept allocations) run with them.
+    for (const [name, r] of Object.entries(state.allocated)) {
+      if (findContainerStatus(status, name)?.state === 'running') (state.containers[name] ??= {}).actuated ??= r;
+    }
+    changed = true;
+  }
+  const resize = (state.resize ??= {});
+  if (podWithAllocation(pod, state.allocated).changed) {
+    const uid = pod.metadata?.uid ?? '';
+    const decision = decideResize({ pod, allocation: state.allocated, allocatable: ctx.resize!.allocatable, others: await allocatedPodsBeside(ctx, uid) });
+    const generation = pod.metadata?.generation;
+    if (decision.kind === 'allocate') {
+      state.allocated = allocationFromPod(pod);
+      delete resize.pending;
+      resize.inProgress = resizeCondition(undefined, '', '', generation, now);
+      log.info(`pod ${podKey(pod)}: resize allocated`);
+      changed = true;
+    } else if (decision.kind === 'pending') {
+      const p = resize.pending;
+      if (p === undefined || p.reason !== decision.reason || p.message !== decision.message || p.observedGeneration !== generation) {
+        resize.pending = resizeCondition(p, decision.reason, decision.message, generation, now);
+        log.info(`pod ${podKey(pod)}: resize ${decision.reason}: ${decision.message}`);
+        changed = true;
+      }
+    }
+  } else if (resize.pending !== undefined) {
+    delete resize.pending;
+    changed = true;
+  }
+  return { pod: podWithAllocation(pod, state.allocated).pod, changed };
+}
+
+/** The pod with the resources its containers run with (actuated; allocated for those with no record): its cgroup's current settings. */
+function actuatedPod(pod: V1Pod, state: PodSyncState): V1Pod {
+  const actual: Record<string, V1ResourceRequirements> = {};
+  for (const [name, c] of Object.entries(state.containers)) if (c.actuated !== undefined) actual[name] = c.actuated;
+  return podWithAllocation(pod, actual).pod;
+}
+
+/**
+ * doPodResizeAction: the pod cgroup and the running containers
+ * (UpdateContainerResources) get the allocated resources, memory then CPU,
+ * growing limits on the pod cgroup first and shrinking ones last. A failure
+ * is PodResizeInProgress's Error, retried at the next sync.
+ */
+async function doPodResize(ctx: SyncContext, pod: V1Pod, actions: PodActions, state: PodSyncState): Promise<SyncPodResult['failures'][number] | null> {
+  const updates = actions.containersToUpdate ?? { cpu: [], memory: [] };
+  if (updates.cpu.length === 0 && updates.memory.length === 0 && actions.updatePodResources !== true) return null;
+  const cg = ctx.cgroups;
+  const desired = cg?.podConfig(pod) ?? {};
+  const current = cg?.podConfig(actuatedPod(pod, state)) ?? {};
+  const specs = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])];
+  const memoryCapacity = (ctx.cache?.capacity() ?? nodeCapacity()).memoryBytes;
+  try {
+    for (const step of resizeSteps(current, desired, updates, actions.updatePodResources === true)) {
+      if (step.kind === 'pod') {
+        const rc = podStepConfig(step, desired);
+        if (cg !== undefined && rc !== null) await cg.setPodConfig(pod, rc);
+        continue;
+      }
+      for (const u of step.containers) {
+        const spec = specs.find((c) => c.name === u.name);
+        if (spec === undefined) continue;
+        const cstate = (state.containers[u.name] ??= {});
+        const resources = mixResources(cstate.actuated, spec.resources, step.resource);
+        await ctx.cri.updateContainerResources(
+          { containerId: u.id, linux: linuxContainerResources(pod, { ...spec, resources }, memoryCapacity) },
+          { signal: ctx.signal },
+        );
+        cstate.actuated = resources;
+      }
+    }
+  } catch (err) {
+    if (ctx.signal?.aborted) throw err;
+    const message = errorMessage(err);
+    log.warn(`resize of pod ${podKey(pod)} failed: ${message}`);
+    const resize = (state.resize ??= {});
+    resize.inProgress = resizeCondition(resize.inProgress, 'Error', message, resize.inProgress?.observedGeneration ?? pod.metadata?.generation, ctx.now?.() ?? Date.now());
+    return { container: '', reason: 'ResizePodInPlaceError', message, retryInMs: CONFIG_ERROR_RETRY_MS };
+  }
+  return null;
+}
+
+/**
+ * CheckPodResizeInProgress: a resize is in progress while a running
+ * container's actuated resources differ from its allocated ones; once none
+ * does, the condition goes and ResizeCompleted is recorded. True when the
+ * state changed.
+ */
+function checkResizeInProgress(ctx: SyncContext, pod: V1Pod, status: RuntimePodStatus, state: PodSyncState): boolean {
+  const resizable = [...(pod.spec?.initContainers ?? []).filter((c) => isRestartableInit(c)), ...(pod.spec?.containers ?? [])];
+  const inProgress = resizable.some((c) => {
+    if (findContainerStatus(status, c.name)?.state !== 'running') return false;
+    const a = containerResources(state.containers[c.name]?.actuated);
+    const b = containerResources(c.resources);
+    return a.cpuRequest !== b.cpuRequest || a.cpuLimit !== b.cpuLimit || a.memoryRequest !== b.memoryRequest || a.memoryLimit !== b.memoryLimit;
+  });
+  const resize = (state.resize ??= {});
+  if (inProgress) {
+    if (resize.inProgress !== undefined) return false;
+    resize.inProgress = resizeCondition(undefined, '', '', pod.metadata?.generation, ctx.now?.() ?? Date.now());
+    return true;
+  }
+  if (resize.inProgress === undefined) return false;
+  delete resize.inProgress;
+  ctx.onEvent?.(podEvents.resizeCompleted(pod, resizeCompletedMessage(pod)));
+  return true;
+}
+
 /**
  * One sync of one pod: read the runtime's state, plan, execute. Returns the
  * plan and the runtime state it was computed from (before execution).
@@ -656,9 +817,22 @@ export async function syncPod(
       return { actions: noop, status, failures, deadlineExceeded: true };
     }
   }
-  const actions = computePodActions(pod, status, ctx.probes);
-  // Nothing to change (the common resync of a healthy pod): touch no file.
-  if (isNoop(actions)) return { actions, status, failures, requeueAfterMs: deadlineInMs };
+  // In-place resize (API pods): admit a changed spec's resources, then run the pod with what is allocated.
+  const resizable = ctx.resize !== undefined && pod.metadata?.annotations?.['kubernetes.io/config.source'] === 'api';
+  let resizeStateChanged = false;
+  if (resizable) {
+    const r = await allocateResources(ctx, pod, state, status);
+    pod = r.pod;
+    resizeStateChanged = r.changed;
+  }
+  const actuated: ActuatedResources | undefined = resizable ? (name) => state.containers[name]?.actuated : undefined;
+  const actions = computePodActions(pod, status, ctx.probes, actuated);
+  // Nothing to change (the common resync of a healthy pod): touch no file but a changed resize state.
+  if (isNoop(actions)) {
+    if (resizable && checkResizeInProgress(ctx, pod, status, state)) resizeStateChanged = true;
+    if (resizeStateChanged) await writeSyncState(ctx.rootDir, uid, state);
+    return { actions, status, failures, requeueAfterMs: deadlineInMs };
+  }
 
   // Wait for the pod's volumes before anything starts (the kubelet's WaitForAttachAndMount):
   // on failure nothing is created and the pod stays ContainerCreating.
@@ -719,8 +893,9 @@ export async function syncPod(
     failures.push({ container: '', reason: CONFIG_POD_SANDBOX_ERROR, message, retryInMs: CONFIG_ERROR_RETRY_MS });
     return { actions, status, failures, requeueAfterMs: CONFIG_ERROR_RETRY_MS };
   }
-  // The pod's cgroup before its sandbox (the kubelet's pcm.EnsureExists in SyncPod); its settings follow the pod.
-  const cgroupParent = ctx.cgroups ? await ctx.cgroups.ensurePod(pod) : '';
+  // The pod's cgroup before its sandbox (the kubelet's pcm.EnsureExists in SyncPod); its settings follow the pod,
+  // as its running containers have them (a resize changes them in its own order, below).
+  const cgroupParent = ctx.cgroups ? await ctx.cgroups.ensurePod(actions.createSandbox || !resizable ? pod : actuatedPod(pod, state)) : '';
   const sandboxConfig = generatePodSandboxConfig(pod, {
     cgroupParent,
     attempt: actions.attempt,
@@ -766,6 +941,11 @@ export async function syncPod(
       if (!isRestartableInit(c)) break;
     }
   }
+  // Running containers resized in place, after the init containers and before the others start (SyncPod's step 7).
+  if (resizable) {
+    const resizeFailure = await doPodResize(ctx, pod, actions, state);
+    if (resizeFailure !== null) failures.push(resizeFailure);
+  }
   const containers = pod.spec?.containers ?? [];
   for (const idx of actions.containersToStart) {
     const c = containers[idx] as V1Container;
@@ -773,6 +953,7 @@ export async function syncPod(
     if (f) failures.push({ container: c.name, ...f });
   }
   failures.push(...(await startEphemeralContainers(ctx, sc, status, actions.ephemeralContainersToStart ?? [])));
+  if (resizable) checkResizeInProgress(ctx, pod, status, state);
   await writeSyncState(ctx.rootDir, uid, state).catch((err) => log.debug(`sync state of ${podKey(pod)}: ${errorMessage(err)}`));
   const retries = [...failures.map((f) => f.retryInMs), deadlineInMs].filter((x): x is number => x !== undefined && x > 0);
   const fresh = status.sandboxes.length === 0 && status.containers.length === 0;

@@ -10,9 +10,10 @@ import type {
   V1Pod,
   V1PodCondition,
   V1PodStatus,
+  V1ResourceRequirements,
 } from '@kubernetes/client-node';
 import { isRestartableInit, podSandboxChanged, restartPolicy, shouldContainerBeRestarted } from '../kuberuntime/actions.js';
-import type { PodSyncState } from '../kuberuntime/poddir.js';
+import type { PodSyncState, ResizeCondition } from '../kuberuntime/poddir.js';
 import { qosClass } from '../kuberuntime/resources.js';
 import type { RuntimeContainerStatus, RuntimePodStatus } from '../kuberuntime/runtime-status.js';
 import { probedContainerState, type PodProbeResults } from '../prober/results.js';
@@ -106,7 +107,33 @@ function containerStatus(
     st.ready = probed.ready;
   }
   if (isInit && !isRestartableInit(c) && latest?.state === 'exited' && latest.exitCode === 0) st.ready = true;
+  // In-place resize (an API pod's allocated resources): what is allocated, and what the container runs with.
+  const allocated = inputs.syncState.allocated?.[c.name];
+  if (allocated !== undefined && (allocated.requests !== undefined || allocated.limits !== undefined)) {
+    if (allocated.requests !== undefined) st.allocatedResources = { ...allocated.requests };
+    st.resources = JSON.parse(JSON.stringify(running && cached?.actuated !== undefined ? cached.actuated : allocated)) as V1ResourceRequirements;
+  }
   return st;
+}
+
+/** The resize conditions the pod's sync state holds (the status manager's podResizeConditions). */
+function resizeConditions(state: PodSyncState): V1PodCondition[] {
+  const out: V1PodCondition[] = [];
+  const add = (type: string, c: ResizeCondition | undefined) => {
+    if (c === undefined) return;
+    out.push({
+      type,
+      status: 'True',
+      ...(c.observedGeneration !== undefined ? { observedGeneration: c.observedGeneration } : {}),
+      lastProbeTime: new Date(c.lastProbeTime),
+      lastTransitionTime: new Date(c.lastTransitionTime),
+      ...(c.reason ? { reason: c.reason } : {}),
+      ...(c.message ? { message: c.message } : {}),
+    });
+  };
+  add('PodResizePending', state.resize?.pending);
+  add('PodResizeInProgress', state.resize?.inProgress);
+  return out;
 }
 
 /** The kubelet's getPhase (sidecar-aware). */
@@ -231,6 +258,7 @@ export function withServerConditions(server: V1Pod, status: V1PodStatus, now: Da
     const ready = readyCondition(server, true, '', undefined, undefined, conditions);
     const old = server.status?.conditions?.find((c) => c.type === 'Ready');
     ready.lastTransitionTime = old !== undefined && old.status === ready.status && old.lastTransitionTime ? old.lastTransitionTime : now;
+    if (conditions[i]?.observedGeneration !== undefined) ready.observedGeneration = conditions[i]!.observedGeneration;
     conditions[i] = ready;
   }
   return { ...status, conditions };
@@ -296,6 +324,10 @@ export function generatePodStatus(inputs: StatusInputs): V1PodStatus {
     condition('ContainersReady', containersReady, readyReason, readyMessage, inputs.startTime),
     condition('PodScheduled', true, undefined, undefined, inputs.startTime),
   ];
+  // PodObservedGenerationTracking (beta, on in 1.34): the kubelet's own conditions and the status carry the generation they saw.
+  const generation = pod.metadata?.generation;
+  if (generation !== undefined) for (const c of conditions) c.observedGeneration = generation;
+  conditions.push(...resizeConditions(inputs.syncState));
   // Conditions the kubelet does not own (a readiness gate's, set through the API) are carried over, as its
   // generateAPIPodStatus keeps them: a status patch without them would remove them from the server.
   for (const c of pod.status?.conditions ?? []) if (!KUBELET_CONDITIONS.has(c.type)) conditions.push(c);
@@ -308,6 +340,7 @@ export function generatePodStatus(inputs: StatusInputs): V1PodStatus {
   }
 
   const status: V1PodStatus = {
+    ...(generation !== undefined ? { observedGeneration: generation } : {}),
     phase,
     conditions,
     hostIP: inputs.hostIPs[0],

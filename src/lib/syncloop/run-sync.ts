@@ -89,10 +89,12 @@ export interface SyncOptions {
  * An edited manifest keeps its pod's UID (so only changed containers
  * restart) when nothing but the app containers changed; an edit to anything
  * the sandbox or the volumes depend on replaces the pod, as the kubelet
- * replaces an edited static pod.
+ * replaces an edited static pod. So does an edit of a container's resources:
+ * they size the pod cgroup, and a static pod is never resized in place (the
+ * kubelet's "In-place resize of static-pods is not supported").
  */
 export function sameSandboxSpec(current: V1Pod, next: V1Pod): boolean {
-  const rest = (p: V1Pod) => canonicalJson({ ...p.spec, containers: undefined });
+  const rest = (p: V1Pod) => canonicalJson({ ...p.spec, containers: Object.fromEntries((p.spec?.containers ?? []).map((c) => [c.name, c.resources])) });
   return rest(current) === rest(next);
 }
 
@@ -171,7 +173,8 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
     keepIdentity: (current, next) =>
       next.metadata?.annotations?.['kubernetes.io/config.source'] === 'api' ? current.metadata?.uid === next.metadata?.uid : sameSandboxSpec(current, next),
   });
-  const apiSource = opts.cluster ? await apiPodSource(opts, opts.cluster, () => config.pods().filter((p) => p.metadata?.annotations?.['kubernetes.io/config.source'] !== 'api')) : undefined;
+  const apiPods = opts.cluster ? await apiPodSource(opts, opts.cluster, () => config.pods().filter((p) => p.metadata?.annotations?.['kubernetes.io/config.source'] !== 'api')) : undefined;
+  const apiSource = apiPods?.source;
   if (apiSource) config.addSource(apiSource);
   const tracker: ClusterTracker = { registered: false, nodeUid: null, renewTime: null, lastError: null, events: null };
   const podSynced: PodSyncedHooks = { fn: () => undefined, status: () => undefined, busy: () => false };
@@ -193,6 +196,8 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
     objectApi: opts.cluster?.api,
     serviceApi: opts.cluster?.api,
     ...(cgroups ? { cgroups } : {}),
+    // API pods are resized in place (InPlacePodVerticalScaling), admitted against the node's allocatable.
+    ...(apiPods ? { resize: { allocatable: { cpuMilli: apiPods.allocatable.cpuMilli, memoryBytes: apiPods.allocatable.memoryBytes } } } : {}),
     onPodSynced: (uid) => podSynced.fn(uid),
     onPodStatus: (pod) => podSynced.status(pod),
     // The runtime's own client: these are not CRI operations to count.
@@ -622,7 +627,11 @@ async function registerInBackground(
  * manifest goes, which is stricter than the kubelet's active pods) and the
  * API pods already admitted.
  */
-async function apiPodSource(opts: SyncOptions, cluster: NonNullable<SyncOptions['cluster']>, staticPods: () => V1Pod[]): Promise<ApiSource> {
+async function apiPodSource(
+  opts: SyncOptions,
+  cluster: NonNullable<SyncOptions['cluster']>,
+  staticPods: () => V1Pod[],
+): Promise<{ source: ApiSource; allocatable: { cpuMilli: number; memoryBytes: number } }> {
   const { readMachineFacts } = await import('../node/machine.js');
   const { allocatableAmounts, defaultLabels } = await import('../node/node-status.js');
   const { admitPods } = await import('../node/admission.js');
@@ -636,10 +645,11 @@ async function apiPodSource(opts: SyncOptions, cluster: NonNullable<SyncOptions[
     taints: o.taints,
     ...(opts.sysctls ? { sysctls: opts.sysctls } : {}),
   };
-  return new ApiSource({
+  const source = new ApiSource({
     server: cluster.api.server,
     watch: (on, s) => cluster.api.watchNodePods(opts.nodeName, on, s),
     // The kubelet counts every active pod, static pods too (their mirror pods are not what it counts).
     admit: (candidates, running) => admitPods(candidates, [...staticPods(), ...running], node, opts.nodeName),
   });
+  return { source, allocatable: node.allocatable };
 }

@@ -1092,6 +1092,15 @@ export interface ImageFsInfoResponse {
   containerFilesystems: FilesystemUsage[];
 }
 
+/** In-place pod resize: a running container's Linux resources. */
+export interface UpdateContainerResourcesRequest {
+  containerId: string;
+  linux: LinuxContainerResources | undefined;
+}
+
+export interface UpdateContainerResourcesResponse {
+}
+
 function createBaseVersionRequest(): VersionRequest {
   return { version: "" };
 }
@@ -14902,6 +14911,149 @@ export const ImageFsInfoResponse: MessageFns<ImageFsInfoResponse> = {
   },
 };
 
+function createBaseUpdateContainerResourcesRequest(): UpdateContainerResourcesRequest {
+  return { containerId: "", linux: undefined };
+}
+
+export const UpdateContainerResourcesRequest: MessageFns<UpdateContainerResourcesRequest> = {
+  encode(message: UpdateContainerResourcesRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.containerId !== "") {
+      writer.uint32(10).string(message.containerId);
+    }
+    if (message.linux !== undefined) {
+      LinuxContainerResources.encode(message.linux, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateContainerResourcesRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateContainerResourcesRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.containerId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.linux = LinuxContainerResources.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateContainerResourcesRequest {
+    return {
+      containerId: isSet(object.containerId)
+        ? globalThis.String(object.containerId)
+        : isSet(object.container_id)
+        ? globalThis.String(object.container_id)
+        : "",
+      linux: isSet(object.linux) ? LinuxContainerResources.fromJSON(object.linux) : undefined,
+    };
+  },
+
+  toJSON(message: UpdateContainerResourcesRequest): unknown {
+    const obj: any = {};
+    if (message.containerId !== "") {
+      obj.containerId = message.containerId;
+    }
+    if (message.linux !== undefined) {
+      obj.linux = LinuxContainerResources.toJSON(message.linux);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdateContainerResourcesRequest>): UpdateContainerResourcesRequest {
+    return UpdateContainerResourcesRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdateContainerResourcesRequest>): UpdateContainerResourcesRequest {
+    const message = createBaseUpdateContainerResourcesRequest();
+    message.containerId = object.containerId ?? "";
+    message.linux = (object.linux !== undefined && object.linux !== null)
+      ? LinuxContainerResources.fromPartial(object.linux)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseUpdateContainerResourcesResponse(): UpdateContainerResourcesResponse {
+  return {};
+}
+
+export const UpdateContainerResourcesResponse: MessageFns<UpdateContainerResourcesResponse> = {
+  encode(_: UpdateContainerResourcesResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateContainerResourcesResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateContainerResourcesResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): UpdateContainerResourcesResponse {
+    return {};
+  },
+
+  toJSON(_: UpdateContainerResourcesResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdateContainerResourcesResponse>): UpdateContainerResourcesResponse {
+    return UpdateContainerResourcesResponse.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<UpdateContainerResourcesResponse>): UpdateContainerResourcesResponse {
+    const message = createBaseUpdateContainerResourcesResponse();
+    return message;
+  },
+};
+
 /** Pod sandboxes and containers. */
 export type RuntimeServiceDefinition = typeof RuntimeServiceDefinition;
 export const RuntimeServiceDefinition = {
@@ -15001,6 +15153,14 @@ export const RuntimeServiceDefinition = {
       requestType: ContainerStatusRequest as typeof ContainerStatusRequest,
       requestStream: false,
       responseType: ContainerStatusResponse as typeof ContainerStatusResponse,
+      responseStream: false,
+      options: {},
+    },
+    updateContainerResources: {
+      name: "UpdateContainerResources",
+      requestType: UpdateContainerResourcesRequest as typeof UpdateContainerResourcesRequest,
+      requestStream: false,
+      responseType: UpdateContainerResourcesResponse as typeof UpdateContainerResourcesResponse,
       responseStream: false,
       options: {},
     },
