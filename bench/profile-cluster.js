@@ -15,7 +15,8 @@
 // bench/cluster-cpu.md for what it found.
 //
 //   node bench/profile-cluster.js [--pods 110] [--hold 120] [--rounds 3]
-//        [--klet bin/run.js[,OTHER/bin/run.js]] [--cpu-prof DIR] [--trace-gc]
+//        [--klet bin/run.js[,OTHER/bin/run.js]] [--klet-flags "NODE FLAGS;NODE FLAGS"]
+//        [--cpu-prof DIR] [--trace-gc]
 //        [--shared-objects] [--out FILE]
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -29,7 +30,7 @@ import { mountsUnder, unmountAll } from '../dist/lib/util/mounts.js';
 import { median } from './stats.js';
 
 const repo = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
-const o = { pods: 110, hold: 120, rounds: 3, klets: [path.join(repo, 'bin/run.js')], cpuProf: null, traceGc: false, shared: false, out: null };
+const o = { pods: 110, hold: 120, rounds: 3, klets: [path.join(repo, 'bin/run.js')], kletFlags: [], cpuProf: null, traceGc: false, shared: false, out: null };
 for (let i = 2; i < process.argv.length; i++) {
   const a = process.argv[i];
   const v = () => process.argv[++i];
@@ -37,6 +38,7 @@ for (let i = 2; i < process.argv.length; i++) {
   else if (a === '--hold') o.hold = Number(v());
   else if (a === '--rounds') o.rounds = Number(v());
   else if (a === '--klet') o.klets = v().split(',').map((p) => path.resolve(p));
+  else if (a === '--klet-flags') o.kletFlags = v().split(';').map((f) => f.split(' ').filter(Boolean));
   else if (a === '--cpu-prof') o.cpuProf = path.resolve(v());
   else if (a === '--trace-gc') o.traceGc = true;
   else if (a === '--shared-objects') o.shared = true;
@@ -118,10 +120,10 @@ try {
     const node = await core.readNode({ name: NODE_NAME }).catch(() => null);
     return node?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
   };
-  const runOne = async (klet, label, round_) => {
+  const runOne = async (klet, label, round_, flags = []) => {
     fs.rmSync(KROOT, { recursive: true, force: true });
     const env = process.env;
-    const nodeOpts = [];
+    const nodeOpts = [...flags];
     if (o.cpuProf) nodeOpts.push('--cpu-prof', `--cpu-prof-dir=${path.join(o.cpuProf, `${label}-r${round_}`)}`);
     if (o.traceGc) nodeOpts.push('--trace-gc');
     const log = path.join(tmp, `klet-${label}-r${round_}.log`);
@@ -178,13 +180,13 @@ try {
   };
   for (let r = 0; r < o.rounds; r++) {
     const order = r % 2 === 0 ? o.klets.map((k, i) => [k, i]) : o.klets.map((k, i) => [k, i]).reverse();
-    for (const [k, i] of order) await runOne(k, String.fromCharCode(65 + i), r);
+    for (const [k, i] of order) await runOne(k, String.fromCharCode(65 + i), r, o.kletFlags[i]);
   }
   const summary = {};
   for (let i = 0; i < o.klets.length; i++) {
     const runs = results.runs.filter((x) => x.klet === String.fromCharCode(65 + i));
     const s = (key) => ({ median: round(median(runs.map((x) => x[key]))), min: Math.min(...runs.map((x) => x[key])), max: Math.max(...runs.map((x) => x[key])) });
-    summary[`${String.fromCharCode(65 + i)} ${o.klets[i]}`] = { burstCpuS: s('burstCpuS'), holdCpuPct: s('holdCpuPct'), rssEndMB: s('rssEndMB'), burstMs: s('burstMs') };
+    summary[`${String.fromCharCode(65 + i)} ${o.klets[i]}${o.kletFlags[i]?.length ? ` ${o.kletFlags[i].join(' ')}` : ''}`] = { burstCpuS: s('burstCpuS'), holdCpuPct: s('holdCpuPct'), rssEndMB: s('rssEndMB'), burstMs: s('burstMs') };
   }
   results.summary = summary;
   console.log(JSON.stringify(summary, null, 2));
