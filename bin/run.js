@@ -141,9 +141,13 @@ const command = moveLeadingGlobalFlags(argv)[0];
 const longRunning = command === 'sync' || (command === 'dashboard' && process.stdout.isTTY === true);
 if (longRunning && process.env.MALLOC_ARENA_MAX === undefined && typeof process.execve === 'function') {
   const semiSpace = process.execArgv.some((a) => a.startsWith('--max-semi-space-size') || a.startsWith('--min-semi-space-size'));
+  // Young-generation flags given to node (node --max-semi-space-size=N bin/run.js sync) are taken as they
+  // are: --optimize-for-size would pin the semi-spaces to 1 MB whatever they say.
   const v8Flags =
     command === 'sync'
-      ? ['--optimize-for-size'].filter((f) => !process.execArgv.includes(f))
+      ? semiSpace
+        ? []
+        : ['--optimize-for-size'].filter((f) => !process.execArgv.includes(f))
       : semiSpace
         ? []
         : ['--min-semi-space-size=8', '--max-semi-space-size=8'];

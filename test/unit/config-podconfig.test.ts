@@ -318,6 +318,40 @@ describe('PodConfig: several sources', () => {
     expect(config.pods().map((p) => p.metadata?.name)).toEqual(['a-node1', 'b-node1']);
   });
 
+  it('neither copies nor compares a pod the source hands again as the same object (the API source: one object per watched version)', () => {
+    const config = new PodConfig();
+    const api = config.register('api');
+    const reads = new Map<string, number>();
+    const counted = (lp: LoadedPod): LoadedPod => ({
+      ...lp,
+      pod: new Proxy(lp.pod, {
+        get(target, key, receiver) {
+          // Its spec is read to copy or compare it (its name and UID are read to place it, which is cheap).
+          const name = target.metadata?.name ?? '';
+          if (key === 'spec') reads.set(name, (reads.get(name) ?? 0) + 1);
+          return Reflect.get(target, key, receiver);
+        },
+      }),
+    });
+    const [a, b] = load(podYaml('a') + '---\n' + podYaml('b')).map(counted);
+    api.snapshot(snap([a!, b!]));
+    expect(summary(drain(config))).toEqual([expect.stringMatching(/^ADD api a-node1@.*,b-node1@/)]);
+    // b's status changed (a new object from the watch); a is the same object as before.
+    const b2 = counted(load(podYaml('b'))[0]!);
+    b2.pod.status = { phase: 'Running' };
+    reads.clear();
+    api.snapshot(snap([a!, b2]));
+    expect(drain(config).map((u) => `${u.op} ${u.pods.map((p) => p.metadata?.name).join(',')}`)).toEqual(['RECONCILE b-node1']);
+    expect(reads.get('a-node1') ?? 0).toBe(0);
+    expect(reads.get('b-node1')).toBeGreaterThan(0);
+    // The same object again after a change was merged: still nothing to do, and b2 is not read again.
+    reads.clear();
+    api.snapshot(snap([a!, b2]));
+    expect(drain(config)).toEqual([]);
+    expect([...reads.values()].reduce((x, y) => x + y, 0)).toBe(0);
+    expect(config.pods().find((p) => p.metadata?.name === 'b-node1')?.status?.phase).toBe('Running');
+  });
+
   it('serves each source its own objects', () => {
     const config = new PodConfig();
     const file = config.register('file');

@@ -2,7 +2,9 @@
  * The pod list+watch of lib/kube/node-api.ts against a fake API server
  * (plain HTTP, insecure-skip-tls-verify): it ends as soon as its signal
  * aborts, also while the watch request still waits for its response headers
- * (client-node hands over the watch's controller only once they are in).
+ * (client-node hands over the watch's controller only once they are in);
+ * watches share the connection pool of the other requests and last 5 to 10
+ * minutes each.
  */
 import fs from 'node:fs';
 import http from 'node:http';
@@ -10,7 +12,7 @@ import type net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, expect, it } from 'vitest';
-import { connectNodeApi } from '../../src/lib/kube/node-api.js';
+import { connectNodeApi, watchTimeoutSeconds } from '../../src/lib/kube/node-api.js';
 
 const cleanups: Array<() => void> = [];
 afterEach(() => {
@@ -88,3 +90,57 @@ it('the pod watch ends at once when its signal aborts before the watch has its r
   expect(Date.now() - t0).toBeLessThan(1000);
   expect(errors).toEqual([]);
 }, 10_000);
+
+/** An API server whose pod list answers and whose watches each send one bookmark and end (as at their timeoutSeconds). */
+async function shortWatchServer(): Promise<{ url: string; connections: () => number; watchTimeouts: number[] }> {
+  let connections = 0;
+  const watchTimeouts: number[] = [];
+  const sockets = new Set<net.Socket>();
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://x');
+    if (url.pathname !== '/api/v1/pods') return void res.writeHead(404).end();
+    res.writeHead(200, { 'Content-Type': 'application/json' });
+    if (url.searchParams.get('watch') !== 'true') {
+      res.end(JSON.stringify({ apiVersion: 'v1', kind: 'PodList', metadata: { resourceVersion: '7' }, items: [] }));
+      return;
+    }
+    watchTimeouts.push(Number(url.searchParams.get('timeoutSeconds')));
+    res.end(JSON.stringify({ type: 'BOOKMARK', object: { kind: 'Pod', apiVersion: 'v1', metadata: { resourceVersion: String(7 + watchTimeouts.length) } } }) + '\n');
+  });
+  server.on('connection', (s) => {
+    connections++;
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  cleanups.push(() => {
+    for (const s of sockets) s.destroy();
+    server.close();
+  });
+  return { url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`, connections: () => connections, watchTimeouts };
+}
+
+it('watches go over the connection the other requests use, and ask the server for 5 to 10 minutes each (the reflector\'s)', async () => {
+  const srv = await shortWatchServer();
+  const api = await connectNodeApi(kubeconfig(srv.url));
+  const ctrl = new AbortController();
+  const errors: string[] = [];
+  const done = api.watchNodePods('n1', { pods: () => undefined, error: (m) => errors.push(m) }, ctrl.signal);
+  while (srv.watchTimeouts.length < 8) await new Promise((r) => setTimeout(r, 10));
+  ctrl.abort();
+  await done;
+  expect(errors).toEqual([]);
+  // One list and eight watches one after the other over the shared pool: at most two connections (the
+  // list's may not be back in the pool when the first watch starts); a new pool per watch made one each.
+  expect(srv.connections()).toBeLessThanOrEqual(2);
+  for (const t of srv.watchTimeouts) {
+    expect(t).toBeGreaterThanOrEqual(300);
+    expect(t).toBeLessThan(600);
+  }
+}, 10_000);
+
+it('draws each watch\'s timeoutSeconds between 5 and 10 minutes', () => {
+  expect(watchTimeoutSeconds(() => 0)).toBe(300);
+  expect(watchTimeoutSeconds(() => 0.5)).toBe(450);
+  expect(watchTimeoutSeconds(() => 0.999)).toBe(599);
+});

@@ -90,7 +90,7 @@ describe('mirror pods', () => {
 });
 
 describe('status manager: event-driven passes', () => {
-  it('a kick runs a pass from the watch view (no LIST); the slow resync LISTs; a mirror pod created but not yet watched is not created twice', async () => {
+  it('a kick runs a pass from the watch view (no LIST); the first pass LISTs; a mirror pod created but not yet watched is not created twice', async () => {
     const f = fakeApi();
     let lists = 0;
     const list = f.api.listNodePods;
@@ -127,6 +127,45 @@ describe('status manager: event-driven passes', () => {
     mgr.kick();
     await until(() => mgr.passes > passes);
     expect(f.calls).toHaveLength(4);
+    ctrl.abort();
+    await done;
+  });
+
+  it('the slow resync works from the watch view while there is one, and LISTs while there is none (the watch failing)', async () => {
+    const f = fakeApi();
+    let lists = 0;
+    const list = f.api.listNodePods;
+    f.api.listNodePods = async (n, s) => {
+      lists++;
+      return list(n, s);
+    };
+    let watched: V1Pod[] | undefined;
+    const mgr = new PodStatusManager({ api: f.api, nodeName: 'node1', nodeUid: () => 'node-uid', localPods: async () => [staticPod('Running')], remotePods: () => watched });
+    const ctrl = new AbortController();
+    // Every pass is a full one (resync period 1 ms).
+    const done = mgr.run(ctrl.signal, 1);
+    const until = async (fn: () => boolean) => {
+      while (!fn()) await new Promise((r) => setTimeout(r, 2));
+    };
+    await until(() => f.calls.length === 2);
+    watched = [...f.pods.values()];
+    const [passes, listed] = [mgr.passes, lists];
+    await until(() => mgr.passes >= passes + 5);
+    expect(lists).toBe(listed);
+    watched = undefined;
+    await until(() => lists >= listed + 3);
+    // Created once, written once: the watch view and the LISTs agree.
+    expect(f.calls).toEqual(['create', 'status:Running']);
+    ctrl.abort();
+    await done;
+  });
+
+  it('a mirror pod created but never shown by the watch for a whole resync period (deleted again) is created anew', async () => {
+    const f = fakeApi();
+    const mgr = new PodStatusManager({ api: f.api, nodeName: 'node1', nodeUid: () => 'node-uid', localPods: async () => [staticPod('Running')], remotePods: () => [] });
+    const ctrl = new AbortController();
+    const done = mgr.run(ctrl.signal, 1);
+    while (f.calls.filter((c) => c === 'create').length < 2) await new Promise((r) => setTimeout(r, 2));
     ctrl.abort();
     await done;
   });

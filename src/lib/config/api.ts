@@ -93,6 +93,9 @@ export class ApiSource implements PodSource {
 
   async run(sink: SourceSink, signal: AbortSignal): Promise<void> {
     const seen = new Map<string, string>();
+    // The watch hands the same object for a pod until the pod changes: so does this source (PodConfig
+    // then neither copies nor compares it again), for each version of a pod one LoadedPod.
+    const made = new WeakMap<V1Pod, LoadedPod>();
     await this.o.watch(
       {
         pods: (pods) => {
@@ -103,6 +106,11 @@ export class ApiSource implements PodSource {
           const finished = pods.filter((p) => finishedApiPod(p) && this.admitted.has(p.metadata?.uid ?? ''));
           for (const p of [...this.admit(pods.filter(runnableApiPod), finished), ...finished]) {
             const uid = p.metadata?.uid ?? '';
+            const again = made.get(p);
+            if (again !== undefined) {
+              loaded.push(again);
+              continue;
+            }
             if (!seen.has(uid)) seen.set(uid, (this.o.now?.() ?? new Date()).toISOString());
             const pod: V1Pod = {
               ...p,
@@ -111,7 +119,9 @@ export class ApiSource implements PodSource {
                 annotations: { ...p.metadata?.annotations, [CONFIG_SOURCE_ANNOTATION]: API_SOURCE, [CONFIG_SEEN_ANNOTATION]: seen.get(uid)! },
               },
             };
-            loaded.push({ pod, source: { kind: 'api', path: `${this.o.server}/api/v1/namespaces/${p.metadata?.namespace}/pods/${p.metadata?.name}` } });
+            const lp: LoadedPod = { pod, source: { kind: 'api', path: `${this.o.server}/api/v1/namespaces/${p.metadata?.namespace}/pods/${p.metadata?.name}` } };
+            made.set(p, lp);
+            loaded.push(lp);
           }
           sink.snapshot({ pods: loaded, objects: { configMaps: [], secrets: [] }, errors: [] });
           this.latest = pods;

@@ -18,8 +18,18 @@ import { ApiServerError, redact, toApiServerError } from './errors.js';
 
 /** Deadline of one API request. */
 export const API_REQUEST_TIMEOUT_MS = 30_000;
-/** Server-side length of one watch request (below client-node's 30 s inactivity timeout). */
-const WATCH_TIMEOUT_SECONDS = 25;
+/**
+ * Server-side length of one watch request: 5 to 10 minutes, drawn per
+ * request (the reflector's minWatchTimeout * (1 + rand)), so that watches
+ * started together do not all end together. It was 25 s, under client-node's
+ * inactivity timeout: with a ConfigMap and a Secret per pod that was ~9 new
+ * watch requests a second holding 110 pods (bench/cluster-cpu.md).
+ */
+export function watchTimeoutSeconds(random: () => number = Math.random): number {
+  return Math.floor(300 * (1 + random()));
+}
+/** Client-side: a watch that brings nothing for this long past its server-side end is dead (a connection lost without a close). */
+const WATCH_GRACE_MS = 30_000;
 /** Reconnect back-off of the pod watch: 200 ms doubling to 30 s (the reflector's is similar). */
 const WATCH_RETRY_INITIAL_MS = 200;
 const WATCH_RETRY_MAX_MS = 30_000;
@@ -159,6 +169,16 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
     middlewareMergeStrategy: 'append' as const,
   });
 
+  /** What client-node's Watch needs of a kubeconfig, with the shared pool as every watch's dispatcher. */
+  const watchConfig = {
+    getCurrentCluster: () => kc.getCurrentCluster(),
+    applySecurityAuthentication: async (ctx: import('@kubernetes/client-node').RequestContext) => {
+      await kc.applySecurityAuthentication(ctx);
+      if (dispatcher === undefined) dispatcher = ctx.getDispatcher();
+      else ctx.setDispatcher(dispatcher);
+    },
+  } as unknown as KubeConfig;
+
   /** Requests made, by verb (the first word of `what`), answered or not. */
   const requests: Record<string, number> = {};
   async function call<T>(what: string, fn: () => Promise<T>): Promise<T> {
@@ -196,7 +216,10 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
   }): Promise<void> {
     const { ObjectSerializer } = await import('@kubernetes/client-node/dist/gen/models/ObjectSerializer.js');
     const { signal, on } = o;
-    const watch = new k8s.Watch(kc);
+    // Watches go over the connection pool every other request uses (HTTP/2: streams on one connection).
+    // client-node's Watch takes the dispatcher from the kubeconfig's authentication, which makes a new
+    // pool per watch: a TCP+TLS handshake for every watch request (bench/cluster-cpu.md).
+    const watch = new k8s.Watch(watchConfig);
     const items = new Map<string, T>();
     let rv: string | undefined;
     let backoff = WATCH_RETRY_INITIAL_MS;
@@ -221,6 +244,9 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
           emit();
         }
         requests.watch = (requests.watch ?? 0) + 1;
+        const timeoutSeconds = watchTimeoutSeconds();
+        // client-node's connect and inactivity timeout (private there; 30 s by default).
+        (watch as unknown as { requestTimeoutMs: number }).requestTimeoutMs = timeoutSeconds * 1000 + WATCH_GRACE_MS;
         const gone = await new Promise<boolean>((resolve, reject) => {
           let expired = false;
           let ctrl: AbortController | undefined;
@@ -235,8 +261,8 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
           watch
             .watch(
               o.path,
-              // The server ends the watch before client-node's 30 s inactivity timeout; then it resumes from rv.
-              { fieldSelector: o.fieldSelector, resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds: WATCH_TIMEOUT_SECONDS },
+              // The server ends the watch after timeoutSeconds (before the client's inactivity timeout); then it resumes from rv.
+              { fieldSelector: o.fieldSelector, resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds },
               (type: string, obj: unknown) => {
                 const m = obj as { code?: number; metadata?: { resourceVersion?: string; uid?: string } };
                 if (type === 'ERROR') {

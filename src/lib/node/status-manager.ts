@@ -21,9 +21,13 @@ import { withServerConditions } from '../status/pod-status.js';
 export { CONFIG_MIRROR_ANNOTATION, isStaticPod };
 /**
  * The slow resync (the kubelet status manager's syncPeriod): a full pass
- * with a fresh LIST even when nothing was signalled. Between resyncs a pass
- * runs when kick() says a pod's status may have changed (a pod sync, the
- * watch), working from the watch's view of the server.
+ * (every pod's status read) even when nothing was signalled. Between resyncs
+ * a pass runs when kick() says a pod's status may have changed (a pod sync,
+ * the watch). Passes work from the watch's view of the server; only the
+ * first pass, and a pass while the watch has no view (not listed yet, or
+ * failing), LIST the node's pods: the kubelet's status manager works from
+ * its informer alone, and a LIST of 110 pods every 10 s was 6 LISTs a
+ * minute and ~5 % of klet's CPU holding them (bench/cluster-cpu.md).
  */
 export const STATUS_RESYNC_INTERVAL_MS = 10_000;
 /** Pod status writes in flight at once. */
@@ -110,7 +114,7 @@ export interface PodStatusManagerOptions {
   onEvent?: (e: MirrorPodEvent) => void;
   /** API pods admission refused: marked Failed with the reason, as the kubelet's rejectPod. */
   rejections?: () => Iterable<{ namespace: string; name: string; uid: string; reason: string; message: string }>;
-  /** The pods bound to the node as the watch last saw them (undefined: not listed yet); without it every pass lists. */
+  /** The pods bound to the node as the watch last saw them (undefined: not listed yet, or the watch is failing); without it every pass lists. */
   remotePods?: () => V1Pod[] | undefined;
 }
 
@@ -134,7 +138,9 @@ export class PodStatusManager {
   /** Static pod UID → its mirror pod's UID. */
   private readonly mirrorUids = new Map<string, string>();
   /** Mirror pods klet created that the watch may not show yet, by `namespace/name` (cleared by each LIST). */
-  private readonly created = new Map<string, V1Pod>();
+  private readonly created = new Map<string, { pod: V1Pod; fullPasses: number }>();
+  /** Full passes run from the watch's view (how long a created mirror pod has waited to show in it). */
+  private fullPasses = 0;
   private kicked = false;
   /** Failed requests in the current pass. */
   private failures = 0;
@@ -243,15 +249,18 @@ export class PodStatusManager {
     // The static pods are read every pass (their mirror pods are checked every pass): their UIDs, as last seen.
     for (const u of [...this.staticUids]) if (!localUids.has(u)) this.staticUids.delete(u);
     for (const p of local) this.staticUids.add(uidOf(p));
-    const watched = full ? undefined : this.o.remotePods?.();
+    const watched = this.passes === 1 ? undefined : this.o.remotePods?.();
     let remote: V1Pod[];
     if (watched === undefined) {
       remote = await this.o.api.listNodePods(this.o.nodeName, signal);
       this.created.clear();
     } else {
       const seen = new Set(watched.map(key));
-      for (const k of [...this.created.keys()]) if (seen.has(k)) this.created.delete(k);
-      remote = [...watched, ...this.created.values()];
+      // A mirror pod the watch has shown, or not shown for a whole resync period (deleted again before it
+      // could: then the next pass creates it anew), is the watch's business from now on.
+      if (full) this.fullPasses++;
+      for (const [k, c] of [...this.created]) if (seen.has(k) || c.fullPasses < this.fullPasses - 1) this.created.delete(k);
+      remote = [...watched, ...[...this.created.values()].map((c) => c.pod)];
     }
     const now = new Date();
     await this.syncApiPods(all.filter(isApiPod), localUids, remote.filter((p) => !isMirrorPod(p)), now, signal);
@@ -273,7 +282,7 @@ export class PodStatusManager {
         }
         if (!mirror) {
           mirror = await this.o.api.createPod(mirrorPodFor(sp, { name: this.o.nodeName, uid: nodeUid }), signal);
-          this.created.set(k, mirror);
+          this.created.set(k, { pod: mirror, fullPasses: this.fullPasses });
           live.add(mirror.metadata?.uid);
           this.emit({ kind: 'MirrorPodCreated', pod: k, reason: stale ? 'stale' : 'missing' });
         }

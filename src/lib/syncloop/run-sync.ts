@@ -498,7 +498,8 @@ async function registerInBackground(
     localUids: () => listPodRecordUids(opts.rootDir),
     busy: (uid) => podSynced.busy(uid),
     rejections: () => apiSource?.rejected.values() ?? [],
-    remotePods: () => apiSource?.latest,
+    // The watch's view while it is current; while it fails, passes LIST.
+    remotePods: () => (apiSource?.watchState === 'watching' ? apiSource.latest : undefined),
     onEvent: (e) => {
       switch (e.kind) {
         case 'MirrorPodError':

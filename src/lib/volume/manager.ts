@@ -227,7 +227,11 @@ export class VolumeManager implements PodVolumes {
     return {
       pod,
       podIPs: [],
-      hostIPs: hostIPs(),
+      // Read only when a downward API item asks for status.hostIP(s): os.networkInterfaces() walks every
+      // interface (a veth per pod), and every API-data volume is re-projected each minute (bench/cluster-cpu.md).
+      get hostIPs() {
+        return hostIPs();
+      },
       nodeName: this.opts.nodeName,
       objects: { configMaps: [], secrets: [] },
       nodeAllocatable: { cpuMillis: (this.nodeCpuMillis ??= nodeCapacity().cpuMillis), memoryBytes: this.nodeMemory, ephemeralStorageBytes: 0 },
