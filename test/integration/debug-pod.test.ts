@@ -83,6 +83,17 @@ describe('klet exec', () => {
     expect(side.stdout).toBe('sleep\u00003600\u0000');
   });
 
+  it('the words after -- are the command\'s, word for word, as kubectl passes them: a -c, -i or --root-dir there is not klet\'s', async () => {
+    const r = await runKlet(['exec', 'web-dbgnode', '-c', 'side', ...common(), '--', 'sh', '-c', 'echo "$0|$1|$2|$3"; cat /proc/1/cmdline', 'a', '-c', '-i', '--container']);
+    expect(r.code, explain(r)).toBe(0);
+    expect(r.stdout).toBe('a|-c|-i|--container\nsleep\u00003600\u0000');
+    const bare = await runKlet(['exec', 'web-dbgnode', ...common(), '--', 'echo', '-c', 'side', '-i', '-t', '--root-dir', '/nowhere']);
+    expect(bare.code, explain(bare)).toBe(0);
+    expect(bare.stdout).toBe('-c side -i -t --root-dir /nowhere\n');
+    // The default container: no -c was given to klet.
+    expect(nonEmptyLines(bare.stderr)).toEqual(['Defaulted container "main" out of: main, side']);
+  });
+
   it('-i: stdin reaches the command, and its end ends the command\'s stdin', async () => {
     const big = 'x'.repeat(200_000) + '\n';
     const r = await runKlet(['exec', '-i', 'talker-dbgnode', ...common(), '--', 'sh', '-c', 'tr a-z A-Z | wc -c; echo done'], { input: 'hello\n' + big });
