@@ -237,6 +237,21 @@ describe('klet debug', () => {
     expect(logs.stdout).toMatch(/PID\s+USER/);
   }, 90_000);
 
+  it('without -i, a command that exits at once: its run is recorded (ephemeralContainerStatuses, klet logs), as kubectl debug\'s is', async () => {
+    const r = await runKlet(['debug', 'web-dbgnode', '--image', rt.images.busybox, '-c', 'quick', ...common(), '--', 'sh', '-c', 'echo quick-output; exit 5']);
+    expect(r.code, explain(r)).toBe(0);
+    expect(r.stdout).toBe('');
+    const status = await poll('the quick container terminated in the pod\'s status', 15_000, async () => {
+      const s = await runKlet(['status', 'web-dbgnode', '-o', 'json', ...common()]);
+      const st = (JSON.parse(s.stdout) as DebugPodJson).status.ephemeralContainerStatuses?.find((c) => c.name === 'quick');
+      return st?.state.terminated ? st : undefined;
+    });
+    expect([status.restartCount, status.state.terminated?.exitCode]).toEqual([0, 5]);
+    const logs = await runKlet(['logs', 'web-dbgnode', '-c', 'quick', ...common()]);
+    expect(logs.code, explain(logs)).toBe(0);
+    expect(logs.stdout).toBe('quick-output\n');
+  });
+
   it('errors: a taken name, an unknown target, -t without -i', async () => {
     let r = await runKlet(['debug', 'web-dbgnode', '--image', rt.images.busybox, '-c', 'side', ...common(), '--', 'true']);
     expect(r.code, explain(r)).toBe(2);
