@@ -12,34 +12,9 @@
 # Never run it on a runtime anything else uses: the kubelet removes the pods
 # it does not know.
 set -euo pipefail
-KUBELET=${KUBELET:-/var/cache/klet-k8s/v1.34.4/kubelet}
-HERE=$(cd "$(dirname "$0")/.." && pwd)
-KLET="node $HERE/bin/run.js"
-OUT=${1:-$(mktemp -d /tmp/klet-compare-XXXXXX)}
-mkdir -p "$OUT"
-RT=$(mktemp -d /tmp/klet-compare-rt-XXXXXX)
-EP="unix://$RT/containerd.sock"
-NODE=cmpnode
-COMMON=(--root-dir "$RT" --container-runtime-endpoint "$EP" --node-name "$NODE")
-BB=localhost/klet/busybox:1.36
+# shellcheck source=compare-lib.sh
+. "$(dirname "$0")/compare-lib.sh" kubelet "${1:-}"
 PORT=$((34000 + RANDOM % 2000))
-RO=$((21000 + RANDOM % 2000))
-KPID=''
-KROOT=''
-SPID=''
-cleanup() {
-  set +e # clean up as much as can be, whatever fails
-  [ -n "$KPID" ] && kill "$KPID" 2>/dev/null && wait "$KPID" 2>/dev/null
-  [ -n "$KROOT" ] && umount "$KROOT" 2>/dev/null
-  [ -n "$SPID" ] && kill "$SPID" 2>/dev/null && wait "$SPID" 2>/dev/null
-  $KLET delete --all "${COMMON[@]}" >/dev/null 2>&1 || true
-  $KLET runtime stop "${COMMON[@]}" >/dev/null 2>&1 || true
-  # Never rm -rf through a live mount.
-  if grep -q " $RT/" /proc/mounts; then echo "mounts left under $RT: not removed" >&2; else rm -rf "$RT"; fi
-}
-trap cleanup EXIT
-
-$KLET runtime start "${COMMON[@]}" >"$OUT/runtime-start.txt"
 
 # ---- the manifests -----------------------------------------------------
 M="$OUT/manifests"
@@ -199,46 +174,13 @@ kubeadm_pod etcd-dumped $'\n    kubernetes.io/config.mirror: 0123456789abcdef012
 kubeadm_pod etcd-old '' >"$M/etcd-old.yaml"
 
 # ---- the kubelet -------------------------------------------------------
-kubelet_config() { # staticPodPath dir: writes dir/config.yaml
-  local d="$2"
-  mkdir -p "$d/root" "$d/pod-logs"
-  cat >"$d/config.yaml" <<EOF
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-staticPodPath: $1
-fileCheckFrequency: 1s
-cgroupDriver: cgroupfs
-cgroupsPerQOS: false
-enforceNodeAllocatable: []
-failSwapOn: false
-failCgroupV1: false
-authentication: {anonymous: {enabled: true}, webhook: {enabled: false}}
-authorization: {mode: AlwaysAllow}
-address: 127.0.0.1
-readOnlyPort: $RO
-port: $((RO + 1))
-healthzBindAddress: 127.0.0.1
-healthzPort: $((RO + 2))
-containerRuntimeEndpoint: $EP
-podLogsDir: $d/pod-logs
-resolvConf: /etc/resolv.conf
-evictionHard: {memory.available: 100Mi, nodefs.available: 1%, imagefs.available: 1%}
-allowedUnsafeSysctls: [net.ipv4.klet_no_such_sysctl]
-EOF
-}
+# The kubelet's config for these manifests (its unsafe sysctl as klet's flag allows it).
+KUBELET_YAML=$'resolvConf: /etc/resolv.conf\nallowedUnsafeSysctls: [net.ipv4.klet_no_such_sysctl]'
 run_kubelet() { # staticPodPath tag
-  local d="$OUT/kubelet-$2"
-  kubelet_config "$1" "$d"
-  KROOT="$d/root"
-  # --v=3: the standalone kubelet's events go to its log (StartStructuredLogging(3)).
-  "$KUBELET" --config "$d/config.yaml" --root-dir "$d/root" --hostname-override "$NODE" --v=3 >"$d/kubelet.log" 2>&1 &
-  KPID=$!
-  for _ in $(seq 60); do curl -sf "http://127.0.0.1:$RO/healthz" >/dev/null && return; sleep 0.5; done
-  echo "kubelet did not answer on :$RO" >&2; tail -20 "$d/kubelet.log" >&2; exit 1
+  kubelet_config "$1" "$OUT/kubelet-$2" "$KUBELET_YAML"
+  start_kubelet "$OUT/kubelet-$2"
 }
 kpods() { curl -sf "http://127.0.0.1:$RO/pods" >"$1"; }
-# The kubelet bind-mounts its root dir onto itself: unmount it once it has stopped.
-stop_kubelet() { kill "$KPID"; wait "$KPID" || true; KPID=''; umount "$KROOT" 2>/dev/null || true; KROOT=''; }
 
 MK="$OUT/manifests-kubelet"
 cp -r "$M" "$MK"
@@ -265,8 +207,7 @@ echo "kubelet done $START"
 MS="$OUT/manifests-klet"
 cp -r "$M" "$MS"
 sidecar_order "$OUT/order-klet" >"$MS/sidecars.yaml"
-$KLET sync --manifest-dir "$MS" --file-check-frequency 1s --allowed-unsafe-sysctls net.ipv4.klet_no_such_sysctl --cgroups-per-qos=false --enforce-node-allocatable=none "${COMMON[@]}" >"$OUT/klet-sync.log" 2>&1 &
-SPID=$!
+start_sync "$OUT/klet-sync.log" --manifest-dir "$MS" --file-check-frequency 1s --allowed-unsafe-sysctls net.ipv4.klet_no_such_sysctl --cgroups-per-qos=false --enforce-node-allocatable=none
 sleep 8; $KLET status -o json "${COMMON[@]}" >"$OUT/klet-status-8s.json"
 sleep 22; $KLET status -o json "${COMMON[@]}" >"$OUT/klet-status-30s.json"
 echo "$(date +%s.%N) remove sidecars prestop" >"$OUT/klet-removed.txt"
@@ -275,14 +216,14 @@ sleep 12; $KLET status -o json "${COMMON[@]}" >"$OUT/klet-status-removed.json"
 $KLET events -o json "${COMMON[@]}" >"$OUT/klet-events.json"
 rm -f "$MS"/*.yaml
 sleep 10
-kill "$SPID"; wait "$SPID" || true; SPID=''
+stop_sync
 $KLET delete --all "${COMMON[@]}" >/dev/null 2>&1 || true
 
 # ---- runonce: the kubelet's deprecated --runonce, then klet runonce -------
 mkdir -p "$OUT/runonce"
 cp "$M/dies.yaml" "$M/sidejob.yaml" "$M/port-a.yaml" "$M/port-b.yaml" "$M/sidecar-docs.yaml" "$OUT/runonce/"
 d="$OUT/kubelet-runonce"
-kubelet_config "$OUT/runonce" "$d"
+kubelet_config "$OUT/runonce" "$d" "$KUBELET_YAML"
 # v1.34 refuses it: "invalid configuration: runOnce (--runOnce) true, Runonce mode has been deprecated".
 "$KUBELET" --config "$d/config.yaml" --root-dir "$d/root" --hostname-override "$NODE" \
   --runonce --enable-server=false --v=3 >"$d/kubelet.log" 2>&1 && echo 0 >"$d/rc.txt" || echo $? >"$d/rc.txt"

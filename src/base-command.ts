@@ -54,7 +54,35 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     })(),
   };
 
+  /**
+   * The command runs a command given after `--` (exec, debug): those words
+   * are passed on word for word and the parser never sees them, as kubectl
+   * takes them (cobra's ArgsLenAtDash). oclif's parser would read a `-c` or
+   * `-i` among them as this command's own flag.
+   */
+  static passesCommandAfterDash = false;
+
   protected flags!: BaseFlags<T>;
+
+  /** The arguments as given, before any parse (oclif's parse replaces this.argv with what it parsed). */
+  private givenArgv?: string[];
+
+  /** The words after the first `--` of a command that passes them on (passesCommandAfterDash), else undefined. */
+  protected commandAfterDash(): string[] | undefined {
+    const given = (this.givenArgv ??= [...this.argv]);
+    const dash = given.indexOf('--');
+    return (this.ctor as typeof BaseCommand).passesCommandAfterDash && dash !== -1 ? given.slice(dash + 1) : undefined;
+  }
+
+  /** What the parser reads: the arguments, without the command after `--` of a command that passes it on. */
+  protected override async parse<F extends Record<string, unknown>, B extends Record<string, unknown>, A extends Record<string, unknown>>(
+    options?: Interfaces.Input<F, B, A>,
+    argv?: string[],
+  ): Promise<Interfaces.ParserOutput<F, B, A>> {
+    const after = this.commandAfterDash();
+    const given = this.givenArgv!;
+    return super.parse(options, argv ?? (after === undefined ? given : given.slice(0, given.length - after.length - 1)));
+  }
 
   /** Output format: set by commands that declare the `output` flag. */
   protected output: OutputFormat = 'table';

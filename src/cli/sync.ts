@@ -275,6 +275,7 @@ async function syncOptions(
     enforceNodeAllocatable: config.enforceNodeAllocatable,
     kubeReserved: reserved(config.kubeReserved),
     systemReserved: reserved(config.systemReserved),
+    describe: built.describe,
   });
   // Checked before the runtime is started for the sync: a bad root leaves nothing behind.
   if (cgroups) await (await import('../lib/cm/manager.js')).checkCgroupRoot(cgroups);
@@ -291,21 +292,17 @@ async function syncOptions(
   };
 }
 
-/** Garbage collection's flags (the kubelet's names and defaults), checked as the kubelet checks them. */
+/** Garbage collection's settings (the kubelet's names and defaults; the thresholds were checked with the configuration). */
 async function gcOptions(flags: SyncFlags, config: KubeletConfig): Promise<NonNullable<SyncOptions['gc']>> {
-  const { validateImageGCPolicy } = await import('../lib/kuberuntime/image-gc.js');
   const imagePolicy = {
     highThresholdPercent: config.imageGCHighThresholdPercent,
     lowThresholdPercent: config.imageGCLowThresholdPercent,
     minAgeMs: config.imageMinimumGCAge,
   };
-  const problem = validateImageGCPolicy(imagePolicy);
-  if (problem !== null) throw new InputError(problem);
   const { DEFAULT_CONTAINER_GC_POLICY } = await import('../lib/kuberuntime/container-gc.js');
   const containerPolicy = { ...DEFAULT_CONTAINER_GC_POLICY, maxPerPodContainer: flags['maximum-dead-containers-per-container'] ?? DEFAULT_CONTAINER_GC_POLICY.maxPerPodContainer };
   return { imagePolicy, containerPolicy, containerGCPeriodMs: flags['container-gc-period'], imageGCPeriodMs: flags['image-gc-period'] };
 }
-
 
 /**
  * The dashboard in this process, fed by the handlers the local API serves.

@@ -10,6 +10,7 @@ export default class Debug extends PodCommand<typeof Debug> {
     '<%= config.bin %> <%= command.id %> web-node1 --image busybox:1.36 -c probe -- sleep 3600    # then: klet exec web-node1 -c probe -- sh',
   ];
   static override strict = false;
+  static override passesCommandAfterDash = true;
   static override args = { pod: Args.string({ description: 'Pod: ns/name, name, or a UID prefix', required: true }) };
   static override flags = {
     image: Flags.string({ summary: 'Image of the debug container.', required: true }),
@@ -21,10 +22,9 @@ export default class Debug extends PodCommand<typeof Debug> {
 
   async run(): Promise<void> {
     const { argv, flags } = await this.parse(Debug);
-    // The command is what follows `--`, word for word (the parser's argv can move a `-c` of it when -c is also given).
-    const dash = this.argv.indexOf('--');
+    // The command is what follows `--`, word for word (its -c is the command's, not -c/--container).
     const [pod, ...rest] = argv as string[];
-    const command = dash === -1 ? rest : this.argv.slice(dash + 1);
+    const command = this.commandAfterDash() ?? rest;
     const deps = await this.deps();
     const { debugPod } = await import('../lib/services/debug-container.js');
     const { terminalIo } = await import('../cli/terminal.js');

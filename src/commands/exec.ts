@@ -10,6 +10,7 @@ export default class Exec extends PodCommand<typeof Exec> {
     'echo hello | <%= config.bin %> <%= command.id %> -i web-node1 -c sidecar -- cat',
   ];
   static override strict = false;
+  static override passesCommandAfterDash = true;
   static override args = { pod: Args.string({ description: 'Pod: ns/name, name, or a UID prefix', required: true }) };
   static override flags = {
     container: Flags.string({ char: 'c', summary: 'Container name (default: the default-container annotation, else the first).' }),
@@ -19,7 +20,9 @@ export default class Exec extends PodCommand<typeof Exec> {
 
   async run(): Promise<void> {
     const { argv, flags } = await this.parse(Exec);
-    const [pod, ...command] = argv as string[];
+    // The command is what follows `--`, word for word (its -c is the command's, not -c/--container).
+    const [pod, ...rest] = argv as string[];
+    const command = this.commandAfterDash() ?? rest;
     if (command.length === 0) {
       const { InputError } = await import('../lib/errors.js');
       throw new InputError('no command given: put it after --, as in klet exec POD -- sh');

@@ -16,7 +16,8 @@ import { poll } from '../helpers/poll.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureNamespace, freePort, startTestCluster, type TestCluster } from '../helpers/cluster.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
-import { killAllSyncs, startSync } from '../helpers/sync.js';
+import { startSync } from '../helpers/sync.js';
+import { teardown } from '../helpers/teardown.js';
 
 const NODE = 'klet-rotating-node';
 const NS = 'rotation';
@@ -29,8 +30,7 @@ beforeAll(async () => {
 }, 240_000);
 
 afterAll(async () => {
-  await killAllSyncs();
-  await Promise.all([rt?.stop(), cluster?.stop()]);
+  await teardown(rt, cluster);
 }, 60_000);
 
 describe('client certificate rotation', () => {

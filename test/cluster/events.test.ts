@@ -14,6 +14,7 @@ import { PROJECT_ROOT } from '../helpers/cli.js';
 import { startTestCluster, type TestCluster } from '../helpers/cluster.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 import { killAllSyncs, startSync } from '../helpers/sync.js';
+import { teardown } from '../helpers/teardown.js';
 
 const NODE = 'klet-events-node';
 const NS = 'apps';
@@ -29,7 +30,7 @@ afterEach(async () => {
   await killAllSyncs();
 });
 afterAll(async () => {
-  await Promise.allSettled([cluster?.stop(), rt?.stop()]);
+  await teardown(rt, cluster);
 }, 120_000);
 
 interface ApiEvent {

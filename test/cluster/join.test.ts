@@ -17,6 +17,7 @@ import { ensureNamespace, freePort, startTestCluster, type TestCluster } from '.
 import { KLET_BIN, PROJECT_ROOT, cleanEnv, explain, nonEmptyLines, runKlet } from '../helpers/cli.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 import { killAllSyncs, startSync } from '../helpers/sync.js';
+import { teardown } from '../helpers/teardown.js';
 
 let cluster: TestCluster;
 let rt: TestRuntime;
@@ -32,8 +33,7 @@ beforeAll(async () => {
 }, 240_000);
 
 afterAll(async () => {
-  await killAllSyncs();
-  await Promise.all([rt?.stop(), cluster?.stop()]);
+  await teardown(rt, cluster);
 }, 60_000);
 
 afterEach(async () => {

@@ -15,7 +15,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureNamespace, freePort, k8sBinDir, startTestCluster, type TestCluster } from '../helpers/cluster.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 import { startKubeletAgent } from '../helpers/kubelet-agent.js';
-import { killAllSyncs, startSync } from '../helpers/sync.js';
+import { startSync } from '../helpers/sync.js';
+import { teardown } from '../helpers/teardown.js';
 import { hostIPs } from '../../src/lib/node/addresses.js';
 
 const NODE = 'klet-server-node';
@@ -139,8 +140,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await tmux('kill-server').catch(() => undefined);
   await agent?.stop();
-  await killAllSyncs();
-  await Promise.allSettled([cluster?.stop(), rt?.stop()]);
+  await teardown(rt, cluster);
 }, 120_000);
 
 describe('the kubelet server of a klet node', () => {

@@ -13,6 +13,7 @@ import { runKlet, runKletJson } from '../helpers/cli.js';
 import { ensureNamespace, startTestCluster, type TestCluster } from '../helpers/cluster.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 import { killAllSyncs, startSync, type SyncProcess } from '../helpers/sync.js';
+import { teardown } from '../helpers/teardown.js';
 import { localApiEvents, localApiSocketPath } from '../../src/lib/server/client.js';
 
 const NODE = 'klet-objects-node';
@@ -33,7 +34,7 @@ afterEach(async () => {
   await killAllSyncs();
 });
 afterAll(async () => {
-  await Promise.allSettled([cluster?.stop(), rt?.stop()]);
+  await teardown(rt, cluster);
 }, 120_000);
 
 interface ApiPod {

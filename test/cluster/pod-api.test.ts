@@ -13,6 +13,7 @@ import { ensureNamespace, startTestCluster, type TestCluster } from '../helpers/
 import { poll } from '../helpers/poll.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 import { killAllSyncs, startSync, type SyncProcess } from '../helpers/sync.js';
+import { teardown } from '../helpers/teardown.js';
 
 const NODE = 'klet-pod-api-node';
 const NS = 'shop';
@@ -30,7 +31,7 @@ afterEach(async () => {
   await killAllSyncs();
 });
 afterAll(async () => {
-  await Promise.allSettled([cluster?.stop(), rt?.stop()]);
+  await teardown(rt, cluster);
 }, 120_000);
 
 interface ApiPod {

@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KLET_BIN, cleanEnv, explain, nonEmptyLines, runKlet, type CliResult } from '../helpers/cli.js';
 import { freePort, startTestCluster, type TestCluster } from '../helpers/cluster.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+import { teardown } from '../helpers/teardown.js';
 
 const NODE = 'klet-node-a';
 const OTHER = 'klet-node-b';
@@ -50,7 +51,7 @@ beforeAll(async () => {
 }, 240_000);
 
 afterAll(async () => {
-  await Promise.allSettled([cluster?.stop(), rt?.stop()]);
+  await teardown(rt, cluster);
 }, 120_000);
 
 describe('klet register-node against a real kube-apiserver', () => {

@@ -22,7 +22,8 @@ import { hostIPs } from '../../src/lib/node/addresses.js';
 import { freePort, startTestCluster, type TestCluster } from '../helpers/cluster.js';
 import { poll } from '../helpers/poll.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
-import { killAllSyncs, startSync } from '../helpers/sync.js';
+import { startSync } from '../helpers/sync.js';
+import { teardown } from '../helpers/teardown.js';
 
 const NODE = 'klet-serving-node';
 let cluster: TestCluster;
@@ -80,8 +81,7 @@ beforeAll(async () => {
 }, 240_000);
 
 afterAll(async () => {
-  await killAllSyncs();
-  await Promise.all([rt?.stop(), cluster?.stop()]);
+  await teardown(rt, cluster);
 }, 60_000);
 
 describe('serving certificate (--rotate-server-certificates)', () => {

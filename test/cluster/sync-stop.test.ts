@@ -19,6 +19,7 @@ import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { startTestCluster, type TestCluster } from '../helpers/cluster.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 import { killAllSyncs, startSync } from '../helpers/sync.js';
+import { teardown } from '../helpers/teardown.js';
 
 const NODE = 'klet-stop-node';
 let cluster: TestCluster;
@@ -35,7 +36,7 @@ afterEach(async () => {
 afterAll(async () => {
   for (const s of sockets) s.destroy();
   proxy?.close();
-  await Promise.allSettled([cluster?.stop(), rt?.stop()]);
+  await teardown(rt, cluster);
 }, 120_000);
 
 function isWatch(req: http.IncomingMessage): boolean {

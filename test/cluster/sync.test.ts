@@ -13,6 +13,7 @@ import { ensureNamespace as ensureClusterNamespace, freePort, startTestCluster, 
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 import { KUBEADM_CONFIG_HERE as KUBEADM_CONFIG } from '../helpers/kubeadm-config.js';
 import { killAllSyncs, startSync } from '../helpers/sync.js';
+import { teardown } from '../helpers/teardown.js';
 
 const NODE = 'klet-sync-node';
 let cluster: TestCluster;
@@ -28,7 +29,7 @@ afterEach(async () => {
   await killAllSyncs();
 });
 afterAll(async () => {
-  await Promise.allSettled([cluster?.stop(), rt?.stop()]);
+  await teardown(rt, cluster);
 }, 120_000);
 
 interface Lease {

@@ -10,7 +10,7 @@ import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { KLET_BIN, PROJECT_ROOT, assertBuilt, cleanEnv } from './cli.js';
+import { KLET_BIN, PROJECT_ROOT, assertBuilt, cleanEnv, explain, runKlet } from './cli.js';
 
 export interface SyncOptions {
   rootDir: string;
@@ -40,6 +40,9 @@ export interface SyncExit {
 
 /** Every sync started and not yet exited, so afterEach can kill what a failed test left. */
 const live = new Set<SyncProcess>();
+
+/** Every node (root dir, runtime, node name) a sync of this file ran as, so the teardown can delete the pods it left. */
+const nodesRun = new Map<string, { rootDir: string; endpoint: string; nodeName: string }>();
 
 export class SyncProcess {
   readonly socketPath: string;
@@ -192,6 +195,10 @@ export async function startSync(opts: SyncOptions): Promise<SyncProcess> {
   child.stdin.end();
   const p = new SyncProcess(child, opts.rootDir, args);
   live.add(p);
+  if (opts.endpoint !== undefined) {
+    const node = { rootDir: opts.rootDir, endpoint: opts.endpoint, nodeName: opts.nodeName ?? 'testnode' };
+    nodesRun.set(JSON.stringify(node), node);
+  }
   try {
     await p.waitForStderr(/local API on /, opts.readyTimeoutMs ?? 30_000);
   } catch (err) {
@@ -213,6 +220,24 @@ export function writeAtomic(dir: string, file: string, text: string): string {
 /** SIGKILL every sync a test left running (afterEach). */
 export async function killAllSyncs(): Promise<void> {
   await Promise.all([...live].map((p) => p.kill()));
+}
+
+/**
+ * Kill the syncs still running, then `klet delete --all --force` on every node
+ * a sync of this file ran as (while its runtime still runs). A sync stops as the
+ * kubelet does, leaving its pods running and their volumes (a projected
+ * kube-api-access tmpfs) mounted under <root-dir>/pods, and the test runtime's
+ * stop() refuses to remove a root dir with mounts in it. Throws when a delete fails.
+ */
+export async function deleteSyncedPods(): Promise<void> {
+  await killAllSyncs();
+  const failed: string[] = [];
+  for (const [key, n] of nodesRun) {
+    const r = await runKlet(['delete', '--all', '--force', '--root-dir', n.rootDir, '--container-runtime-endpoint', n.endpoint, '--node-name', n.nodeName], { timeoutMs: 120_000 });
+    if (r.code === 0) nodesRun.delete(key);
+    else failed.push(`klet delete --all on node ${n.nodeName} (${n.rootDir}): ${explain(r)}`);
+  }
+  if (failed.length > 0) throw new Error(failed.join('\n'));
 }
 
 // ------------------------------------------------------------ local API

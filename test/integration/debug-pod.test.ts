@@ -83,6 +83,17 @@ describe('klet exec', () => {
     expect(side.stdout).toBe('sleep\u00003600\u0000');
   });
 
+  it('the words after -- are the command\'s, word for word, as kubectl passes them: a -c, -i or --root-dir there is not klet\'s', async () => {
+    const r = await runKlet(['exec', 'web-dbgnode', '-c', 'side', ...common(), '--', 'sh', '-c', 'echo "$0|$1|$2|$3"; cat /proc/1/cmdline', 'a', '-c', '-i', '--container']);
+    expect(r.code, explain(r)).toBe(0);
+    expect(r.stdout).toBe('a|-c|-i|--container\nsleep\u00003600\u0000');
+    const bare = await runKlet(['exec', 'web-dbgnode', ...common(), '--', 'echo', '-c', 'side', '-i', '-t', '--root-dir', '/nowhere']);
+    expect(bare.code, explain(bare)).toBe(0);
+    expect(bare.stdout).toBe('-c side -i -t --root-dir /nowhere\n');
+    // The default container: no -c was given to klet.
+    expect(nonEmptyLines(bare.stderr)).toEqual(['Defaulted container "main" out of: main, side']);
+  });
+
   it('-i: stdin reaches the command, and its end ends the command\'s stdin', async () => {
     const big = 'x'.repeat(200_000) + '\n';
     const r = await runKlet(['exec', '-i', 'talker-dbgnode', ...common(), '--', 'sh', '-c', 'tr a-z A-Z | wc -c; echo done'], { input: 'hello\n' + big });
@@ -225,6 +236,21 @@ describe('klet debug', () => {
     expect(logs.code, explain(logs)).toBe(0);
     expect(logs.stdout).toMatch(/PID\s+USER/);
   }, 90_000);
+
+  it('without -i, a command that exits at once: its run is recorded (ephemeralContainerStatuses, klet logs), as kubectl debug\'s is', async () => {
+    const r = await runKlet(['debug', 'web-dbgnode', '--image', rt.images.busybox, '-c', 'quick', ...common(), '--', 'sh', '-c', 'echo quick-output; exit 5']);
+    expect(r.code, explain(r)).toBe(0);
+    expect(r.stdout).toBe('');
+    const status = await poll('the quick container terminated in the pod\'s status', 15_000, async () => {
+      const s = await runKlet(['status', 'web-dbgnode', '-o', 'json', ...common()]);
+      const st = (JSON.parse(s.stdout) as DebugPodJson).status.ephemeralContainerStatuses?.find((c) => c.name === 'quick');
+      return st?.state.terminated ? st : undefined;
+    });
+    expect([status.restartCount, status.state.terminated?.exitCode]).toEqual([0, 5]);
+    const logs = await runKlet(['logs', 'web-dbgnode', '-c', 'quick', ...common()]);
+    expect(logs.code, explain(logs)).toBe(0);
+    expect(logs.stdout).toBe('quick-output\n');
+  });
 
   it('errors: a taken name, an unknown target, -t without -i', async () => {
     let r = await runKlet(['debug', 'web-dbgnode', '--image', rt.images.busybox, '-c', 'side', ...common(), '--', 'true']);

@@ -142,6 +142,34 @@ describe('klet sync --config', () => {
     expect(fs.existsSync(rootDir)).toBe(false);
   });
 
+  it('a bad cgroup or image GC setting from the file: one line naming file:line and the field (not the flag), exit 2, nothing made', async () => {
+    const { dirA, file } = setup();
+    const rootDir = path.join(tmp, 'root');
+    const missing = `unix://${path.join(tmp, 'no-containerd.sock')}`;
+    const header = `apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nstaticPodPath: ${dirA}\n`;
+    const absent = `/klet-config-test-${process.pid}-absent`;
+    for (const [field, error] of [
+      ['imageGCHighThresholdPercent: 101', 'imageGCHighThresholdPercent 101: invalid configuration: imageGCHighThresholdPercent (--image-gc-high-threshold) 101 must be between 0 and 100, inclusive'],
+      ['enforceNodeAllocatable: [bogus]', 'enforceNodeAllocatable bogus: invalid configuration: option "bogus" specified for enforceNodeAllocatable (--enforce-node-allocatable).'],
+      ['cgroupRoot: klet', 'cgroupRoot klet: must be an absolute cgroupfs path (e.g. / or /klet)'],
+      [`cgroupRoot: ${absent}`, `cgroupRoot ${absent}: invalid configuration: cgroup "${absent}" has some missing paths: `],
+      ['cgroupsPerQOS: false', 'cgroupsPerQOS false, --enforce-node-allocatable pods: invalid configuration: cgroupsPerQOS (--cgroups-per-qos) must be set to true when "pods" contained'],
+    ] as const) {
+      fs.writeFileSync(file, `${header}${field}\n`);
+      const r = await runKlet(['sync', '--config', file, '--root-dir', rootDir, '--container-runtime-endpoint', missing, '--node-name', NODE]);
+      expect(r.code, explain(r)).toBe(2);
+      const lines = r.stderr.trim().split('\n');
+      expect(lines, explain(r)).toHaveLength(1);
+      expect(lines[0], explain(r)).toContain(`error: ${file}:4: ${error}`);
+      expect(fs.existsSync(rootDir)).toBe(false);
+    }
+    // The same values given as flags are named by their flags.
+    fs.writeFileSync(file, header);
+    const r = await runKlet(['sync', '--config', file, '--cgroup-root', 'klet', '--root-dir', rootDir, '--container-runtime-endpoint', missing, '--node-name', NODE]);
+    expect(r.code, explain(r)).toBe(2);
+    expect(r.stderr.trim(), explain(r)).toBe('error: --cgroup-root klet: must be an absolute cgroupfs path (e.g. / or /klet)');
+  });
+
   it('--print-config prints the effective configuration (defaults, file, flags) and exits 0 without starting anything', async () => {
     const { dirA, file } = setup();
     fs.writeFileSync(file, kubeadmConfig(dirA, 10260, true).replace('syncFrequency: 0s', 'syncFrequency: 30s'));

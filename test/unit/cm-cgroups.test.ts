@@ -10,7 +10,7 @@ import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { cgroupWrites, podCgroup, qosCgroup, sharesToWeight, kubepodsCgroup } from '../../src/lib/cm/cgroup-files.js';
 import { parseMountinfo, requiredMounts } from '../../src/lib/cm/manager.js';
 import { nodeAllocatableConfig, podRequests, qosCgroupConfigs, resourceConfigForPod } from '../../src/lib/cm/resource-config.js';
-import { cgroupSettings } from '../../src/lib/cm/settings.js';
+import { type CgroupField, cgroupSettings } from '../../src/lib/cm/settings.js';
 import { oomScoreAdj, qosClass } from '../../src/lib/kuberuntime/resources.js';
 
 const Mi = 1024 * 1024;
@@ -249,14 +249,32 @@ describe('cgroup settings (flags)', () => {
   });
   it.each([
     [{ cgroupsPerQOS: true, cgroupDriver: 'systemd' }, '--cgroup-driver systemd: not supported by klet yet'],
-    [{ cgroupsPerQOS: false }, '--enforce-node-allocatable pods: invalid configuration: cgroupsPerQOS (--cgroups-per-qos) must be set to true when "pods"'],
-    [{ cgroupsPerQOS: true, enforceNodeAllocatable: ['pods', 'pods'] }, 'duplicated enforcements "pods"'],
+    [{ cgroupsPerQOS: false }, 'cgroupsPerQOS false, enforceNodeAllocatable pods: invalid configuration: cgroupsPerQOS (--cgroups-per-qos) must be set to true when "pods"'],
+    [{ cgroupsPerQOS: true, enforceNodeAllocatable: ['pods', 'pods'] }, 'enforceNodeAllocatable pods,pods: invalid configuration: duplicated enforcements "pods"'],
     [{ cgroupsPerQOS: true, enforceNodeAllocatable: ['pods', 'none'] }, 'may not contain additional enforcements when "none"'],
     [{ cgroupsPerQOS: true, enforceNodeAllocatable: ['bogus'] }, 'option "bogus" specified for enforceNodeAllocatable'],
     [{ cgroupsPerQOS: true, enforceNodeAllocatable: ['pods', 'kube-reserved'] }, '"kube-reserved" is not supported by klet yet'],
-    [{ cgroupsPerQOS: true, cgroupRoot: 'relative' }, '--cgroup-root relative: must be an absolute cgroupfs path'],
-    [{ cgroupsPerQOS: true, kubeReserved: 'memory=lots' }, '--kube-reserved memory=lots: '],
+    [{ cgroupsPerQOS: true, cgroupRoot: 'relative' }, 'cgroupRoot relative: must be an absolute cgroupfs path'],
+    [{ cgroupsPerQOS: true, kubeReserved: 'memory=lots' }, 'kubeReserved memory=lots: '],
   ])('%j → %s', (raw, message) => {
     expect(() => cgroupSettings(raw)).toThrow(message);
+  });
+
+  it('an error names each value as the caller describes it: its flag, or the file\'s line and field', () => {
+    const FLAGS: Record<CgroupField, string> = {
+      cgroupsPerQOS: '--cgroups-per-qos',
+      cgroupRoot: '--cgroup-root',
+      enforceNodeAllocatable: '--enforce-node-allocatable',
+      kubeReserved: '--kube-reserved',
+      systemReserved: '--system-reserved',
+    };
+    const flag = (f: CgroupField) => FLAGS[f];
+    const file = (f: CgroupField) => `/etc/klet/config.yaml:7: ${f}`;
+    expect(() => cgroupSettings({ cgroupsPerQOS: true, cgroupRoot: 'relative', describe: flag })).toThrow(/^--cgroup-root relative: must be an absolute cgroupfs path/);
+    expect(() => cgroupSettings({ cgroupsPerQOS: true, cgroupRoot: 'relative', describe: file })).toThrow(/^\/etc\/klet\/config\.yaml:7: cgroupRoot relative: must be an absolute cgroupfs path/);
+    expect(() => cgroupSettings({ cgroupsPerQOS: true, enforceNodeAllocatable: ['bogus'], describe: file })).toThrow(/^\/etc\/klet\/config\.yaml:7: enforceNodeAllocatable bogus: invalid configuration: option "bogus"/);
+    expect(() => cgroupSettings({ cgroupsPerQOS: false, describe: flag })).toThrow(/^--cgroups-per-qos false, --enforce-node-allocatable pods: invalid configuration/);
+    expect(() => cgroupSettings({ cgroupsPerQOS: true, systemReserved: 'cpu=x', describe: file })).toThrow(/^\/etc\/klet\/config\.yaml:7: systemReserved cpu=x: /);
+    expect(cgroupSettings({ cgroupsPerQOS: true, cgroupRoot: '/klet', describe: file })?.cgroupRootName).toBe('/etc/klet/config.yaml:7: cgroupRoot');
   });
 });

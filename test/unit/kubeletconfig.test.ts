@@ -8,7 +8,15 @@ import { type ConfigPath, buildKubeletConfig, kubeletConfigurationYaml, parseCon
 import { KUBEADM_CONFIG } from '../helpers/kubeadm-config.js';
 
 const FILE = '/var/lib/kubelet/config.yaml';
-const FLAGS: Partial<Record<ConfigPath, string>> = { address: '--address', port: '--port', kubeconfig: '--kubeconfig', staticPodPath: '--manifest-dir', registerWithTaints: '--register-with-taints' };
+const FLAGS: Partial<Record<ConfigPath, string>> = {
+  address: '--address',
+  port: '--port',
+  kubeconfig: '--kubeconfig',
+  staticPodPath: '--manifest-dir',
+  registerWithTaints: '--register-with-taints',
+  imageGCHighThresholdPercent: '--image-gc-high-threshold',
+  imageGCLowThresholdPercent: '--image-gc-low-threshold',
+};
 const nameOf = (p: ConfigPath) => FLAGS[p];
 
 function build(text: string | undefined, given: Parameters<typeof buildKubeletConfig>[0]['given'] = {}) {
@@ -130,6 +138,8 @@ describe('bad input: one line naming file:line and the field path, or the flag',
     [`${header}authorization:\n  mode: Sometimes\n`, `${FILE}:4: authorization.mode "Sometimes": expected one of AlwaysAllow, Webhook`],
     [`${header}registerWithTaints:\n- key: a\n  effect: Never\n`, `${FILE}:3: registerWithTaints taint "a:Never": effect "Never" is not one of`],
     [`${header}clusterDNS: [not-an-ip]\n`, `${FILE}:3: clusterDNS "not-an-ip" is not an IP address`],
+    [`${header}imageGCHighThresholdPercent: 101\n`, `${FILE}:3: imageGCHighThresholdPercent 101: invalid configuration: imageGCHighThresholdPercent (--image-gc-high-threshold) 101 must be between 0 and 100, inclusive`],
+    [`${header}imageGCHighThresholdPercent: 60\nimageGCLowThresholdPercent: 70\n`, `${FILE}:4: imageGCLowThresholdPercent 70, ${FILE}:3: imageGCHighThresholdPercent 60: invalid configuration: imageGCLowThresholdPercent (--image-gc-low-threshold) 70 must be less`],
     [`${header}port: 1\nport: 2\n`, `${FILE}:4: not valid YAML: Map keys must be unique`],
     ['apiVersion: kubelet.config.k8s.io/v1alpha1\nkind: KubeletConfiguration\n', `${FILE}:1: apiVersion "kubelet.config.k8s.io/v1alpha1": expected kubelet.config.k8s.io/v1beta1`],
     ['apiVersion: kubelet.config.k8s.io/v1beta1\nkind: Pod\n', `${FILE}:2: kind "Pod": expected KubeletConfiguration`],
@@ -149,6 +159,11 @@ describe('bad input: one line naming file:line and the field path, or the flag',
   it('a value given on the command line is named by the caller\'s name for it (its flag)', () => {
     expect(errorOf(() => build(`${header}address: 10.0.0.1\n`, { address: 'nowhere', kubeconfig: 'k' }))).toBe('--address "nowhere" is not an IP address');
     expect(errorOf(() => build(undefined, { registerWithTaints: 'a:Never', kubeconfig: 'k' }))).toMatch(/^--register-with-taints taint "a:Never"/);
+    expect(errorOf(() => build(`${header}imageGCHighThresholdPercent: 101\n`, { imageGCHighThresholdPercent: 90, imageGCLowThresholdPercent: 95 }))).toBe(
+      '--image-gc-low-threshold 95, --image-gc-high-threshold 90: invalid configuration: imageGCLowThresholdPercent (--image-gc-low-threshold) 95 must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) 90',
+    );
+    // One from the file, one from the command line: each named where it came from.
+    expect(errorOf(() => build(`${header}imageGCLowThresholdPercent: 90\n`, { imageGCHighThresholdPercent: 90 }))).toMatch(new RegExp(`^${FILE}:3: imageGCLowThresholdPercent 90, --image-gc-high-threshold 90: invalid configuration`));
   });
 
   it('a server setting given for a server that does not run is an error; the same setting in a file is not', () => {

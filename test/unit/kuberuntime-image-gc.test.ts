@@ -18,15 +18,15 @@ import { forgetPulledImage, listPulledImages, normalizeImageName, pulledByKlet, 
 const rec = (r: Partial<ImageRecord> = {}): ImageRecord => ({ firstDetected: 0, lastUsed: 0, size: 100, pinned: false, ...r });
 
 describe('validateImageGCPolicy (the kubelet\'s validation messages)', () => {
-  it.each<[number, number, string | null]>([
+  it.each<[number, number, { fields: string[]; message: string } | null]>([
     [85, 80, null],
     [100, 0, null],
-    [101, 80, 'invalid configuration: imageGCHighThresholdPercent (--image-gc-high-threshold) 101 must be between 0 and 100, inclusive'],
-    [85, -1, 'invalid configuration: imageGCLowThresholdPercent (--image-gc-low-threshold) -1 must be between 0 and 100, inclusive'],
-    [80, 80, 'invalid configuration: imageGCLowThresholdPercent (--image-gc-low-threshold) 80 must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) 80'],
-    [70, 90, 'invalid configuration: imageGCLowThresholdPercent (--image-gc-low-threshold) 90 must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) 70'],
+    [101, 80, { fields: ['imageGCHighThresholdPercent'], message: 'invalid configuration: imageGCHighThresholdPercent (--image-gc-high-threshold) 101 must be between 0 and 100, inclusive' }],
+    [85, -1, { fields: ['imageGCLowThresholdPercent'], message: 'invalid configuration: imageGCLowThresholdPercent (--image-gc-low-threshold) -1 must be between 0 and 100, inclusive' }],
+    [80, 80, { fields: ['imageGCLowThresholdPercent', 'imageGCHighThresholdPercent'], message: 'invalid configuration: imageGCLowThresholdPercent (--image-gc-low-threshold) 80 must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) 80' }],
+    [70, 90, { fields: ['imageGCLowThresholdPercent', 'imageGCHighThresholdPercent'], message: 'invalid configuration: imageGCLowThresholdPercent (--image-gc-low-threshold) 90 must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) 70' }],
   ])('high %d low %d', (high, low, want) => {
-    expect(validateImageGCPolicy({ highThresholdPercent: high, lowThresholdPercent: low })).toBe(want);
+    expect(validateImageGCPolicy({ highThresholdPercent: high, lowThresholdPercent: low })).toEqual(want);
   });
 
   it('a high threshold of 100 turns image GC off', () => {

@@ -9,8 +9,9 @@ import { X509Certificate, generateKeyPairSync } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { currentPair, parsePair, satisfies, servingTemplate } from '../../src/lib/kube/cert-rotation.js';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { currentPair, expiryTimer, parsePair, runCertificateRotation, satisfies, servingCertificate, servingTemplate } from '../../src/lib/kube/cert-rotation.js';
+import { selfSigned } from '../../src/lib/server/serving-cert.js';
 import { SERVING_USAGES, checkIssued, makeCsr, storePair } from '../../src/lib/kube/tls-bootstrap.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'klet-serving-unit-'));
@@ -117,4 +118,70 @@ describe('the pair files (certificate.FileStore)', () => {
     expect(parsePair(a.cert + b.key)).toBeUndefined();
     expect(parsePair(a.cert + a.key)?.cert.subject).toBe('CN=a');
   });
+});
+
+describe('an expired serving certificate is not used (the manager\'s Current() gives nil past notAfter)', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('the expiry timer fires once, just after notAfter; a new certificate replaces the old deadline; the signal stops it', () => {
+    vi.useFakeTimers({ now: new Date('2026-01-01T00:00:00Z') });
+    const fired: string[] = [];
+    const ac = new AbortController();
+    const t = expiryTimer(ac.signal, (d) => fired.push(d.toISOString()));
+    t.set(new Date('2026-01-01T00:00:10Z'));
+    vi.advanceTimersByTime(10_000);
+    expect(fired).toEqual([]); // at notAfter itself it is still valid
+    vi.advanceTimersByTime(2);
+    expect(fired).toEqual(['2026-01-01T00:00:10.000Z']);
+    // Renewed before the end: only the new certificate's end counts.
+    t.set(new Date('2026-01-01T00:01:00Z'));
+    vi.advanceTimersByTime(20_000);
+    t.set(new Date('2026-02-15T00:00:00Z')); // longer than one timer can wait
+    vi.advanceTimersByTime(40 * 24 * 3600_000);
+    expect(fired).toHaveLength(1);
+    vi.advanceTimersByTime(6 * 24 * 3600_000);
+    expect(fired).toEqual(['2026-01-01T00:00:10.000Z', '2026-02-15T00:00:00.000Z']);
+    t.set(new Date('2026-03-01T00:00:00Z'));
+    ac.abort();
+    vi.advanceTimersByTime(30 * 24 * 3600_000);
+    expect(fired).toHaveLength(2);
+  });
+
+  it('while renewals keep failing, the certificate in use is given up at its end (onExpired), not served expired', async () => {
+    const certDir = fs.mkdtempSync(path.join(dir, 'expiring-'));
+    // Valid for two more seconds (a year-long certificate made a year ago).
+    const made = await selfSigned('node-1', ['10.1.2.3'], new Date(Date.now() - 365 * 24 * 3600_000 + 2_000));
+    await storePair(certDir, made.cert, made.key, new Date(), 'kubelet-server');
+    const notAfter = Date.parse(new X509Certificate(made.cert).validTo);
+    // Every request fails: nothing listens on the API server's port.
+    const kubeconfig = path.join(certDir, 'kubelet.conf');
+    fs.writeFileSync(kubeconfig, 'apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\n    insecure-skip-tls-verify: true\nusers:\n- name: u\n  user:\n    token: abc\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\ncurrent-context: x\n');
+    const ac = new AbortController();
+    const errors: string[] = [];
+    const expired = new Promise<Date>((resolve) => {
+      void runCertificateRotation(
+        {
+          kubeconfig,
+          certDir,
+          certificate: servingCertificate('n1', () => [{ type: 'InternalIP', address: '10.1.2.3' }]),
+          onRotated: () => errors.push('rotated'),
+          onError: (m) => errors.push(m),
+          onExpired: resolve,
+          waitMs: 300,
+        },
+        ac.signal,
+      );
+    });
+    try {
+      const at = await Promise.race([expired, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`not given up: ${errors.join('; ')}`)), 30_000))]);
+      expect(at.getTime()).toBe(notAfter);
+      expect(Date.now()).toBeGreaterThan(notAfter);
+      expect(errors[0]).toMatch(/^rotating the serving certificate: /);
+      expect(errors).not.toContain('rotated');
+    } finally {
+      ac.abort();
+    }
+  }, 40_000);
 });

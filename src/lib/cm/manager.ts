@@ -69,6 +69,8 @@ export async function hostHierarchies(): Promise<Hierarchies> {
 export interface CgroupManagerOptions {
   /** --cgroup-root (cgroupfs form, e.g. "/"). */
   cgroupRoot: string;
+  /** How errors name cgroupRoot (where it came from: its flag, or file:line and the field); default: the field. */
+  cgroupRootName?: string;
   /** klet's root dir: where the record of the cgroups klet made is kept. */
   rootDir: string;
   /** The settings of kubepods (node allocatable). */
@@ -105,7 +107,8 @@ export class CgroupManager implements PodCgroups {
    */
   static async open(opts: CgroupManagerOptions): Promise<CgroupManager> {
     const m = new CgroupManager(opts);
-    assertCgroupRoot(opts.cgroupRoot, opts.hierarchies);
+    const rootName = opts.cgroupRootName ?? 'cgroupRoot';
+    assertCgroupRoot(opts.cgroupRoot, rootName, opts.hierarchies);
     const created: string[] = [];
     try {
       const kubepods = kubepodsCgroup(opts.cgroupRoot);
@@ -113,7 +116,7 @@ export class CgroupManager implements PodCgroups {
       for (const qos of ['Burstable', 'BestEffort'] as const) await m.create(qosCgroup(opts.cgroupRoot, qos), qosCgroupConfigs([])[qos === 'Burstable' ? 'burstable' : 'besteffort'], created);
     } catch (err) {
       for (const name of created.reverse()) await m.remove(name).catch(() => undefined);
-      throw new InputError(`--cgroup-root ${opts.cgroupRoot}: ${errorMessage(err)} (--cgroups-per-qos=false --enforce-node-allocatable=none keeps the runtime's cgroups)`, { cause: err });
+      throw new InputError(`${rootName} ${opts.cgroupRoot}: ${errorMessage(err)} (--cgroups-per-qos=false --enforce-node-allocatable=none keeps the runtime's cgroups)`, { cause: err });
     }
     return m;
   }
@@ -274,22 +277,22 @@ export function requiredMounts(hierarchies: Hierarchies): Set<string> {
 }
 
 /** --cgroup-root must exist in every required hierarchy (the kubelet's validateSystemRequirements); an InputError names what is missing. */
-function assertCgroupRoot(cgroupRoot: string, hierarchies: Hierarchies): void {
+function assertCgroupRoot(cgroupRoot: string, name: string, hierarchies: Hierarchies): void {
   const missing = [...requiredMounts(hierarchies)].map((mount) => path.join(mount, cgroupRoot)).filter((d) => !fs.existsSync(d));
   if (missing.length > 0) {
-    throw new InputError(`--cgroup-root ${cgroupRoot}: invalid configuration: cgroup "${cgroupRoot}" has some missing paths: ${missing.join(', ')}`);
+    throw new InputError(`${name} ${cgroupRoot}: invalid configuration: cgroup "${cgroupRoot}" has some missing paths: ${missing.join(', ')}`);
   }
 }
 
 /** The --cgroup-root check alone, before anything starts (the runtime, the sync loop): bad input leaves nothing behind. */
 export async function checkCgroupRoot(settings: CgroupSettings): Promise<void> {
-  assertCgroupRoot(settings.cgroupRoot, await hostHierarchies());
+  assertCgroupRoot(settings.cgroupRoot, settings.cgroupRootName, await hostHierarchies());
 }
 
 /**
  * The container manager of a `klet sync`: the host's hierarchies, kubepods
  * sized from the node's capacity (less the reservations when `pods` is
- * enforced), the QoS cgroups. Throws an InputError naming --cgroup-root.
+ * enforced), the QoS cgroups. Throws an InputError naming cgroupRoot as the settings do.
  */
 export async function openCgroups(settings: CgroupSettings, rootDir: string): Promise<CgroupManager> {
   const { cpuMillis, memoryBytes } = nodeCapacity();
@@ -297,6 +300,7 @@ export async function openCgroups(settings: CgroupSettings, rootDir: string): Pr
   const capacity = { cpuMilli: cpuMillis, memoryBytes, pid: pidMax };
   return CgroupManager.open({
     cgroupRoot: settings.cgroupRoot,
+    cgroupRootName: settings.cgroupRootName,
     rootDir,
     nodeAllocatable: nodeAllocatableConfig(capacity, [settings.kubeReserved, settings.systemReserved], settings.enforcePods),
     hierarchies: await hostHierarchies(),

@@ -2,8 +2,9 @@
  * The container manager's settings (the kubelet's cgroupsPerQOS, cgroupRoot,
  * cgroupDriver, enforceNodeAllocatable, kubeReserved, systemReserved),
  * checked as the kubelet's ValidateKubeletConfiguration checks them. The
- * raw values come from flags or a KubeletConfiguration; errors name the
- * kubelet's field and flag.
+ * raw values come from flags or a KubeletConfiguration; an error names each
+ * value it is about as the caller describes it (its flag, or the file's line
+ * and field), then says the kubelet's message.
  */
 import { InputError } from '../errors.js';
 import { NO_RESERVATION, type Reservation, parseReservation } from '../node/config.js';
@@ -17,10 +18,17 @@ export interface RawCgroupSettings {
   enforceNodeAllocatable?: readonly string[];
   kubeReserved?: string;
   systemReserved?: string;
+  /** How an error names a field's value (where it came from: a flag, file:line and the field); default: the field path. */
+  describe?: (field: CgroupField) => string;
 }
+
+/** The KubeletConfiguration fields of these settings. */
+export type CgroupField = 'cgroupsPerQOS' | 'cgroupRoot' | 'enforceNodeAllocatable' | 'kubeReserved' | 'systemReserved';
 
 export interface CgroupSettings {
   cgroupRoot: string;
+  /** How errors about cgroupRoot name it (RawCgroupSettings.describe). */
+  cgroupRootName: string;
   /** `pods` is enforced: kubepods gets capacity less the reservations. */
   enforcePods: boolean;
   kubeReserved: Reservation;
@@ -34,38 +42,42 @@ export function cgroupSettings(raw: RawCgroupSettings): CgroupSettings | null {
   const driver = raw.cgroupDriver ?? 'cgroupfs';
   if (driver === 'systemd') throw new InputError('--cgroup-driver systemd: not supported by klet yet; use cgroupfs (and SystemdCgroup = false in containerd)');
   if (driver !== 'cgroupfs') throw new InputError(`--cgroup-driver ${driver}: must be cgroupfs or systemd`);
+  const name = raw.describe ?? ((f: CgroupField) => f);
   const levels = (raw.enforceNodeAllocatable ?? ['pods']).map((l) => l.trim()).filter((l) => l !== '');
   const seen = new Set<string>();
   for (const l of levels) {
-    const flag = `--enforce-node-allocatable ${levels.join(',')}`;
-    if (seen.has(l)) throw new InputError(`${flag}: invalid configuration: duplicated enforcements "${l}" in enforceNodeAllocatable (--enforce-node-allocatable)`);
+    const enforce = `${name('enforceNodeAllocatable')} ${levels.join(',')}`;
+    if (seen.has(l)) throw new InputError(`${enforce}: invalid configuration: duplicated enforcements "${l}" in enforceNodeAllocatable (--enforce-node-allocatable)`);
     seen.add(l);
     if (!LEVELS.includes(l)) {
-      throw new InputError(`${flag}: invalid configuration: option "${l}" specified for enforceNodeAllocatable (--enforce-node-allocatable). Valid options are ${LEVELS.map((x) => `"${x}"`).join(', ')}`);
+      throw new InputError(`${enforce}: invalid configuration: option "${l}" specified for enforceNodeAllocatable (--enforce-node-allocatable). Valid options are ${LEVELS.map((x) => `"${x}"`).join(', ')}`);
     }
     if (l === 'none') {
-      if (levels.length > 1) throw new InputError(`${flag}: invalid configuration: enforceNodeAllocatable (--enforce-node-allocatable) may not contain additional enforcements when "none" is specified`);
+      if (levels.length > 1) throw new InputError(`${enforce}: invalid configuration: enforceNodeAllocatable (--enforce-node-allocatable) may not contain additional enforcements when "none" is specified`);
       continue;
     }
-    if (l !== 'pods') throw new InputError(`${flag}: "${l}" is not supported by klet yet (it needs --${l.replace('-compressible', '')}-cgroup); klet enforces "pods" or "none"`);
-    if (!raw.cgroupsPerQOS) throw new InputError(`${flag}: invalid configuration: cgroupsPerQOS (--cgroups-per-qos) must be set to true when "${l}" contained in enforceNodeAllocatable (--enforce-node-allocatable)`);
+    if (l !== 'pods') throw new InputError(`${enforce}: "${l}" is not supported by klet yet (it needs --${l.replace('-compressible', '')}-cgroup); klet enforces "pods" or "none"`);
+    if (!raw.cgroupsPerQOS) {
+      throw new InputError(`${name('cgroupsPerQOS')} false, ${enforce}: invalid configuration: cgroupsPerQOS (--cgroups-per-qos) must be set to true when "${l}" contained in enforceNodeAllocatable (--enforce-node-allocatable)`);
+    }
   }
   if (!raw.cgroupsPerQOS) return null;
   const cgroupRoot = raw.cgroupRoot === undefined || raw.cgroupRoot === '' ? '/' : raw.cgroupRoot;
   if (!cgroupRoot.startsWith('/') || cgroupRoot.split('/').some((s) => s === '..' || s === '.')) {
-    throw new InputError(`--cgroup-root ${cgroupRoot}: must be an absolute cgroupfs path (e.g. / or /klet)`);
+    throw new InputError(`${name('cgroupRoot')} ${cgroupRoot}: must be an absolute cgroupfs path (e.g. / or /klet)`);
   }
-  const reservation = (flag: string, text: string | undefined): Reservation => {
+  const reservation = (field: 'kubeReserved' | 'systemReserved', text: string | undefined): Reservation => {
     try {
       return text === undefined ? { ...NO_RESERVATION } : parseReservation(text);
     } catch (err) {
-      throw new InputError(`--${flag} ${text}: ${(err as Error).message}`);
+      throw new InputError(`${name(field)} ${text}: ${(err as Error).message}`);
     }
   };
   return {
     cgroupRoot,
+    cgroupRootName: name('cgroupRoot'),
     enforcePods: levels.includes('pods'),
-    kubeReserved: reservation('kube-reserved', raw.kubeReserved),
-    systemReserved: reservation('system-reserved', raw.systemReserved),
+    kubeReserved: reservation('kubeReserved', raw.kubeReserved),
+    systemReserved: reservation('systemReserved', raw.systemReserved),
   };
 }

@@ -20,7 +20,10 @@
  * new <prefix>-<time>.pem (0600) gets the <prefix>-current.pem link and
  * `onRotated` switches the user over (the API client's connections, the
  * server's TLS context). A failed attempt is retried after 2 s doubling for
- * 5 steps, then every 32 s (the manager's back-off).
+ * 5 steps, then every 32 s (the manager's back-off). A certificate whose
+ * notAfter passes before a new one is issued is not used any more: the
+ * manager's Current() gives nil from then on, so `onExpired` tells the user
+ * to drop it (the kubelet server then completes no handshake, as with none).
  */
 import { X509Certificate, createPrivateKey } from 'node:crypto';
 import fsp from 'node:fs/promises';
@@ -150,6 +153,8 @@ export interface RotationOptions {
   onRotated(r: { csrName: string; pairFile: string; pair: CertificatePair; notAfter: Date }): void;
   /** A failed attempt (each distinct message once until one succeeds). */
   onError(message: string): void;
+  /** The certificate in use (the current pair at the start, then each rotated one) expired with no new one issued. */
+  onExpired?(notAfter: Date): void;
   /** One line when a request is made and waits for approval. */
   onWaiting?(line: string): void;
   random?: () => number;
@@ -171,6 +176,10 @@ export async function runCertificateRotation(o: RotationOptions, signal: AbortSi
   const checkMs = o.templateCheckMs ?? 10_000;
   let attempt = 0;
   const reported = new Set<string>();
+  const expiry = expiryTimer(signal, (notAfter) => o.onExpired?.(notAfter));
+  const atStart = await currentPair(o.certDir, c).catch(() => undefined);
+  // One already expired was never served (the kubelet server starts without it).
+  if (atStart !== undefined && Date.parse(atStart.cert.validTo) >= Date.now()) expiry.set(new Date(atStart.cert.validTo));
   while (!signal.aborted) {
     try {
       const current = await currentPair(o.certDir, c);
@@ -200,6 +209,7 @@ export async function runCertificateRotation(o: RotationOptions, signal: AbortSi
       attempt = 0;
       reported.clear();
       const cert = new X509Certificate(certPem);
+      expiry.set(new Date(cert.validTo));
       o.onRotated({ csrName: name, pairFile, pair: { certPem, keyPem, cert }, notAfter: new Date(cert.validTo) });
     } catch (err) {
       if (signal.aborted) return;
@@ -211,4 +221,27 @@ export async function runCertificateRotation(o: RotationOptions, signal: AbortSi
       await pause(retryDelayMs(attempt++), signal);
     }
   }
+}
+
+/**
+ * Calls `expired` once the notAfter last set has passed (Current() returning
+ * nil from then on); setting a new one replaces the old. Stops with the signal.
+ */
+export function expiryTimer(signal: AbortSignal, expired: (notAfter: Date) => void): { set(notAfter: Date): void } {
+  let timer: NodeJS.Timeout | undefined;
+  signal.addEventListener('abort', () => clearTimeout(timer), { once: true });
+  return {
+    set(notAfter: Date) {
+      clearTimeout(timer);
+      if (signal.aborted) return;
+      const tick = () => {
+        // Expired once now is after notAfter (the manager's m.now().After(NotAfter)).
+        const left = notAfter.getTime() - Date.now();
+        if (left < 0) return expired(notAfter);
+        timer = setTimeout(tick, Math.min(left + 1, MAX_WAIT_MS));
+        timer.unref();
+      };
+      tick();
+    },
+  };
 }

@@ -14,6 +14,7 @@
 import net from 'node:net';
 import { DEFAULT_RUNTIME_ENDPOINT } from '../cri/endpoint.js';
 import { InputError } from '../errors.js';
+import { validateImageGCPolicy } from '../kuberuntime/image-gc.js';
 import { type Reservation, type Taint, addReservations, parseNodeLabels, parseReservation, parseTaints, validateNodeIP, validateNodeName } from '../node/config.js';
 import { parseListen } from '../server/auth.js';
 import type { ConfigFile } from './file.js';
@@ -360,7 +361,7 @@ export function buildKubeletConfig(o: BuildOptions): BuiltConfig {
     registerWithTaints,
     registerNode,
     containerRuntimeEndpoint: pick<string>('containerRuntimeEndpoint') ?? DEFAULTS.containerRuntimeEndpoint,
-    // Checked where they are used (lib/node/sysctl.ts, lib/cm/settings.ts, kuberuntime/image-gc.ts), named by describe().
+    // Checked where they are used (lib/node/sysctl.ts, lib/cm/settings.ts), named by describe(); the image GC thresholds below.
     allowedUnsafeSysctls: pick<string[]>('allowedUnsafeSysctls') ?? [],
     cgroupsPerQOS: pick<boolean>('cgroupsPerQOS') ?? DEFAULTS.cgroupsPerQOS,
     cgroupRoot: pick<string>('cgroupRoot') ?? DEFAULTS.cgroupRoot,
@@ -388,6 +389,9 @@ export function buildKubeletConfig(o: BuildOptions): BuiltConfig {
     },
   };
   if (config.flags.maxParallelSyncs < 1) fail('maxParallelSyncs', `${config.flags.maxParallelSyncs}: must be at least 1`);
+  const gc = validateImageGCPolicy({ highThresholdPercent: config.imageGCHighThresholdPercent, lowThresholdPercent: config.imageGCLowThresholdPercent });
+  // Each value it is about, named where it came from (file:line and field, or the caller's name).
+  if (gc !== null) throw new InputError(`${gc.fields.map((f) => `${describe(f)} ${config[f]}`).join(', ')}: ${gc.message}`);
 
   const warnings: string[] = [];
   for (const f of file?.notImplemented ?? []) warnings.push(`${file!.path}:${f.line}: ${String(f.value)}: not implemented by klet; ignored`);

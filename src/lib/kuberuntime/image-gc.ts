@@ -30,20 +30,27 @@ export const DEFAULT_IMAGE_GC_POLICY: Readonly<ImageGCPolicy> = Object.freeze({ 
 /** The kubelet's ImageGCPeriod. */
 export const IMAGE_GC_PERIOD_MS = 5 * 60_000;
 
+/** The configuration fields of the thresholds (the KubeletConfiguration's names). */
+export type ImageGCField = 'imageGCHighThresholdPercent' | 'imageGCLowThresholdPercent';
+
 /**
  * The kubelet's validation of the policy (pkg/kubelet/apis/config/validation),
- * with its messages: null when valid, else the first problem, naming the flag.
+ * with its messages: null when valid, else the first problem and the fields
+ * whose values it is about (for the caller to name where they came from).
  */
-export function validateImageGCPolicy(p: Pick<ImageGCPolicy, 'highThresholdPercent' | 'lowThresholdPercent'>): string | null {
+export function validateImageGCPolicy(p: Pick<ImageGCPolicy, 'highThresholdPercent' | 'lowThresholdPercent'>): { fields: ImageGCField[]; message: string } | null {
   const range = (v: number) => Number.isInteger(v) && v >= 0 && v <= 100;
   if (!range(p.highThresholdPercent)) {
-    return `invalid configuration: imageGCHighThresholdPercent (--image-gc-high-threshold) ${p.highThresholdPercent} must be between 0 and 100, inclusive`;
+    return { fields: ['imageGCHighThresholdPercent'], message: `invalid configuration: imageGCHighThresholdPercent (--image-gc-high-threshold) ${p.highThresholdPercent} must be between 0 and 100, inclusive` };
   }
   if (!range(p.lowThresholdPercent)) {
-    return `invalid configuration: imageGCLowThresholdPercent (--image-gc-low-threshold) ${p.lowThresholdPercent} must be between 0 and 100, inclusive`;
+    return { fields: ['imageGCLowThresholdPercent'], message: `invalid configuration: imageGCLowThresholdPercent (--image-gc-low-threshold) ${p.lowThresholdPercent} must be between 0 and 100, inclusive` };
   }
   if (p.lowThresholdPercent >= p.highThresholdPercent) {
-    return `invalid configuration: imageGCLowThresholdPercent (--image-gc-low-threshold) ${p.lowThresholdPercent} must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) ${p.highThresholdPercent}`;
+    return {
+      fields: ['imageGCLowThresholdPercent', 'imageGCHighThresholdPercent'],
+      message: `invalid configuration: imageGCLowThresholdPercent (--image-gc-low-threshold) ${p.lowThresholdPercent} must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) ${p.highThresholdPercent}`,
+    };
   }
   return null;
 }

@@ -78,6 +78,8 @@ export interface KubeletServer {
   openStreams(): number;
   /** Serve new connections with this certificate (existing ones keep theirs). */
   setServingCertificate(pair: { cert: string; key: string }): void;
+  /** Serve new connections with no certificate (an expired one is not used): no handshake succeeds until the next setServingCertificate. */
+  clearServingCertificate(): void;
   /** Stop listening, end every stream and connection. */
   close(): Promise<void>;
 }
@@ -449,6 +451,10 @@ export async function startKubeletServer(opts: KubeletServerOptions): Promise<Ku
     setServingCertificate: (pair) => {
       server.setSecureContext(context(pair));
       haveCert = true;
+    },
+    clearServingCertificate: () => {
+      server.setSecureContext(context({}));
+      haveCert = false;
     },
     close: async () => {
       closing.abort();

@@ -416,6 +416,11 @@ async function rotateServingCertificate(
       },
       onWaiting: (line) => log.info(`serving certificate: ${line}`),
       onError: (message) => log.warn(message),
+      // As the kubelet's GetCertificate once Current() is nil: no handshake rather than an expired certificate.
+      onExpired: (notAfter) => {
+        server.clearServingCertificate();
+        log.warn(`serving certificate expired at ${notAfter.toISOString()} and no new one was issued: the kubelet server completes no TLS handshake until one is`);
+      },
     },
     signal,
   );
