@@ -137,6 +137,15 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
       min: 0,
     }),
     'minimum-image-gc-age': configDurationFlag({ summary: 'Minimum age of an unused image (since klet first saw it) before image GC may remove it (imageMinimumGCAge).', shownDefault: '2m', allowZero: true }),
+    'eviction-hard': Flags.string({
+      summary:
+        "Hard eviction thresholds, signal<quantity or percentage, comma-separated (evictionHard), e.g. memory.available<100Mi,nodefs.available<10%. Signals: memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree, pid.available. Default: the kubelet's, memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%,imagefs.available<15%,imagefs.inodesFree<5% (any one given replaces them all).",
+    }),
+    'eviction-soft': Flags.string({ summary: 'Soft eviction thresholds (evictionSoft), as --eviction-hard; each needs its --eviction-soft-grace-period.' }),
+    'eviction-soft-grace-period': Flags.string({ summary: 'How long each soft threshold must hold before a pod is evicted, signal=duration, comma-separated (evictionSoftGracePeriod), e.g. memory.available=1m30s.' }),
+    'eviction-minimum-reclaim': Flags.string({ summary: 'How much beyond a threshold to reclaim once it is met, signal=quantity or percentage, comma-separated (evictionMinimumReclaim), e.g. nodefs.available=500Mi.' }),
+    'eviction-pressure-transition-period': configDurationFlag({ summary: 'How long a pressure condition (MemoryPressure, DiskPressure, PIDPressure) stays True after its threshold was last met (evictionPressureTransitionPeriod).', shownDefault: '5m' }),
+    'eviction-max-pod-grace-period': Flags.integer({ summary: 'The longest grace period (seconds) a pod evicted for a soft threshold gets; its own is used when shorter (evictionMaxPodGracePeriod). Default: 0.' }),
     'maximum-dead-containers-per-container': Flags.integer({
       summary: "Dead instances of each pod container that container GC keeps (the kubelet's flag, deprecated there; at least 1 is kept for klet logs --previous).",
       default: 1,

@@ -50,6 +50,31 @@ export interface NodeFacts {
   /** The node's IPv4 addresses by preference (used without an explicit node IP). */
   hostIPs: string[];
   now: Date;
+  /**
+   * The eviction manager's pressure conditions (klet sync): MemoryPressure,
+   * DiskPressure and PIDPressure are True exactly for these. Without it
+   * (klet register-node, no eviction manager) they are judged from the
+   * machine against the default hard thresholds.
+   */
+  pressure?: readonly string[];
+}
+
+/** The three pressure conditions with the kubelet's reasons and messages (nodestatus setters), True for those under pressure. */
+export function pressureConditionStates(pressure: readonly string[]): ConditionState[] {
+  const memory = pressure.includes('MemoryPressure');
+  const disk = pressure.includes('DiskPressure');
+  const pid = pressure.includes('PIDPressure');
+  return [
+    memory
+      ? { type: 'MemoryPressure', status: 'True', reason: 'KubeletHasInsufficientMemory', message: 'kubelet has insufficient memory available' }
+      : { type: 'MemoryPressure', status: 'False', reason: 'KubeletHasSufficientMemory', message: 'kubelet has sufficient memory available' },
+    disk
+      ? { type: 'DiskPressure', status: 'True', reason: 'KubeletHasDiskPressure', message: 'kubelet has disk pressure' }
+      : { type: 'DiskPressure', status: 'False', reason: 'KubeletHasNoDiskPressure', message: 'kubelet has no disk pressure' },
+    pid
+      ? { type: 'PIDPressure', status: 'True', reason: 'KubeletHasInsufficientPID', message: 'kubelet has insufficient PID available' }
+      : { type: 'PIDPressure', status: 'False', reason: 'KubeletHasSufficientPID', message: 'kubelet has sufficient PID available' },
+  ];
 }
 
 /** The labels the kubelet always sets (and reconciles on an existing Node). */
@@ -114,7 +139,7 @@ export function capacityAndAllocatable(
   return { capacity, allocatable };
 }
 
-interface ConditionState {
+export interface ConditionState {
   type: string;
   status: 'True' | 'False' | 'Unknown';
   reason: string;
@@ -124,19 +149,15 @@ interface ConditionState {
 /** The four conditions with the kubelet's reasons and messages, in the kubelet's order. */
 export function conditionStates(f: NodeFacts): ConditionState[] {
   const m = f.machine;
-  const memoryPressure = m.memoryAvailableBytes > 0 && m.memoryAvailableBytes < EVICTION_HARD_MEMORY_BYTES;
-  const diskPressure = m.fsCapacityBytes > 0 && m.fsAvailableBytes < m.fsCapacityBytes * EVICTION_HARD_NODEFS_FRACTION;
+  const pressure = f.pressure ?? [
+    ...(m.memoryAvailableBytes > 0 && m.memoryAvailableBytes < EVICTION_HARD_MEMORY_BYTES ? ['MemoryPressure'] : []),
+    ...(m.fsCapacityBytes > 0 && m.fsAvailableBytes < m.fsCapacityBytes * EVICTION_HARD_NODEFS_FRACTION ? ['DiskPressure'] : []),
+  ];
   const notReady: string[] = [];
   if (!f.runtime.runtimeReady) notReady.push(`container runtime not ready: RuntimeReady=false ${f.runtime.runtimeReason ?? ''}`.trim());
   if (!f.runtime.networkReady) notReady.push(`container runtime network not ready: NetworkReady=false ${f.runtime.networkReason ?? ''}`.trim());
   return [
-    memoryPressure
-      ? { type: 'MemoryPressure', status: 'True', reason: 'KubeletHasInsufficientMemory', message: 'kubelet has insufficient memory available' }
-      : { type: 'MemoryPressure', status: 'False', reason: 'KubeletHasSufficientMemory', message: 'kubelet has sufficient memory available' },
-    diskPressure
-      ? { type: 'DiskPressure', status: 'True', reason: 'KubeletHasDiskPressure', message: 'kubelet has disk pressure' }
-      : { type: 'DiskPressure', status: 'False', reason: 'KubeletHasNoDiskPressure', message: 'kubelet has no disk pressure' },
-    { type: 'PIDPressure', status: 'False', reason: 'KubeletHasSufficientPID', message: 'kubelet has sufficient PID available' },
+    ...pressureConditionStates(pressure),
     notReady.length === 0
       ? { type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'kubelet is posting ready status' }
       : { type: 'Ready', status: 'False', reason: 'KubeletNotReady', message: notReady.join(', ') },

@@ -111,6 +111,8 @@ export interface RegisterNodeDeps {
   api?: NodeApi;
   hostIPs?: () => string[];
   now?: () => Date;
+  /** The eviction manager's pressure conditions, read for every status (klet sync). */
+  pressure?: () => readonly string[];
   /** Heartbeat intervals (tests). */
   intervals?: Parameters<typeof runHeartbeat>[0]['intervals'];
 }
@@ -158,6 +160,7 @@ export async function registerNode(opts: RegisterNodeOptions, deps: RegisterNode
     runtime: await runtimeFacts(deps.cri, signal),
     hostIPs: (deps.hostIPs ?? defaultHostIPs)(),
     now: now(),
+    ...(deps.pressure ? { pressure: deps.pressure() } : {}),
   });
 
   // The kubelet creates its root dir on start; its filesystem is the node's ephemeral storage.
