@@ -71,7 +71,7 @@ export const SYNC_FLAGS: Readonly<Record<string, ArgvFlagSpec>> = {
   'eviction-soft-grace-period': { type: 'string' },
   'eviction-minimum-reclaim': { type: 'string' },
   'eviction-pressure-transition-period': { type: 'duration' },
-  'eviction-max-pod-grace-period': { type: 'integer' },
+  'eviction-max-pod-grace-period': { type: 'integer', min: -2147483648 },
   'maximum-dead-containers-per-container': { type: 'integer', default: '1', min: -1 },
   'container-gc-period': { type: 'duration', default: '1m' },
   'image-gc-period': { type: 'duration', default: '5m' },

@@ -145,7 +145,7 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
     'eviction-soft-grace-period': Flags.string({ summary: 'How long each soft threshold must hold before a pod is evicted, signal=duration, comma-separated (evictionSoftGracePeriod), e.g. memory.available=1m30s.' }),
     'eviction-minimum-reclaim': Flags.string({ summary: 'How much beyond a threshold to reclaim once it is met, signal=quantity or percentage, comma-separated (evictionMinimumReclaim), e.g. nodefs.available=500Mi.' }),
     'eviction-pressure-transition-period': configDurationFlag({ summary: 'How long a pressure condition (MemoryPressure, DiskPressure, PIDPressure) stays True after its threshold was last met (evictionPressureTransitionPeriod).', shownDefault: '5m' }),
-    'eviction-max-pod-grace-period': Flags.integer({ summary: 'The longest grace period (seconds) a pod evicted for a soft threshold gets; its own is used when shorter (evictionMaxPodGracePeriod). Default: 0.' }),
+    'eviction-max-pod-grace-period': Flags.integer({ summary: 'The longest grace period (seconds) a pod evicted for a soft threshold gets; its own is used when shorter (evictionMaxPodGracePeriod). Default: 0.', min: -2147483648 }),
     'maximum-dead-containers-per-container': Flags.integer({
       summary: "Dead instances of each pod container that container GC keeps (the kubelet's flag, deprecated there; at least 1 is kept for klet logs --previous).",
       default: 1,

@@ -458,9 +458,11 @@ export class EvictionManager {
     for (const pod of ranked) {
       let grace = HARD_EVICTION_GRACE_SECONDS;
       if (toReclaim.gracePeriodMs > 0) {
-        grace = this.opts.maxPodGracePeriodSeconds;
         const own = pod.spec?.terminationGracePeriodSeconds;
+        grace = this.opts.maxPodGracePeriodSeconds;
         if (own !== undefined) grace = Math.min(grace, own);
+        // A negative maximum defers to the pod's own (the flag's help).
+        if (grace < 0) grace = own ?? 30;
       }
       if (isCriticalPod(pod)) {
         log.error(`Eviction manager: cannot evict a critical pod pod=${pod.metadata?.namespace ?? 'default'}/${pod.metadata?.name ?? ''}`);

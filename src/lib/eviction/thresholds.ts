@@ -108,7 +108,7 @@ function parseQuantity(text: string): Quantity {
   try {
     return Quantity.parse(text);
   } catch (err) {
-    if (err instanceof QuantityError) throw new Error(err.message);
+    if (err instanceof QuantityError) throw new Error(err.message, { cause: err });
     throw err;
   }
 }

@@ -363,13 +363,14 @@ export function buildKubeletConfig(o: BuildOptions): BuiltConfig {
     evictionSoftGracePeriod: signalMap('evictionSoftGracePeriod', '=') ?? {},
     evictionMinimumReclaim: signalMap('evictionMinimumReclaim', '=') ?? {},
   };
-  let evictionThresholds: Threshold[] = [];
-  try {
-    evictionThresholds = parseThresholdConfig(eviction);
-  } catch (err) {
-    if (err instanceof ThresholdError) fail(err.field, `is invalid: ${err.message}`);
-    throw err;
-  }
+  const evictionThresholds = ((): Threshold[] => {
+    try {
+      return parseThresholdConfig(eviction);
+    } catch (err) {
+      if (err instanceof ThresholdError) return fail(err.field, `is invalid: ${err.message}`);
+      throw err;
+    }
+  })();
   const evictionMaxPodGracePeriod = pick<number>('evictionMaxPodGracePeriod') ?? 0;
   if (!Number.isInteger(evictionMaxPodGracePeriod)) fail('evictionMaxPodGracePeriod', `${evictionMaxPodGracePeriod}: expected an integer`);
 
