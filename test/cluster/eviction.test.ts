@@ -16,7 +16,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureNamespace, startTestCluster, type TestCluster } from '../helpers/cluster.js';
 import { poll } from '../helpers/poll.js';
-import { removeAllPods, startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 import { apiGet, killAllSyncs, startSync, type SyncProcess } from '../helpers/sync.js';
 
 const execFileP = promisify(execFile);
@@ -42,10 +42,9 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await killAllSyncs();
-  if (rt) await removeAllPods(rt.cri).catch(() => undefined);
+  await Promise.allSettled([cluster?.stop(), rt?.stop()]);
   // The pods' volume mounts under the root dir go with it (recursive), even when the test failed half-way.
   await execFileP('umount', ['-R', rootDir]).catch(() => execFileP('umount', ['-R', '-l', rootDir]).catch(() => undefined));
-  await Promise.allSettled([cluster?.stop(), rt?.stop()]);
   fs.rmSync(dir, { recursive: true, force: true });
   for (const d of fs.readdirSync('/var/log/pods').filter((x) => x.startsWith(`${NS}_`))) fs.rmSync(path.join('/var/log/pods', d), { recursive: true, force: true });
 }, 120_000);

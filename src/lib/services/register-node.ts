@@ -38,6 +38,8 @@ export interface RegisterNodeOptions {
   reserved: Reservation;
   maxPods: number;
   nodeIP?: string;
+  /** The hard eviction thresholds (allocatable holds back memory.available and nodefs.available); the kubelet's defaults when unset. */
+  evictionHard?: Record<string, string>;
   /** The port the kubelet server listens on, for the Node's daemonEndpoints. */
   kubeletPort?: number;
   /** Stay and renew the Lease and status until the signal aborts. */
@@ -90,6 +92,7 @@ export function registerNodeOptionsOf(c: KubeletConfig & { flags: { kubeconfig: 
     taints: c.registerWithTaints,
     reserved: c.flags.reserved,
     maxPods: c.maxPods,
+    evictionHard: c.evictionHard,
     ...(c.flags.nodeIP !== undefined ? { nodeIP: c.flags.nodeIP } : {}),
     heartbeat,
   };
@@ -153,6 +156,7 @@ export async function registerNode(opts: RegisterNodeOptions, deps: RegisterNode
     maxPods: opts.maxPods,
     reserved: opts.reserved,
     kletVersion: deps.kletVersion,
+    ...(opts.evictionHard !== undefined ? { evictionHard: opts.evictionHard } : {}),
     ...(opts.kubeletPort !== undefined ? { kubeletPort: opts.kubeletPort } : {}),
   };
   const facts = async (signal: AbortSignal): Promise<NodeFacts> => ({

@@ -664,7 +664,7 @@ async function apiPodSource(
   const m = await readMachineFacts(opts.rootDir);
   const o = cluster.options;
   const node = {
-    allocatable: allocatableAmounts(m, o.maxPods, o.reserved),
+    allocatable: allocatableAmounts(m, o.maxPods, o.reserved, o.evictionHard),
     labels: { ...o.labels, ...defaultLabels(opts.nodeName, m) },
     taints: o.taints,
     ...(opts.sysctls ? { sysctls: opts.sysctls } : {}),
