@@ -334,6 +334,29 @@ describe('EvictionManager rounds', () => {
     expect(h.calls[0]).toMatch(/^evict hog 5s: /);
   });
 
+  it("reads the node's figures every round and the pods' only when it must rank them", async () => {
+    const reads = { node: 0, full: 0 };
+    let avail = 90 * MiB;
+    const m = new EvictionManager({
+      thresholds: parseThresholdConfig(settings({ evictionHard: { 'nodefs.available': '40%' } })),
+      pressureTransitionPeriodMs: 1000,
+      maxPodGracePeriodSeconds: 0,
+      nodeSummary: async () => (reads.node++, summary({ nodeAvail: avail, time: new Date(Date.parse(now) + reads.node * 1000).toISOString() })),
+      summary: async () => (reads.full++, summary({ nodeAvail: avail, pods: [podStats('a', { logs: MiB })] })),
+      dedicatedImageFs: async () => true,
+      activePods: () => [pod('a')],
+      podCleanedUp: () => true,
+      reclaim: { containers: async () => undefined, images: async () => undefined },
+      evict: async () => undefined,
+    });
+    await m.synchronize(signal);
+    await m.synchronize(signal);
+    expect(reads).toEqual({ node: 2, full: 0 });
+    avail = 10 * MiB;
+    expect((await m.synchronize(signal)).map((p) => p.metadata?.name)).toEqual(['a']);
+    expect(reads).toEqual({ node: 3, full: 1 });
+  });
+
   it('imagefs (or one shared filesystem): container GC and image GC first; no eviction when they free enough', async () => {
     const h = harness({ hard: { 'nodefs.available': '40%' }, pods: [pod('a')] });
     const m2 = new EvictionManager({ ...(h.m as unknown as { opts: ConstructorParameters<typeof EvictionManager>[0] }).opts, dedicatedImageFs: async () => false });

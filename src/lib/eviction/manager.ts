@@ -343,8 +343,10 @@ export interface EvictionManagerOptions {
   pressureTransitionPeriodMs: number;
   /** evictionMaxPodGracePeriod: the cap of a soft eviction's grace period. */
   maxPodGracePeriodSeconds: number;
-  /** The Summary API's answer, read now. */
+  /** The Summary API's answer, read now (pods included: for ranking them). */
   summary: (signal: AbortSignal) => Promise<Summary>;
+  /** The node's figures only, read now (every round); default: summary. */
+  nodeSummary?: (signal: AbortSignal) => Promise<Summary>;
   /** Each pod's local volumes' usage (by UID). */
   volumeUsage?: (signal: AbortSignal) => Promise<Map<string, VolumeUsage>>;
   /** Whether the runtime's image filesystem is another filesystem than the root dir's. */
@@ -397,8 +399,7 @@ export class EvictionManager {
     }
     if (this.thresholds.length === 0) return [];
     const active = this.opts.activePods();
-    const summary = await this.opts.summary(signal);
-    const observations = observe(summary);
+    const observations = observe(await (this.opts.nodeSummary ?? this.opts.summary)(signal));
     const now = this.now();
     let thresholds = thresholdsMet(this.thresholds, observations, false);
     if (this.met.length > 0) {
@@ -443,6 +444,8 @@ export class EvictionManager {
       log.error('Eviction manager: eviction thresholds have been met, but no pods are active to evict');
       return [];
     }
+    // The pods' figures, read once a pod must be chosen.
+    const summary = await this.opts.summary(signal);
     const volumes = (await this.opts.volumeUsage?.(signal)) ?? new Map<string, VolumeUsage>();
     const byUid = new Map(summary.pods.map((p) => [p.podRef.uid, p]));
     const usage = (p: V1Pod): PodUsage | undefined => {
@@ -492,7 +495,7 @@ export class EvictionManager {
         log.info(`Eviction manager: unexpected error when attempting to reduce resource pressure resourceName=${resource}: ${errorMessage(err)}`);
       }
     }
-    const observations = observe(await this.opts.summary(signal));
+    const observations = observe(await (this.opts.nodeSummary ?? this.opts.summary)(signal));
     return thresholdsMet(this.thresholds ?? [], observations, true).length === 0;
   }
 

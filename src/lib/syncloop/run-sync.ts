@@ -708,6 +708,7 @@ function evictionManager(
     pressureTransitionPeriodMs: opts.config.evictionPressureTransitionPeriod,
     maxPodGracePeriodSeconds: opts.config.evictionMaxPodGracePeriod,
     summary: (s) => stats.summary({ signal: s }),
+    nodeSummary: (s) => stats.nodeSummary(s),
     volumeUsage: () => kubelet.volumes.localVolumeUsage(),
     dedicatedImageFs: async (s) => {
       // HasDedicatedImageFs: the image filesystem is another device than the root dir's.
