@@ -9,13 +9,14 @@
 // Every timed run starts from an empty runtime (checked, not assumed), and the
 // kubelet never runs at the same time as klet (it kills runtime pods it does not
 // know). Exit status: 0 ran (whatever the ratios), 1 harness error, 2 leaks.
-import { spawn, spawnSync } from 'node:child_process';
+import { execFile, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { CriClient } from '../dist/lib/cri/client.js';
 import { shimPids, startManagedRuntime, stopManagedRuntime } from '../dist/lib/runtime/containerd.js';
 import { BUSYBOX_IMAGE } from '../dist/lib/runtime/containerd-config.js';
@@ -24,6 +25,7 @@ import { williamsRow } from './order.js';
 import { median, medianCI, roundOut, verdict } from './stats.js';
 
 const repo = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
+const execFileP = promisify(execFile);
 const KLET = path.join(repo, 'bin/run.js');
 /** klet sync as the kubelet here runs (cgroupsPerQOS: false): the runtime's cgroups, none made under the host's /kubepods. */
 const KLET_FLAT_CGROUPS = ['--cgroups-per-qos=false', '--enforce-node-allocatable=none'];
@@ -38,7 +40,7 @@ const RUNNING = 1; // CRI ContainerState.CONTAINER_RUNNING
 const SANDBOX_READY = 0; // CRI PodSandboxState.SANDBOX_READY
 
 // ---------------------------------------------------------------- arguments
-const ALL = ['startup-1', 'startup-10', 'startup-30', 'startup-110', 'steady-110', 'probes-110', 'exit-to-restart', 'teardown-30', 'cold-start', 'churn', 'api-start-30', 'kubelet-api'];
+const ALL = ['startup-1', 'startup-10', 'startup-30', 'startup-110', 'steady-110', 'probes-110', 'exit-to-restart', 'teardown-30', 'cold-start', 'churn', 'api-start-30', 'kubelet-api', 'eviction'];
 function parseArgs(argv) {
   const o = { scenarios: [], pairs: 5, smoke: false, kubelet: true, steadySeconds: 60, churnCycles: 100, exitPods: 20, cpuProf: null, out: null, kletNodeFlags: [] };
   const num = (flag, v) => {
@@ -347,9 +349,10 @@ function findKubelet() {
  * from that CA, bearer tokens by TokenReview, anonymous refused,
  * SubjectAccessReview: test/helpers/kubelet-agent.ts), and --node-ip address.
  */
-async function startKubelet({ kubeconfig, server } = {}) {
+async function startKubelet({ kubeconfig, server, prepareRoot, extraConfig = '' } = {}) {
   const dir = path.join(tmp, `kubelet-${++kubeletRuns}`);
   fs.mkdirSync(dir, { recursive: true });
+  if (prepareRoot) await prepareRoot(path.join(dir, 'root'));
   const healthz = await freePort();
   const port = await freePort();
   const config = path.join(dir, 'config.yaml');
@@ -376,7 +379,7 @@ port: ${server?.port ?? port}
 healthzPort: ${healthz}
 healthzBindAddress: 127.0.0.1
 containerRuntimeEndpoint: ${target.endpoint}
-`,
+${extraConfig}`,
   );
   const proc = start(kubeletBin, ['--config', config, '--root-dir', path.join(dir, 'root'), '--hostname-override', NODE_NAME, ...(kubeconfig ? ['--kubeconfig', kubeconfig] : []), ...(server ? ['--node-ip', server.address] : [])], { log: path.join(dir, 'kubelet.log') });
   proc.healthz = `http://127.0.0.1:${healthz}/healthz`;
@@ -958,6 +961,125 @@ async function apiStart(n) {
   });
 }
 
+// ------------------------------------------------------------ eviction
+/**
+ * eviction: the agent's root dir on a fresh 96 MiB ext4 (a loop device),
+ * a hard threshold nodefs.available<40% (nothing else), and an API pod that
+ * writes 70 MiB into an emptyDir: from the moment the filesystem's
+ * available space (statfs, polled every 20 ms) is under the threshold to
+ * the moment the filler's container is no longer running (CRI, polled
+ * alongside). Both agents poll their signals every 10 s, so a run's time is
+ * mostly where in that period the threshold was crossed: the median over
+ * many pairs is what compares. Peers: `klet sync --kubeconfig` and the
+ * kubelet with --kubeconfig (one KubeletConfiguration with the same
+ * thresholds), joined as the same node.
+ */
+const EVICTION_FS_MB = 96;
+async function loopFs(mountPoint) {
+  const image = path.join(tmp, 'eviction-fs.img');
+  fs.rmSync(image, { force: true });
+  fs.mkdirSync(mountPoint, { recursive: true });
+  await execFileP('truncate', ['-s', `${EVICTION_FS_MB}M`, image]);
+  await execFileP('mkfs.ext4', ['-q', '-F', image]);
+  await execFileP('mount', ['-o', 'loop', image, mountPoint]);
+}
+async function evictionReaction() {
+  return withControlPlane({}, async ({ cluster, core, joined }) => {
+    const name = `${PREFIX}filler`;
+    const measure = (label, rootOf) => async (proc) => {
+      const root = rootOf(proc);
+      const st0 = fs.statfsSync(root);
+      const threshold = st0.blocks * st0.bsize * 0.4;
+      await core.createNamespacedPod({
+        namespace: 'default',
+        body: {
+          metadata: { name, namespace: 'default' },
+          spec: {
+            nodeName: NODE_NAME,
+            automountServiceAccountToken: false,
+            volumes: [{ name: 'scratch', emptyDir: {} }],
+            containers: [
+              {
+                name: 'filler',
+                image: BUSYBOX_IMAGE,
+                imagePullPolicy: 'IfNotPresent',
+                command: ['sh', '-c', "trap 'exit 0' TERM; dd if=/dev/zero of=/scratch/fill bs=1M count=70 2>/dev/null; sleep 2147483647 & wait"],
+                volumeMounts: [{ name: 'scratch', mountPath: '/scratch' }],
+              },
+            ],
+          },
+        },
+      });
+      let crossed = null;
+      let killed = null;
+      const deadline = now() + 120_000;
+      while (killed === null && now() < deadline) {
+        const st = fs.statfsSync(root);
+        if (crossed === null && st.bavail * st.bsize < threshold) crossed = now();
+        if (crossed !== null) {
+          const { containers } = await cri.listContainers({ filter: { labelSelector: { 'io.kubernetes.pod.name': name } } });
+          if (containers.some((c) => c.labels['io.kubernetes.container.name'] === 'filler' && c.state !== RUNNING)) killed = now();
+        }
+        await sleep(20);
+      }
+      if (crossed === null || killed === null) throw new Error(`${label}: the filler was not ${crossed === null ? 'writing past the threshold' : 'evicted'} within 120 s${logTail(proc)}`);
+      // The server says why (untimed).
+      let last;
+      await waitFor(
+        `${label}: filler finished on the server`,
+        async () => {
+          const p = await core.readNamespacedPod({ name, namespace: 'default' });
+          last = p.status;
+          // The kubelet v1.34 reports an evicted pod whose containers exit 0 on SIGTERM as Succeeded, without a reason.
+          return p.status?.phase === 'Failed' || p.status?.phase === 'Succeeded';
+        },
+        { timeoutMs: 120_000, everyMs: 200, proc },
+      ).catch((err) => {
+        throw new Error(`${err.message}; its status: ${JSON.stringify({ phase: last?.phase, reason: last?.reason, message: last?.message })}`);
+      });
+      return { ms: killed - crossed, phase: last?.phase, reason: last?.reason ?? null };
+    };
+    const kubeconfig = cluster.nodes[NODE_NAME].kubeconfig;
+    const variants = {
+      'klet sync --kubeconfig': () =>
+        joined(
+          'klet sync --kubeconfig',
+          async () => {
+            // reset() unmounts and removes KROOT before every run.
+            await loopFs(KROOT);
+            return startKletJoined(kubeconfig, ['--port', '0', '--eviction-hard', 'nodefs.available<40%', '--eviction-pressure-transition-period', '10s']);
+          },
+          stopProc,
+          measure('klet sync --kubeconfig', () => KROOT),
+        ),
+    };
+    if (opts.kubelet) {
+      variants['kubelet --kubeconfig'] = () =>
+        joined(
+          'kubelet --kubeconfig',
+          () => startKubelet({ kubeconfig, prepareRoot: loopFs, extraConfig: 'evictionHard: {nodefs.available: 40%}\nevictionPressureTransitionPeriod: 10s\n' }),
+          async (proc) => {
+            await stopProc(proc);
+            // The loop filesystem may stay busy for a moment after the kubelet exits.
+            for (let i = 0; i < 40; i++) {
+              if (await execFileP('umount', [path.join(proc.dir, 'root')]).then(() => true, () => false)) break;
+              await sleep(250);
+            }
+            await cleanKubelet(proc);
+          },
+          measure('kubelet --kubeconfig', (proc) => path.join(proc.dir, 'root')),
+        );
+    }
+    const runs = await alternate('eviction', variants, opts.pairs);
+    return {
+      unit: 'ms (threshold crossed → filler container stopped)',
+      runs,
+      summary: mapValues(runs, (r) => summarize(r)),
+      ratios: [ratios(runs, 'klet sync --kubeconfig', 'kubelet --kubeconfig')].filter(Boolean),
+    };
+  });
+}
+
 // ------------------------------------------------------------ kubelet-api
 /**
  * kubelet-api: kubectl exec, logs -f and port-forward through the API server
@@ -1230,6 +1352,7 @@ async function runScenario(s) {
   const api = /^api-start-(\d+)$/.exec(s);
   if (api) return apiStart(Number(api[1]));
   if (s === 'kubelet-api') return kubeletApi();
+  if (s === 'eviction') return evictionReaction();
   throw new Error(`no scenario ${s}`);
 }
 const mapValues = (o, f) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, f(v)]));
@@ -1395,7 +1518,7 @@ results.date = started.toISOString();
 results.options = { ...opts };
 results.loadBefore = os.loadavg().map((x) => round(x, 2));
 try {
-  if (opts.kubelet && opts.scenarios.some((s) => /^(startup|steady|exit|teardown|api-start|kubelet-api)/.test(s))) {
+  if (opts.kubelet && opts.scenarios.some((s) => /^(startup|steady|exit|teardown|api-start|kubelet-api|eviction)/.test(s))) {
     kubeletBin = findKubelet();
     kubeletVersion = spawnSync(kubeletBin, ['--version'], { encoding: 'utf8' }).stdout.trim();
   }

@@ -64,6 +64,12 @@ export interface SyncFlags {
   'image-gc-high-threshold'?: number;
   'image-gc-low-threshold'?: number;
   'minimum-image-gc-age'?: number;
+  'eviction-hard'?: string;
+  'eviction-soft'?: string;
+  'eviction-soft-grace-period'?: string;
+  'eviction-minimum-reclaim'?: string;
+  'eviction-pressure-transition-period'?: number;
+  'eviction-max-pod-grace-period'?: number;
   'maximum-dead-containers-per-container': number;
   'container-gc-period': number;
   'image-gc-period': number;
@@ -144,6 +150,12 @@ export const FLAG_FIELDS = {
   'image-gc-high-threshold': 'imageGCHighThresholdPercent',
   'image-gc-low-threshold': 'imageGCLowThresholdPercent',
   'minimum-image-gc-age': 'imageMinimumGCAge',
+  'eviction-hard': 'evictionHard',
+  'eviction-soft': 'evictionSoft',
+  'eviction-soft-grace-period': 'evictionSoftGracePeriod',
+  'eviction-minimum-reclaim': 'evictionMinimumReclaim',
+  'eviction-pressure-transition-period': 'evictionPressureTransitionPeriod',
+  'eviction-max-pod-grace-period': 'evictionMaxPodGracePeriod',
 } as const satisfies Record<string, keyof KubeletConfigInput>;
 
 const BOOL_FLAGS = new Set(['rotate-certificates', 'rotate-server-certificates', 'anonymous-auth', 'authentication-token-webhook', 'cgroups-per-qos']);

@@ -324,6 +324,8 @@ async function startKlet(o: { dir: string; endpoint: string; kubeconfig: string;
   ];
   // Pod and QoS cgroups as the kubelet's here (cgroupsPerQOS under a private cgroupRoot), once klet has them.
   if (help.includes('--cgroup-root')) args.push(`--cgroup-root=/${o.cgroupRoot}`);
+  // The same hard eviction thresholds as the kubelet's config here (a shared machine's disk must not put the node under pressure).
+  if (help.includes('--eviction-hard')) args.push('--eviction-hard=memory.available<100Mi,nodefs.available<1%,imagefs.available<1%');
   // The kubelet server (logs, exec, port-forward through the API server) with the kubelet's flags, once klet has it.
   if (help.includes('--client-ca-file')) {
     args.push(

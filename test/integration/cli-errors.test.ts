@@ -270,6 +270,21 @@ describe('usage errors: exit 2, one line naming the input', () => {
   });
 });
 
+describe('klet sync: eviction thresholds the kubelet refuses', () => {
+  it.each([
+    [['--eviction-hard', 'disk.free<1Gi'], ['--eviction-hard', 'unsupported eviction signal disk.free']],
+    [['--eviction-hard', 'nodefs.available<150%'], ['--eviction-hard', 'must be <= 100%: 150%']],
+    [['--eviction-hard', 'memory.available<-100Mi'], ['--eviction-hard', 'must be positive: -100Mi']],
+    [['--eviction-soft', 'memory.available<1Gi'], ['--eviction-soft', 'grace period must be specified for the soft eviction threshold memory.available']],
+    [['--eviction-minimum-reclaim', 'nodefs.available=lots'], ['--eviction-minimum-reclaim', 'quantities must match']],
+  ])('%j: exit 2, one line naming the flag, nothing made', async (args, words) => {
+    const rootDir = path.join(tmp, `root-eviction-${randomBytes(3).toString('hex')}`);
+    const r = await runKlet(['sync', '--manifest-dir', path.join(tmp, 'no-manifests'), '--root-dir', rootDir, '--container-runtime-endpoint', missingEndpoint, ...args]);
+    expectOneLineError(r, 2, words);
+    expect(fs.existsSync(rootDir)).toBe(false);
+  });
+});
+
 describe('klet sync: the kubelet server\'s flags', () => {
   const run = (root: string, args: string[]) =>
     runKlet(['sync', '--manifest-dir', path.join(tmp, 'no-manifests'), '--root-dir', path.join(tmp, root), '--container-runtime-endpoint', missingEndpoint, ...args]);

@@ -47,8 +47,14 @@ describe('capacity and allocatable', () => {
     expect(capacity).toEqual({ cpu: '2', memory: '8Gi', pods: '110', 'ephemeral-storage': '100Gi', 'hugepages-1Gi': '0', 'hugepages-2Mi': '0' });
     expect(allocatable.cpu).toBe('1700m');
     expect(allocatable.memory).toBe(`${7 * 1024 - 100}Mi`);
-    expect(allocatable['ephemeral-storage']).toBe('89Gi');
+    // 10 % as the kubelet takes it: a float32 percentage, int64(capacity × 0.1f) = 100Gi / 10 + 160 bytes.
+    expect(allocatable['ephemeral-storage']).toBe(String(99 * GiB - (10 * GiB + 160)));
     expect(allocatable.pods).toBe('110');
+  });
+  it('holds back the configured hard thresholds of memory.available and nodefs.available, not the defaults', () => {
+    const { allocatable } = capacityAndAllocatable(machine, 110, NO_RESERVATION, { 'memory.available': '1Gi', 'imagefs.available': '50%' });
+    expect(allocatable.memory).toBe('7Gi');
+    expect(allocatable['ephemeral-storage']).toBe('100Gi');
   });
   it('subtracts pre-allocated huge pages from allocatable memory and never goes negative', () => {
     const { allocatable } = capacityAndAllocatable({ ...machine, hugepages: { 'hugepages-2Mi': GiB } }, 10, { ...NO_RESERVATION, cpuMilli: 5000 });
@@ -81,6 +87,14 @@ describe('conditions', () => {
     const c = nodeConditions(facts({ machine: { ...machine, memoryAvailableBytes: 50 * 1024 * 1024, fsAvailableBytes: 5 * GiB } }));
     expect(c.find((x) => x.type === 'MemoryPressure')?.reason).toBe('KubeletHasInsufficientMemory');
     expect(c.find((x) => x.type === 'DiskPressure')?.reason).toBe('KubeletHasDiskPressure');
+  });
+  it("with the eviction manager's conditions (klet sync), reports exactly those, with the kubelet's reasons and messages", () => {
+    const c = nodeConditions(facts({ machine: { ...machine, fsAvailableBytes: 5 * GiB }, pressure: ['PIDPressure'] }));
+    expect(c.slice(0, 3).map((x) => [x.type, x.status, x.reason, x.message])).toEqual([
+      ['MemoryPressure', 'False', 'KubeletHasSufficientMemory', 'kubelet has sufficient memory available'],
+      ['DiskPressure', 'False', 'KubeletHasNoDiskPressure', 'kubelet has no disk pressure'],
+      ['PIDPressure', 'True', 'KubeletHasInsufficientPID', 'kubelet has insufficient PID available'],
+    ]);
   });
   it('keep lastTransitionTime while the status stays, and move it when it changes', () => {
     const first = nodeConditions(facts());

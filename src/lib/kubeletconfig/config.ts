@@ -13,12 +13,13 @@
  */
 import net from 'node:net';
 import { DEFAULT_RUNTIME_ENDPOINT } from '../cri/endpoint.js';
-import { InputError } from '../errors.js';
+import { InputError, errorMessage } from '../errors.js';
 import { validateImageGCPolicy } from '../kuberuntime/image-gc.js';
 import { type Reservation, type Taint, addReservations, parseNodeLabels, parseReservation, parseTaints, validateNodeIP, validateNodeName } from '../node/config.js';
 import { parseListen } from '../server/auth.js';
 import type { ConfigFile } from './file.js';
 import { NOT_ACTED_ON } from './schema.js';
+import { DEFAULT_PRESSURE_TRANSITION_PERIOD_MS, ThresholdError, effectiveEvictionHard, parseSignalMap, parseThresholdConfig, type EvictionSettings, type Threshold } from '../eviction/thresholds.js';
 
 export type AuthorizationMode = 'AlwaysAllow' | 'Webhook';
 export const AUTHORIZATION_MODES: readonly AuthorizationMode[] = ['AlwaysAllow', 'Webhook'];
@@ -64,6 +65,17 @@ export interface KubeletConfigInput {
   imageGCLowThresholdPercent?: number;
   /** ms */
   imageMinimumGCAge?: number;
+  /** `signal<value,...` (the flag) or the file's map. */
+  evictionHard?: string | Record<string, string>;
+  evictionSoft?: string | Record<string, string>;
+  /** `signal=duration,...` or the file's map. */
+  evictionSoftGracePeriod?: string | Record<string, string>;
+  /** `signal=value,...` or the file's map. */
+  evictionMinimumReclaim?: string | Record<string, string>;
+  /** ms */
+  evictionPressureTransitionPeriod?: number;
+  evictionMaxPodGracePeriod?: number;
+  mergeDefaultEvictionSettings?: boolean;
   // The kubelet's flags without a field
   kubeconfig?: string;
   bootstrapKubeconfig?: string;
@@ -125,6 +137,16 @@ export interface KubeletConfig {
   imageGCHighThresholdPercent: number;
   imageGCLowThresholdPercent: number;
   imageMinimumGCAge: number;
+  /** The effective hard thresholds (the kubelet's defaults when none are set), and the rest as given. */
+  evictionHard: Record<string, string>;
+  evictionSoft: Record<string, string>;
+  evictionSoftGracePeriod: Record<string, string>;
+  evictionMinimumReclaim: Record<string, string>;
+  evictionPressureTransitionPeriod: number;
+  evictionMaxPodGracePeriod: number;
+  mergeDefaultEvictionSettings: boolean;
+  /** The thresholds parsed from the eviction fields (lib/eviction). */
+  evictionThresholds: Threshold[];
   /** The kubelet's flags without a KubeletConfiguration field, and klet's own settings. */
   flags: {
     /** The --config file read, if any. */
@@ -170,6 +192,7 @@ export const DEFAULTS = {
   imageGCHighThresholdPercent: 85,
   imageGCLowThresholdPercent: 80,
   imageMinimumGCAge: 2 * 60_000,
+  evictionPressureTransitionPeriod: DEFAULT_PRESSURE_TRANSITION_PERIOD_MS,
   /** klet: the manifest directory kubeadm writes, unless only a URL is given. */
   staticPodPath: '/etc/kubernetes/manifests',
   plegRelistPeriod: 1000,
@@ -323,6 +346,35 @@ export function buildKubeletConfig(o: BuildOptions): BuiltConfig {
   // The kubelet: without a report frequency, the update frequency when one is set, else 5m.
   const reportFrequency = positive('nodeStatusReportFrequency', pick('nodeStatusUpdateFrequency') !== undefined ? updateFrequency : DEFAULTS.nodeStatusReportFrequency);
 
+  // Eviction: the maps (a flag's `k<v,...` / `k=v,...` text or the file's mapping), checked as the kubelet's ParseThresholdConfig checks them.
+  const signalMap = (p: keyof EvictionSettings, separator: '<' | '='): Record<string, string> | undefined => {
+    const v = pick<string | Record<string, string>>(p);
+    if (v === undefined) return undefined;
+    if (typeof v !== 'string') return { ...v };
+    try {
+      return parseSignalMap(v, separator);
+    } catch (err) {
+      return fail(p, `"${v}": ${errorMessage(err)}`);
+    }
+  };
+  const mergeDefaultEvictionSettings = pick<boolean>('mergeDefaultEvictionSettings') ?? false;
+  const eviction: EvictionSettings = {
+    evictionHard: effectiveEvictionHard(signalMap('evictionHard', '<'), mergeDefaultEvictionSettings),
+    evictionSoft: signalMap('evictionSoft', '<') ?? {},
+    evictionSoftGracePeriod: signalMap('evictionSoftGracePeriod', '=') ?? {},
+    evictionMinimumReclaim: signalMap('evictionMinimumReclaim', '=') ?? {},
+  };
+  const evictionThresholds = ((): Threshold[] => {
+    try {
+      return parseThresholdConfig(eviction);
+    } catch (err) {
+      if (err instanceof ThresholdError) return fail(err.field, `is invalid: ${err.message}`);
+      throw err;
+    }
+  })();
+  const evictionMaxPodGracePeriod = pick<number>('evictionMaxPodGracePeriod') ?? 0;
+  if (!Number.isInteger(evictionMaxPodGracePeriod)) fail('evictionMaxPodGracePeriod', `${evictionMaxPodGracePeriod}: expected an integer`);
+
   const config: KubeletConfig = {
     enableServer,
     ...(staticPodPath !== undefined ? { staticPodPath } : {}),
@@ -369,6 +421,11 @@ export function buildKubeletConfig(o: BuildOptions): BuiltConfig {
     imageGCHighThresholdPercent: pick<number>('imageGCHighThresholdPercent') ?? DEFAULTS.imageGCHighThresholdPercent,
     imageGCLowThresholdPercent: pick<number>('imageGCLowThresholdPercent') ?? DEFAULTS.imageGCLowThresholdPercent,
     imageMinimumGCAge: pick<number>('imageMinimumGCAge') ?? DEFAULTS.imageMinimumGCAge,
+    ...eviction,
+    evictionPressureTransitionPeriod: positive('evictionPressureTransitionPeriod', DEFAULTS.evictionPressureTransitionPeriod),
+    evictionMaxPodGracePeriod,
+    mergeDefaultEvictionSettings,
+    evictionThresholds,
     flags: {
       ...optional('config', file?.path),
       ...optional('kubeconfig', kubeconfig),

@@ -56,6 +56,13 @@ export function toKubeletConfiguration(c: KubeletConfig): Record<string, unknown
     imageGCHighThresholdPercent: c.imageGCHighThresholdPercent,
     imageGCLowThresholdPercent: c.imageGCLowThresholdPercent,
     imageMinimumGCAge: d(c.imageMinimumGCAge),
+    evictionHard: c.evictionHard,
+    evictionSoft: Object.keys(c.evictionSoft).length > 0 ? c.evictionSoft : undefined,
+    evictionSoftGracePeriod: Object.keys(c.evictionSoftGracePeriod).length > 0 ? c.evictionSoftGracePeriod : undefined,
+    evictionPressureTransitionPeriod: d(c.evictionPressureTransitionPeriod),
+    evictionMaxPodGracePeriod: c.evictionMaxPodGracePeriod !== 0 ? c.evictionMaxPodGracePeriod : undefined,
+    evictionMinimumReclaim: Object.keys(c.evictionMinimumReclaim).length > 0 ? c.evictionMinimumReclaim : undefined,
+    mergeDefaultEvictionSettings: c.mergeDefaultEvictionSettings,
   };
   // Unset optional fields are left out, as the kubelet's omitempty does.
   return JSON.parse(JSON.stringify(out)) as Record<string, unknown>;

@@ -66,6 +66,13 @@ export const FILE_FIELDS: Readonly<Record<string, FieldKind>> = {
   imageGCHighThresholdPercent: 'int',
   imageGCLowThresholdPercent: 'int',
   imageMinimumGCAge: 'duration',
+  evictionHard: 'stringMap',
+  evictionSoft: 'stringMap',
+  evictionSoftGracePeriod: 'stringMap',
+  evictionMinimumReclaim: 'stringMap',
+  evictionPressureTransitionPeriod: 'duration',
+  evictionMaxPodGracePeriod: 'int',
+  mergeDefaultEvictionSettings: 'bool',
 };
 
 /** The structs klet reads field by field: any other key in them is unknown. */
@@ -134,13 +141,6 @@ export const NOT_IMPLEMENTED: readonly string[] = [
   'kubeAPIBurst',
   'serializeImagePulls',
   'maxParallelImagePulls',
-  'evictionHard',
-  'evictionSoft',
-  'evictionSoftGracePeriod',
-  'evictionPressureTransitionPeriod',
-  'evictionMaxPodGracePeriod',
-  'evictionMinimumReclaim',
-  'mergeDefaultEvictionSettings',
   'podsPerCore',
   'enableControllerAttachDetach',
   'protectKernelDefaults',

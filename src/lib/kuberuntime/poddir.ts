@@ -76,6 +76,8 @@ export interface PodSyncState {
   sandboxError?: { reason: string; message: string; backoffMs: number };
   /** Rejected at admission: never run, phase Failed. */
   rejected?: boolean;
+  /** Evicted by the eviction manager: the grace period its kill takes (1 s for a hard threshold). */
+  evictionGracePeriodSeconds?: number;
   /** The pod's IPs from its last sandbox, kept while the pod terminates and its sandbox no longer reports them. */
   podIPs?: string[];
   /**

@@ -795,9 +795,9 @@ export async function syncPod(
     }
   }
 
-  // Evicted by housekeeping (the eviction manager's emptyDir sizeLimit check): killed and Failed.
+  // Evicted by the eviction manager (node pressure, or an emptyDir over its sizeLimit): killed and Failed.
   if (state.reason === 'Evicted') {
-    await killPod(ctx, pod, status);
+    await killPod(ctx, pod, status, state.evictionGracePeriodSeconds !== undefined ? { gracePeriodSeconds: state.evictionGracePeriodSeconds } : {});
     const noop = { killPod: true, createSandbox: false, sandboxId: null, attempt: 0, initContainersToStart: [], containersToStart: [], containersToKill: [] };
     return { actions: noop, status, failures, deadlineExceeded: true };
   }

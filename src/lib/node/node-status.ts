@@ -7,6 +7,7 @@ import type { V1Node, V1NodeCondition, V1NodeStatus, V1ContainerImage } from '@k
 import type { MachineFacts } from './machine.js';
 import { nodeAddresses } from './addresses.js';
 import type { Reservation, Taint } from './config.js';
+import { DEFAULT_EVICTION_HARD, parseThresholdStatement, thresholdAmount } from '../eviction/thresholds.js';
 
 /** The kubelet's default --max-pods. */
 export const DEFAULT_MAX_PODS = 110;
@@ -40,6 +41,8 @@ export interface NodeSpecInput {
   maxPods: number;
   reserved: Reservation;
   kletVersion: string;
+  /** The hard eviction thresholds (the kubelet's defaults when unset): memory.available and nodefs.available are held back from allocatable. */
+  evictionHard?: Readonly<Record<string, string>>;
   /** Where the kubelet server listens (status.daemonEndpoints.kubeletEndpoint.Port): the API server reaches logs and exec there. */
   kubeletPort?: number;
 }
@@ -50,6 +53,31 @@ export interface NodeFacts {
   /** The node's IPv4 addresses by preference (used without an explicit node IP). */
   hostIPs: string[];
   now: Date;
+  /**
+   * The eviction manager's pressure conditions (klet sync): MemoryPressure,
+   * DiskPressure and PIDPressure are True exactly for these. Without it
+   * (klet register-node, no eviction manager) they are judged from the
+   * machine against the default hard thresholds.
+   */
+  pressure?: readonly string[];
+}
+
+/** The three pressure conditions with the kubelet's reasons and messages (nodestatus setters), True for those under pressure. */
+export function pressureConditionStates(pressure: readonly string[]): ConditionState[] {
+  const memory = pressure.includes('MemoryPressure');
+  const disk = pressure.includes('DiskPressure');
+  const pid = pressure.includes('PIDPressure');
+  return [
+    memory
+      ? { type: 'MemoryPressure', status: 'True', reason: 'KubeletHasInsufficientMemory', message: 'kubelet has insufficient memory available' }
+      : { type: 'MemoryPressure', status: 'False', reason: 'KubeletHasSufficientMemory', message: 'kubelet has sufficient memory available' },
+    disk
+      ? { type: 'DiskPressure', status: 'True', reason: 'KubeletHasDiskPressure', message: 'kubelet has disk pressure' }
+      : { type: 'DiskPressure', status: 'False', reason: 'KubeletHasNoDiskPressure', message: 'kubelet has no disk pressure' },
+    pid
+      ? { type: 'PIDPressure', status: 'True', reason: 'KubeletHasInsufficientPID', message: 'kubelet has insufficient PID available' }
+      : { type: 'PIDPressure', status: 'False', reason: 'KubeletHasSufficientPID', message: 'kubelet has sufficient PID available' },
+  ];
 }
 
 /** The labels the kubelet always sets (and reconciles on an existing Node). */
@@ -77,15 +105,36 @@ function bytesQuantity(bytes: number): string {
 }
 
 /** Allocatable in numbers (cpu millicores, memory bytes, pods): what admission checks against. */
-export function allocatableAmounts(m: MachineFacts, maxPods: number, reserved: Reservation): { cpuMilli: number; memoryBytes: number; ephemeralStorageBytes: number; pods: number } {
+export function allocatableAmounts(
+  m: MachineFacts,
+  maxPods: number,
+  reserved: Reservation,
+  evictionHard: Readonly<Record<string, string>> = DEFAULT_EVICTION_HARD,
+): { cpuMilli: number; memoryBytes: number; ephemeralStorageBytes: number; pods: number } {
   const hugepageBytes = Object.values(m.hugepages).reduce((a, b) => a + b, 0);
+  const evictionReserved = hardEvictionReservation(evictionHard, m);
   return {
     cpuMilli: Math.max(0, m.cpus * 1000 - reserved.cpuMilli),
     // Pre-allocated huge pages are not available as ordinary memory.
-    memoryBytes: Math.max(0, m.memoryBytes - reserved.memoryBytes - EVICTION_HARD_MEMORY_BYTES - hugepageBytes),
-    ephemeralStorageBytes: Math.max(0, m.fsCapacityBytes - reserved.ephemeralStorageBytes - Math.ceil(m.fsCapacityBytes * EVICTION_HARD_NODEFS_FRACTION)),
+    memoryBytes: Math.max(0, m.memoryBytes - reserved.memoryBytes - evictionReserved.memoryBytes - hugepageBytes),
+    ephemeralStorageBytes: Math.max(0, m.fsCapacityBytes - reserved.ephemeralStorageBytes - evictionReserved.ephemeralStorageBytes),
     pods: maxPods,
   };
+}
+
+/** hardEvictionReservation: what the hard memory.available and nodefs.available thresholds hold back of capacity (a percentage of it as the kubelet truncates it). */
+function hardEvictionReservation(evictionHard: Readonly<Record<string, string>>, m: MachineFacts): { memoryBytes: number; ephemeralStorageBytes: number } {
+  const amount = (signal: string, capacity: number): number => {
+    const text = evictionHard[signal];
+    if (text === undefined) return 0;
+    try {
+      const t = parseThresholdStatement(signal, text);
+      return t === null ? 0 : thresholdAmount(t.value, capacity);
+    } catch {
+      return 0; // checked where the configuration is built
+    }
+  };
+  return { memoryBytes: amount('memory.available', m.memoryBytes), ephemeralStorageBytes: amount('nodefs.available', m.fsCapacityBytes) };
 }
 
 /** status.capacity and status.allocatable (capacity minus reservations and hard eviction thresholds). */
@@ -93,6 +142,7 @@ export function capacityAndAllocatable(
   m: MachineFacts,
   maxPods: number,
   reserved: Reservation,
+  evictionHard?: Readonly<Record<string, string>>,
 ): { capacity: Record<string, string>; allocatable: Record<string, string> } {
   const capacity: Record<string, string> = {
     cpu: String(m.cpus),
@@ -100,7 +150,7 @@ export function capacityAndAllocatable(
     memory: bytesQuantity(m.memoryBytes),
     pods: String(maxPods),
   };
-  const a = allocatableAmounts(m, maxPods, reserved);
+  const a = allocatableAmounts(m, maxPods, reserved, evictionHard);
   const allocatable: Record<string, string> = {
     cpu: cpuQuantity(a.cpuMilli),
     'ephemeral-storage': bytesQuantity(a.ephemeralStorageBytes),
@@ -114,7 +164,7 @@ export function capacityAndAllocatable(
   return { capacity, allocatable };
 }
 
-interface ConditionState {
+export interface ConditionState {
   type: string;
   status: 'True' | 'False' | 'Unknown';
   reason: string;
@@ -124,19 +174,15 @@ interface ConditionState {
 /** The four conditions with the kubelet's reasons and messages, in the kubelet's order. */
 export function conditionStates(f: NodeFacts): ConditionState[] {
   const m = f.machine;
-  const memoryPressure = m.memoryAvailableBytes > 0 && m.memoryAvailableBytes < EVICTION_HARD_MEMORY_BYTES;
-  const diskPressure = m.fsCapacityBytes > 0 && m.fsAvailableBytes < m.fsCapacityBytes * EVICTION_HARD_NODEFS_FRACTION;
+  const pressure = f.pressure ?? [
+    ...(m.memoryAvailableBytes > 0 && m.memoryAvailableBytes < EVICTION_HARD_MEMORY_BYTES ? ['MemoryPressure'] : []),
+    ...(m.fsCapacityBytes > 0 && m.fsAvailableBytes < m.fsCapacityBytes * EVICTION_HARD_NODEFS_FRACTION ? ['DiskPressure'] : []),
+  ];
   const notReady: string[] = [];
   if (!f.runtime.runtimeReady) notReady.push(`container runtime not ready: RuntimeReady=false ${f.runtime.runtimeReason ?? ''}`.trim());
   if (!f.runtime.networkReady) notReady.push(`container runtime network not ready: NetworkReady=false ${f.runtime.networkReason ?? ''}`.trim());
   return [
-    memoryPressure
-      ? { type: 'MemoryPressure', status: 'True', reason: 'KubeletHasInsufficientMemory', message: 'kubelet has insufficient memory available' }
-      : { type: 'MemoryPressure', status: 'False', reason: 'KubeletHasSufficientMemory', message: 'kubelet has sufficient memory available' },
-    diskPressure
-      ? { type: 'DiskPressure', status: 'True', reason: 'KubeletHasDiskPressure', message: 'kubelet has disk pressure' }
-      : { type: 'DiskPressure', status: 'False', reason: 'KubeletHasNoDiskPressure', message: 'kubelet has no disk pressure' },
-    { type: 'PIDPressure', status: 'False', reason: 'KubeletHasSufficientPID', message: 'kubelet has sufficient PID available' },
+    ...pressureConditionStates(pressure),
     notReady.length === 0
       ? { type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'kubelet is posting ready status' }
       : { type: 'Ready', status: 'False', reason: 'KubeletNotReady', message: notReady.join(', ') },
@@ -163,7 +209,7 @@ export function nodeImages(images: RuntimeFacts['images']): V1ContainerImage[] {
 
 export function nodeStatus(spec: NodeSpecInput, f: NodeFacts, previous: V1NodeCondition[] = []): V1NodeStatus {
   const m = f.machine;
-  const { capacity, allocatable } = capacityAndAllocatable(m, spec.maxPods, spec.reserved);
+  const { capacity, allocatable } = capacityAndAllocatable(m, spec.maxPods, spec.reserved, spec.evictionHard);
   return {
     capacity,
     allocatable,

@@ -45,6 +45,12 @@ export interface NodeStatus {
     /** Workers running a sync now. */
     running: number;
   };
+  /**
+   * The node's pressure conditions as the eviction manager reports them
+   * (MemoryPressure, DiskPressure, PIDPressure, with the kubelet's reasons
+   * and messages), and since when each has had its status.
+   */
+  conditions?: { type: string; status: string; reason: string; message: string; lastTransitionTime: string }[];
   /** The newest event's seq, to resume /events from. */
   lastEventSeq: number;
   /** In cluster mode (`klet sync --kubeconfig`) only. */

@@ -38,6 +38,8 @@ export interface RegisterNodeOptions {
   reserved: Reservation;
   maxPods: number;
   nodeIP?: string;
+  /** The hard eviction thresholds (allocatable holds back memory.available and nodefs.available); the kubelet's defaults when unset. */
+  evictionHard?: Record<string, string>;
   /** The port the kubelet server listens on, for the Node's daemonEndpoints. */
   kubeletPort?: number;
   /** Stay and renew the Lease and status until the signal aborts. */
@@ -90,6 +92,7 @@ export function registerNodeOptionsOf(c: KubeletConfig & { flags: { kubeconfig: 
     taints: c.registerWithTaints,
     reserved: c.flags.reserved,
     maxPods: c.maxPods,
+    evictionHard: c.evictionHard,
     ...(c.flags.nodeIP !== undefined ? { nodeIP: c.flags.nodeIP } : {}),
     heartbeat,
   };
@@ -111,6 +114,8 @@ export interface RegisterNodeDeps {
   api?: NodeApi;
   hostIPs?: () => string[];
   now?: () => Date;
+  /** The eviction manager's pressure conditions, read for every status (klet sync). */
+  pressure?: () => readonly string[];
   /** Heartbeat intervals (tests). */
   intervals?: Parameters<typeof runHeartbeat>[0]['intervals'];
 }
@@ -151,6 +156,7 @@ export async function registerNode(opts: RegisterNodeOptions, deps: RegisterNode
     maxPods: opts.maxPods,
     reserved: opts.reserved,
     kletVersion: deps.kletVersion,
+    ...(opts.evictionHard !== undefined ? { evictionHard: opts.evictionHard } : {}),
     ...(opts.kubeletPort !== undefined ? { kubeletPort: opts.kubeletPort } : {}),
   };
   const facts = async (signal: AbortSignal): Promise<NodeFacts> => ({
@@ -158,6 +164,7 @@ export async function registerNode(opts: RegisterNodeOptions, deps: RegisterNode
     runtime: await runtimeFacts(deps.cri, signal),
     hostIPs: (deps.hostIPs ?? defaultHostIPs)(),
     now: now(),
+    ...(deps.pressure ? { pressure: deps.pressure() } : {}),
   });
 
   // The kubelet creates its root dir on start; its filesystem is the node's ephemeral storage.

@@ -160,6 +160,27 @@ export class StatsProvider {
     });
   }
 
+  /**
+   * The node's own figures only (memory, the root dir's and the image
+   * filesystem, the process limit), without a pod: what the eviction
+   * manager reads every round; the pods' stats only when it must rank them.
+   */
+  async nodeSummary(signal?: AbortSignal): Promise<Summary> {
+    const paths = this.opts.paths ?? HOST_PATHS;
+    const [memory, rootFs, imageFs, rlimit] = await Promise.all([readNodeMemory(paths), readFsStats(this.opts.rootDir), this.imageFs(signal), readRlimit(paths)]);
+    return {
+      node: {
+        nodeName: this.opts.nodeName,
+        startTime: this.opts.startTime.toISOString(),
+        ...(memory ? { memory } : {}),
+        ...(rootFs ? { fs: rootFs } : {}),
+        ...(imageFs ? { runtime: { imageFs, containerFs: imageFs } } : {}),
+        rlimit,
+      },
+      pods: [],
+    };
+  }
+
   /** The runtime's image filesystem: its usage from CRI, its size from statfs of its mount point. */
   private async imageFs(signal?: AbortSignal): Promise<FsStats | undefined> {
     try {

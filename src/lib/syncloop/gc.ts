@@ -313,6 +313,19 @@ export class GarbageCollector {
    * Throws when it cannot (FreeDiskSpaceFailed is recorded then).
    */
   async collectImages(signal: AbortSignal): Promise<void> {
+    await this.freeImages(signal, false);
+  }
+
+  /**
+   * The eviction manager's DeleteUnusedImages: every unused image klet
+   * pulled that is old enough, whatever the disk usage (no event when
+   * nothing could be freed).
+   */
+  async deleteUnusedImages(signal: AbortSignal): Promise<void> {
+    await this.freeImages(signal, true);
+  }
+
+  private async freeImages(signal: AbortSignal, all: boolean): Promise<void> {
     const freeTime = this.now();
     const call = { signal };
     const [{ images }, { containers }, pulled] = await Promise.all([
@@ -349,7 +362,8 @@ export class GarbageCollector {
     });
 
     const fs = await (this.opts.imageFsStats ?? ((s) => statImageFs(this.opts.cri, s)))(signal);
-    const disk = planDiskUsage(fs, this.imagePolicy);
+    const planned = planDiskUsage(fs, this.imagePolicy);
+    const disk = all && planned.kind !== 'invalid-capacity' ? { kind: 'free' as const, usagePercent: 0, amountToFree: Number.POSITIVE_INFINITY } : planned;
     if (disk.kind === 'invalid-capacity') {
       const message = 'invalid capacity 0 on image filesystem';
       this.opts.onNodeEvent?.({ type: 'Warning', reason: 'InvalidDiskCapacity', message });
@@ -357,7 +371,8 @@ export class GarbageCollector {
     }
     if (disk.kind === 'below') return;
     const { highThresholdPercent, lowThresholdPercent } = this.imagePolicy;
-    log.info(
+    if (!all)
+      log.info(
       `Disk usage on image filesystem is over the high threshold, trying to free bytes down to the low threshold usage=${disk.usagePercent} highThreshold=${highThresholdPercent} amountToFree=${disk.amountToFree} lowThreshold=${lowThresholdPercent}`,
     );
     let freed = 0;
@@ -380,7 +395,7 @@ export class GarbageCollector {
       if (freed >= disk.amountToFree) break;
     }
     if (errors.length > 0) throw new Error(`wanted to free ${disk.amountToFree} bytes, but freed ${freed} bytes space with errors in image deletion: ${errors.join('; ')}`);
-    if (freed < disk.amountToFree) {
+    if (freed < disk.amountToFree && !all) {
       const message = freeDiskSpaceFailedMessage(disk.amountToFree, freed);
       this.opts.onNodeEvent?.({ type: 'Warning', reason: 'FreeDiskSpaceFailed', message });
       throw new Error(message);

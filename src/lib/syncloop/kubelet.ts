@@ -651,6 +651,35 @@ export class Kubelet {
     }
   }
 
+  /** The pods running now, not yet evicted or finished (the eviction manager's active pods). */
+  activePods(): V1Pod[] {
+    return [...this.desired.entries()].filter(([uid]) => this.workers.state(uid) === 'SyncPod').map(([, d]) => d.pod);
+  }
+
+  /**
+   * Evict a pod (the eviction manager's killPodFunc): Failed with reason
+   * Evicted and this message, the Evicted event, and its worker kills it
+   * with this grace period.
+   */
+  async evictPod(pod: V1Pod, message: string, gracePeriodSeconds: number): Promise<void> {
+    const uid = pod.metadata?.uid ?? '';
+    const d = this.desired.get(uid);
+    if (d === undefined || this.workers.state(uid) !== 'SyncPod') return;
+    const state = await readSyncState(this.opts.rootDir, uid);
+    state.reason = 'Evicted';
+    state.message = message;
+    state.evictionGracePeriodSeconds = gracePeriodSeconds;
+    await writeSyncState(this.opts.rootDir, uid, state);
+    this.opts.bus.emit({ kind: 'Event', pod: key(pod), uid, type: 'Warning', reason: 'Evicted', message });
+    this.workers.updatePod({ pod: d.pod, type: 'sync' });
+  }
+
+  /** The evicted pod's worker has stopped it (or forgotten it). */
+  podStopped(uid: string): boolean {
+    const state = this.workers.state(uid);
+    return state === undefined || state === 'TerminatedPod';
+  }
+
   /** Seed pod identities from the records, so an edited manifest keeps the UID of the pod already running. */
   private async seedIdentities(): Promise<void> {
     const ids = new Map<string, string>();

@@ -27,6 +27,8 @@ import { DEFAULT_IMAGE_GC_POLICY } from '../kuberuntime/image-gc.js';
 import { GarbageCollector } from './gc.js';
 import { type KubeletConfig, toKubeletConfiguration } from '../kubeletconfig/index.js';
 import { Kubelet } from './kubelet.js';
+import { EvictionManager } from '../eviction/manager.js';
+import { pressureConditionStates } from '../node/node-status.js';
 import type { DnsSettings } from '../pod/dns.js';
 
 /** How often the stats provider samples the runtime (the base of CPU rates), as cAdvisor's housekeeping. */
@@ -173,7 +175,11 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
     keepIdentity: (current, next) =>
       next.metadata?.annotations?.['kubernetes.io/config.source'] === 'api' ? current.metadata?.uid === next.metadata?.uid : sameSandboxSpec(current, next),
   });
-  const apiPods = opts.cluster ? await apiPodSource(opts, opts.cluster, () => config.pods().filter((p) => p.metadata?.annotations?.['kubernetes.io/config.source'] !== 'api')) : undefined;
+  // The eviction manager (made once the stats provider is): its admission and conditions, read through this.
+  const pressure: PressureHooks = { admit: () => null, conditions: () => [] };
+  const apiPods = opts.cluster
+    ? await apiPodSource(opts, opts.cluster, () => config.pods().filter((p) => p.metadata?.annotations?.['kubernetes.io/config.source'] !== 'api'), (pod) => pressure.admit(pod))
+    : undefined;
   const apiSource = apiPods?.source;
   if (apiSource) config.addSource(apiSource);
   const tracker: ClusterTracker = { registered: false, nodeUid: null, renewTime: null, lastError: null, events: null };
@@ -272,6 +278,20 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
   sampleStats();
   const statsTimer = setInterval(sampleStats, STATS_SAMPLE_MS);
   statsTimer.unref();
+  const eviction = evictionManager(opts, { cri, kubelet, gc, bus, stats });
+  const transitions = new Map<string, string>();
+  pressure.admit = (pod) => eviction.admit(pod);
+  pressure.conditions = () => {
+    const states = pressureConditionStates(eviction.conditions());
+    return states.map((c) => {
+      const key = `${c.type}=${c.status}`;
+      const since = transitions.get(c.type);
+      const at = since !== undefined && since.startsWith(`${key}@`) ? since.slice(key.length + 1) : new Date().toISOString();
+      transitions.set(c.type, `${key}@${at}`);
+      return { ...c, lastTransitionTime: at };
+    });
+  };
+  pressure.conditions();
   let api: LocalApi | null = null;
   let kubeletServer: import('../server/kubelet-server.js').KubeletServer | null = null;
   let servingRotation: Promise<void> = Promise.resolve();
@@ -313,6 +333,7 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
               error: relist.error,
             },
             podWorkers: { counts: kubelet.workerCounts(), ...kubelet.workerQueue() },
+            conditions: pressure.conditions(),
             lastEventSeq: bus.lastSeq,
             ...(opts.cluster ? { cluster: clusterStatus(opts.cluster, tracker, opts.nodeName, apiSource) } : {}),
           };
@@ -351,8 +372,13 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
     }
     opts.onReady?.({ socketPath: api.address.socketPath, tcp: api.address.tcp, handlers });
     podSynced.busy = (uid) => kubelet.podBusy(uid);
-    const registration = cluster ? registerInBackground(opts, cluster, kubelet.cache, apiSource, bus, podSynced, tracker, signal, stop.track) : Promise.resolve();
-    await Promise.all([stop.track('sync loop (pod sources, PLEG)', kubelet.run(signal)), stop.track('garbage collection', gc.run(signal)), registration]);
+    const registration = cluster ? registerInBackground(opts, cluster, kubelet.cache, apiSource, bus, podSynced, tracker, signal, stop.track, () => eviction.conditions()) : Promise.resolve();
+    await Promise.all([
+      stop.track('sync loop (pod sources, PLEG)', kubelet.run(signal)),
+      stop.track('garbage collection', gc.run(signal)),
+      stop.track('eviction manager', eviction.run(signal)),
+      registration,
+    ]);
   } catch (err) {
     log.debug(`sync stopped: ${errorMessage(err)}`);
     throw err;
@@ -462,6 +488,7 @@ async function registerInBackground(
   tracker: ClusterTracker,
   signal: AbortSignal,
   track: <T>(name: string, p: Promise<T>) => Promise<T>,
+  pressureConditions: () => readonly string[],
 ): Promise<void> {
   const failed = (message: string) => {
     tracker.lastError = { message, at: new Date().toISOString() };
@@ -593,6 +620,7 @@ async function registerInBackground(
     rootDir: opts.rootDir,
     nodeName: opts.nodeName,
     kletVersion: cluster.kletVersion,
+    pressure: pressureConditions,
     signal,
     api: cluster.api,
     onEvent: (e) => {
@@ -637,6 +665,7 @@ async function apiPodSource(
   opts: SyncOptions,
   cluster: NonNullable<SyncOptions['cluster']>,
   staticPods: () => V1Pod[],
+  pressureAdmit: (pod: V1Pod) => { reason: string; message: string } | null,
 ): Promise<{ source: ApiSource; allocatable: { cpuMilli: number; memoryBytes: number } }> {
   const { readMachineFacts } = await import('../node/machine.js');
   const { allocatableAmounts, defaultLabels } = await import('../node/node-status.js');
@@ -646,7 +675,7 @@ async function apiPodSource(
   const m = await readMachineFacts(opts.rootDir);
   const o = cluster.options;
   const node = {
-    allocatable: allocatableAmounts(m, o.maxPods, o.reserved),
+    allocatable: allocatableAmounts(m, o.maxPods, o.reserved, o.evictionHard),
     labels: { ...o.labels, ...defaultLabels(opts.nodeName, m) },
     taints: o.taints,
     ...(opts.sysctls ? { sysctls: opts.sysctls } : {}),
@@ -655,7 +684,57 @@ async function apiPodSource(
     server: cluster.api.server,
     watch: (on, s) => cluster.api.watchNodePods(opts.nodeName, on, s),
     // The kubelet counts every active pod, static pods too (their mirror pods are not what it counts).
-    admit: (candidates, running) => admitPods(candidates, [...staticPods(), ...running], node, opts.nodeName),
+    // The eviction manager's admission comes first (the kubelet's first admit handler): a pod it refuses counts for nothing.
+    admit: (candidates, running) => {
+      const refused: Array<{ pod: V1Pod; reason: string; message: string }> = [];
+      const rest = candidates.filter((pod) => {
+        const r = pressureAdmit(pod);
+        if (r !== null) refused.push({ pod, reason: r.reason, message: `Pod was rejected: ${r.message}` });
+        return r === null;
+      });
+      const admitted = admitPods(rest, [...staticPods(), ...running], node, opts.nodeName);
+      return { admitted: admitted.admitted, rejected: [...refused, ...admitted.rejected] };
+    },
   });
   return { source, allocatable: node.allocatable };
+}
+
+/** The eviction manager's admission and conditions, filled in once it exists. */
+interface PressureHooks {
+  admit: (pod: V1Pod) => { reason: string; message: string } | null;
+  conditions: () => NonNullable<NodeStatus['conditions']>;
+}
+
+/**
+ * The eviction manager over this sync's parts: the stats provider's
+ * Summary, the volume manager's emptyDir usage, the pod workers (active
+ * pods, eviction), garbage collection (node-level reclaim).
+ */
+function evictionManager(
+  opts: SyncOptions,
+  parts: { cri: CriClient; kubelet: Kubelet; gc: GarbageCollector; bus: EventBus; stats: StatsProvider },
+): EvictionManager {
+  const { cri, kubelet, gc, bus, stats } = parts;
+  return new EvictionManager({
+    thresholds: opts.config.evictionThresholds,
+    pressureTransitionPeriodMs: opts.config.evictionPressureTransitionPeriod,
+    maxPodGracePeriodSeconds: opts.config.evictionMaxPodGracePeriod,
+    summary: (s) => stats.summary({ signal: s }),
+    nodeSummary: (s) => stats.nodeSummary(s),
+    volumeUsage: () => kubelet.volumes.localVolumeUsage(),
+    dedicatedImageFs: async (s) => {
+      // HasDedicatedImageFs: the image filesystem is another device than the root dir's.
+      const { default: fsp } = await import('node:fs/promises');
+      const mount = (await cri.imageFsInfo({}, { signal: s })).imageFilesystems[0]?.fsId?.mountpoint;
+      if (!mount) return false;
+      const [a, b] = await Promise.all([fsp.stat(opts.rootDir), fsp.stat(mount)]);
+      return a.dev !== b.dev;
+    },
+    activePods: () => kubelet.activePods(),
+    podCleanedUp: (p) => kubelet.podStopped(p.metadata?.uid ?? ''),
+    reclaim: { containers: (s) => gc.collectContainers(s), images: (s) => gc.deleteUnusedImages(s) },
+    evict: (pod, message, grace) => kubelet.evictPod(pod, message, grace),
+    onNodeEvent: (e) => bus.emit({ kind: 'NodeEvent', ...e }),
+    onConditions: (c) => log.info(`Eviction manager: node conditions: [${c.join(' ')}]`),
+  });
 }

@@ -123,18 +123,25 @@ function podKey(pod: V1Pod): string {
 
 /** Bytes a directory tree occupies on disk (allocated blocks, as du counts; symlinks not followed). */
 export async function diskUsage(dir: string): Promise<number> {
+  return (await diskAndInodeUsage(dir)).usedBytes;
+}
+
+/** Bytes (allocated blocks) and inodes (entries) under `dir`, as the kubelet's du-based volume metrics count them. */
+export async function diskAndInodeUsage(dir: string): Promise<{ usedBytes: number; inodesUsed: number }> {
   let total = 0;
+  let inodes = 0;
   const walk = async (p: string): Promise<void> => {
     for (const e of await fsp.readdir(p, { withFileTypes: true }).catch(() => [])) {
       const full = path.join(p, e.name);
       const st = await fsp.lstat(full).catch(() => null);
       if (st === null) continue;
       total += st.blocks * 512;
+      inodes++;
       if (st.isDirectory()) await walk(full);
     }
   };
   await walk(dir);
-  return total;
+  return { usedBytes: total, inodesUsed: inodes };
 }
 
 function hashPayload(p: Payload): string {
@@ -417,6 +424,22 @@ export class VolumeManager implements PodVolumes {
    * eviction manager, localStorageEviction / emptyDirLimitEviction), with the
    * kubelet's eviction message.
    */
+  /** Each pod's disk emptyDirs' usage, by pod UID (the eviction manager's local volume stats). */
+  async localVolumeUsage(): Promise<Map<string, { usedBytes: number; inodesUsed: number }>> {
+    const out = new Map<string, { usedBytes: number; inodesUsed: number }>();
+    for (const [uid, pod] of this.desired) {
+      for (const v of pod.spec?.volumes ?? []) {
+        if (!v.emptyDir || v.emptyDir.medium === 'Memory') continue;
+        const st = this.actual.get(uid)?.get(v.name);
+        if (st === undefined) continue;
+        const u = await diskAndInodeUsage(st.hostPath);
+        const sum = out.get(uid) ?? { usedBytes: 0, inodesUsed: 0 };
+        out.set(uid, { usedBytes: sum.usedBytes + u.usedBytes, inodesUsed: sum.inodesUsed + u.inodesUsed });
+      }
+    }
+    return out;
+  }
+
   async emptyDirsOverLimit(): Promise<{ uid: string; pod: string; volume: string; message: string }[]> {
     const out: { uid: string; pod: string; volume: string; message: string }[] = [];
     for (const [uid, pod] of this.desired) {
