@@ -873,9 +873,14 @@ async function withControlPlane({ audit = false, nodeAudit = false }, fn) {
     await cluster.stop();
   }
 }
-/** `klet sync --kubeconfig` joined as NODE_NAME; `extra`: more flags (its kubelet server's). */
-function startKletJoined(kubeconfig, extra = []) {
-  return start(NODE, [...opts.kletNodeFlags, KLET, 'sync', '--manifest-dir', MANIFESTS, ...KLET_FLAT_CGROUPS, '--kubeconfig', kubeconfig, ...kletGlobal(), ...extra], { log: path.join(tmp, 'klet-sync-api.log'), env: kletEnv() });
+/**
+ * `klet sync --kubeconfig` joined as NODE_NAME; `extra`: more flags (its kubelet server's). Without --port in
+ * them its kubelet server listens as the kubelet peer's does (startKubelet): on loopback, at a free port —
+ * not on the default 0.0.0.0:10250, which another kubelet on the machine may hold.
+ */
+async function startKletJoined(kubeconfig, extra = []) {
+  const server = extra.includes('--port') ? [] : ['--address', '127.0.0.1', '--port', String(await freePort())];
+  return start(NODE, [...opts.kletNodeFlags, KLET, 'sync', '--manifest-dir', MANIFESTS, ...KLET_FLAT_CGROUPS, '--kubeconfig', kubeconfig, ...kletGlobal(), ...server, ...extra], { log: path.join(tmp, 'klet-sync-api.log'), env: kletEnv() });
 }
 
 // ------------------------------------------------------------ api-start-N
@@ -1589,6 +1594,8 @@ async function apiserverRestart(n) {
         requestsAfter: total(counts),
         requestsAfterByKey: Object.fromEntries(Object.entries(counts).sort()),
         statusCurrentMs: tCurrent === null ? null : round(tCurrent - tReady),
+        // The same from the moment kube-apiserver was started again (its own start-up, ~10 s here, included).
+        statusCurrentFromStartMs: tCurrent === null ? null : round(tCurrent - t0),
         stale: tCurrent === null ? stale : [],
         readyAfterStartMs: round(tReady - t0),
         stopMs: round(stoppedMs),
@@ -1607,7 +1614,7 @@ async function apiserverRestart(n) {
       downSeconds: opts.down,
       runs,
       summary: mapValues(runs, (r) => ({
-        ...Object.fromEntries(['requestsAfter', 'statusCurrentMs', 'readyAfterStartMs', 'restartedPods'].map((k) => [k, summarize(r, k)])),
+        ...Object.fromEntries(['requestsAfter', 'statusCurrentMs', 'statusCurrentFromStartMs', 'readyAfterStartMs', 'restartedPods'].map((k) => [k, summarize(r, k)])),
         requestsAfterByKey: medianByKey(r, 'requestsAfterByKey'),
       })),
       ratios: ['requestsAfter', 'statusCurrentMs'].map((k) => ratios(runs, KLET_API, KUBELET_API, k)).filter(Boolean),
