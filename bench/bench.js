@@ -861,7 +861,8 @@ async function withControlPlane({ audit = false, nodeAudit = false }, fn) {
       await sleep(3000);
       const result = await body(proc);
       await core.deleteCollectionNamespacedPod({ namespace: 'default', fieldSelector: `spec.nodeName=${NODE_NAME}` });
-      await waitFor(`${label}: pods gone`, async () => (await core.listNamespacedPod({ namespace: 'default' })).items.length === 0, { timeoutMs: 180_000, everyMs: 500, proc });
+      // Untimed; 600 s: on a machine at load 90 klet took over 180 s to remove 110 pods with volumes (2026-11-27, api-steady-110).
+      await waitFor(`${label}: pods gone`, async () => (await core.listNamespacedPod({ namespace: 'default' })).items.length === 0, { timeoutMs: 600_000, everyMs: 500, proc });
       await stopPeer(proc);
       await core.deleteNode({ name: NODE_NAME }).catch(() => undefined);
       await coordination.deleteNamespacedLease({ name: NODE_NAME, namespace: 'kube-node-lease' }).catch(() => undefined);
