@@ -33,7 +33,7 @@ for (const file of files) {
       const budget = q.budget !== undefined ? `; budget ${q.atLeast ? '≥' : '≤'} ${q.budget}×: ${q.verdict ?? 'no interval'}` : '';
       out.push(`| ${name} | **${q.klet} / ${q.peer}${key}** | **${q.median}×**${ci}${budget} | ${q.min ?? ''} | ${q.max ?? ''} | ${q.pairs.length || ''} | ${load} |`);
     }
-    for (const a of s.absolute ?? []) out.push(`| ${name} | **${a.variant} [${a.key}]** | **${a.median}**${a.ci95 ? ` (95 %: ${a.ci95[0]}–${a.ci95[1]})` : ''}; budget ≤ ${a.budget}: ${a.verdict ?? 'no interval'} | | | | ${load} |`);
+    for (const a of s.absolute ?? []) out.push(`| ${name} | **${a.variant} [${a.key}]** | **${a.label ? `${a.label} ` : ''}${a.median ?? a.value}**${a.ci95 ? ` (95 %: ${a.ci95[0]}–${a.ci95[1]})` : ''}; budget ≤ ${a.budget}: ${a.verdict ?? 'no interval'} | | | | ${load} |`);
     if (s.leaks) for (const [k, v] of Object.entries(s.leaks)) out.push(`| ${name} | leaks after ${k} | ${Object.entries(v).map(([a, b]) => `${a} ${b}`).join(', ')} | | | | ${load} |`);
     if (s.rssGrowthMB !== undefined) out.push(`| ${name} | klet sync RSS growth over the cycles (MB) | ${s.rssGrowthMB} | | | | ${load} |`);
   }
