@@ -14,30 +14,10 @@
 # Never run it on a runtime anything else uses: the kubelet removes the pods
 # it does not know.
 set -euo pipefail
-KUBELET=${KUBELET:-/var/cache/klet-k8s/v1.34.4/kubelet}
-HERE=$(cd "$(dirname "$0")/.." && pwd)
-KLET="node $HERE/bin/run.js"
 OUT=${1:-$(mktemp -d /tmp/klet-compare-dns-XXXXXX)}
 mkdir -p "$OUT"
-RT=$(mktemp -d /tmp/klet-compare-rt-XXXXXX)
-EP="unix://$RT/containerd.sock"
-NODE=cmpnode
-COMMON=(--root-dir "$RT" --container-runtime-endpoint "$EP" --node-name "$NODE")
-BB=localhost/klet/busybox:1.36
-RO=$((21000 + RANDOM % 2000))
-KPID=''
-KROOT=''
-SPID=''
-cleanup() {
-  set +e # clean up as much as can be, whatever fails
-  [ -n "$KPID" ] && kill "$KPID" 2>/dev/null && wait "$KPID" 2>/dev/null
-  [ -n "$KROOT" ] && umount "$KROOT" 2>/dev/null
-  [ -n "$SPID" ] && kill "$SPID" 2>/dev/null && wait "$SPID" 2>/dev/null
-  $KLET delete --all "${COMMON[@]}" >/dev/null 2>&1 || true
-  $KLET runtime stop "${COMMON[@]}" >/dev/null 2>&1 || true
-  if grep -q " $RT/" /proc/mounts; then echo "mounts left under $RT: not removed" >&2; else rm -rf "$RT"; fi
-}
-trap cleanup EXIT
+# shellcheck source=scripts/lib/compare-common.sh
+. "$(dirname "$0")/lib/compare-common.sh"
 
 $KLET runtime start "${COMMON[@]}" >"$OUT/runtime-start.txt"
 RESOLV="$OUT/resolv.conf"
@@ -84,54 +64,15 @@ EOF
 }
 
 # ---- the kubelet -------------------------------------------------------
-run_kubelet() { # staticPodPath tag clusterDNS-yaml resolvConf
-  local d="$OUT/kubelet-$2"
-  mkdir -p "$d/root" "$d/pod-logs"
-  cat >"$d/config.yaml" <<EOF
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-staticPodPath: $1
-fileCheckFrequency: 1s
-cgroupDriver: cgroupfs
-cgroupsPerQOS: false
-enforceNodeAllocatable: []
-failSwapOn: false
-failCgroupV1: false
-authentication: {anonymous: {enabled: true}, webhook: {enabled: false}}
-authorization: {mode: AlwaysAllow}
-address: 127.0.0.1
-readOnlyPort: $RO
-port: $((RO + 1))
-healthzBindAddress: 127.0.0.1
-healthzPort: $((RO + 2))
-containerRuntimeEndpoint: $EP
-podLogsDir: $d/pod-logs
-$3
-resolvConf: "$4"
-evictionHard: {memory.available: 100Mi, nodefs.available: 1%, imagefs.available: 1%}
-EOF
-  KROOT="$d/root"
-  # --v=3: the standalone kubelet's events go to its log.
-  "$KUBELET" --config "$d/config.yaml" --root-dir "$d/root" --hostname-override "$NODE" --v=3 >"$d/kubelet.log" 2>&1 &
-  KPID=$!
-  for _ in $(seq 60); do curl -sf "http://127.0.0.1:$RO/healthz" >/dev/null && return; sleep 0.5; done
-  echo "kubelet did not answer on :$RO" >&2; tail -20 "$d/kubelet.log" >&2; exit 1
-}
-stop_kubelet() { kill "$KPID"; wait "$KPID" || true; KPID=''; umount "$KROOT" 2>/dev/null || true; KROOT=''; }
 wait_files() { # dir count
   for _ in $(seq 90); do [ "$(ls "$1" | grep -c '\.hostname$')" -ge "$2" ] && return; sleep 1; done
   echo "only $(ls "$1" | grep -c '\.hostname$') of $2 pods wrote their files in $1" >&2
 }
-empty_kubelet() {
-  rm -f "$1"/*.yaml
-  for _ in $(seq 60); do [ "$(curl -sf "http://127.0.0.1:$RO/pods" | jq '.items | length')" = 0 ] && break; sleep 1; done
-  sleep 3
-}
-
 for pass in 1 2; do
   if [ $pass = 1 ]; then DNSCFG=$'clusterDNS: [10.96.0.10]\nclusterDomain: cluster.local'; RC="$RESOLV"; N=9; else DNSCFG=''; RC=''; N=1; fi
   manifests "$OUT/m-kubelet-$pass" "$OUT/kubelet-$pass-out" $pass
-  run_kubelet "$OUT/m-kubelet-$pass" "$pass" "$DNSCFG" "$RC"
+  KUBELET_EXTRA="$DNSCFG"$'\n'"resolvConf: \"$RC\""
+  run_kubelet "$OUT/m-kubelet-$pass" "$pass"
   wait_files "$OUT/kubelet-$pass-out" $N
   sleep 3
   empty_kubelet "$OUT/m-kubelet-$pass"

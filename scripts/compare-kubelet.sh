@@ -12,32 +12,12 @@
 # Never run it on a runtime anything else uses: the kubelet removes the pods
 # it does not know.
 set -euo pipefail
-KUBELET=${KUBELET:-/var/cache/klet-k8s/v1.34.4/kubelet}
-HERE=$(cd "$(dirname "$0")/.." && pwd)
-KLET="node $HERE/bin/run.js"
 OUT=${1:-$(mktemp -d /tmp/klet-compare-XXXXXX)}
 mkdir -p "$OUT"
-RT=$(mktemp -d /tmp/klet-compare-rt-XXXXXX)
-EP="unix://$RT/containerd.sock"
-NODE=cmpnode
-COMMON=(--root-dir "$RT" --container-runtime-endpoint "$EP" --node-name "$NODE")
-BB=localhost/klet/busybox:1.36
+KUBELET_EXTRA='allowedUnsafeSysctls: [net.ipv4.klet_no_such_sysctl]'
+# shellcheck source=scripts/lib/compare-common.sh
+. "$(dirname "$0")/lib/compare-common.sh"
 PORT=$((34000 + RANDOM % 2000))
-RO=$((21000 + RANDOM % 2000))
-KPID=''
-KROOT=''
-SPID=''
-cleanup() {
-  set +e # clean up as much as can be, whatever fails
-  [ -n "$KPID" ] && kill "$KPID" 2>/dev/null && wait "$KPID" 2>/dev/null
-  [ -n "$KROOT" ] && umount "$KROOT" 2>/dev/null
-  [ -n "$SPID" ] && kill "$SPID" 2>/dev/null && wait "$SPID" 2>/dev/null
-  $KLET delete --all "${COMMON[@]}" >/dev/null 2>&1 || true
-  $KLET runtime stop "${COMMON[@]}" >/dev/null 2>&1 || true
-  # Never rm -rf through a live mount.
-  if grep -q " $RT/" /proc/mounts; then echo "mounts left under $RT: not removed" >&2; else rm -rf "$RT"; fi
-}
-trap cleanup EXIT
 
 $KLET runtime start "${COMMON[@]}" >"$OUT/runtime-start.txt"
 
@@ -199,47 +179,6 @@ kubeadm_pod etcd-dumped $'\n    kubernetes.io/config.mirror: 0123456789abcdef012
 kubeadm_pod etcd-old '' >"$M/etcd-old.yaml"
 
 # ---- the kubelet -------------------------------------------------------
-kubelet_config() { # staticPodPath dir: writes dir/config.yaml
-  local d="$2"
-  mkdir -p "$d/root" "$d/pod-logs"
-  cat >"$d/config.yaml" <<EOF
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-staticPodPath: $1
-fileCheckFrequency: 1s
-cgroupDriver: cgroupfs
-cgroupsPerQOS: false
-enforceNodeAllocatable: []
-failSwapOn: false
-failCgroupV1: false
-authentication: {anonymous: {enabled: true}, webhook: {enabled: false}}
-authorization: {mode: AlwaysAllow}
-address: 127.0.0.1
-readOnlyPort: $RO
-port: $((RO + 1))
-healthzBindAddress: 127.0.0.1
-healthzPort: $((RO + 2))
-containerRuntimeEndpoint: $EP
-podLogsDir: $d/pod-logs
-resolvConf: /etc/resolv.conf
-evictionHard: {memory.available: 100Mi, nodefs.available: 1%, imagefs.available: 1%}
-allowedUnsafeSysctls: [net.ipv4.klet_no_such_sysctl]
-EOF
-}
-run_kubelet() { # staticPodPath tag
-  local d="$OUT/kubelet-$2"
-  kubelet_config "$1" "$d"
-  KROOT="$d/root"
-  # --v=3: the standalone kubelet's events go to its log (StartStructuredLogging(3)).
-  "$KUBELET" --config "$d/config.yaml" --root-dir "$d/root" --hostname-override "$NODE" --v=3 >"$d/kubelet.log" 2>&1 &
-  KPID=$!
-  for _ in $(seq 60); do curl -sf "http://127.0.0.1:$RO/healthz" >/dev/null && return; sleep 0.5; done
-  echo "kubelet did not answer on :$RO" >&2; tail -20 "$d/kubelet.log" >&2; exit 1
-}
-kpods() { curl -sf "http://127.0.0.1:$RO/pods" >"$1"; }
-# The kubelet bind-mounts its root dir onto itself: unmount it once it has stopped.
-stop_kubelet() { kill "$KPID"; wait "$KPID" || true; KPID=''; umount "$KROOT" 2>/dev/null || true; KROOT=''; }
-
 MK="$OUT/manifests-kubelet"
 cp -r "$M" "$MK"
 sidecar_order "$OUT/order-kubelet" >"$MK/sidecars.yaml"
@@ -251,9 +190,8 @@ echo "$(date +%s.%N) remove sidecars prestop" >"$OUT/kubelet-removed.txt"
 mv "$MK/sidecars.yaml" "$MK/prestop.yaml" "$OUT/"
 sleep 12; kpods "$OUT/kubelet-pods-removed.json"
 # Empty the static pod path: the kubelet stops and removes every pod of its own.
-rm -f "$MK"/*.yaml
-for _ in $(seq 60); do [ "$(curl -sf "http://127.0.0.1:$RO/pods" | jq '.items | length')" = 0 ] && break; sleep 1; done
-sleep 5
+empty_kubelet "$MK"
+sleep 2
 stop_kubelet
 # A single file as staticPodPath.
 run_kubelet "$M/dies.yaml" single
