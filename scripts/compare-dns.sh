@@ -80,7 +80,7 @@ for pass in 1 2; do
 
   manifests "$OUT/m-klet-$pass" "$OUT/klet-$pass-out" $pass
   if [ $pass = 1 ]; then FLAGS=(--cluster-dns 10.96.0.10 --cluster-domain cluster.local --resolv-conf "$RESOLV"); else FLAGS=(--resolv-conf ''); fi
-  $KLET sync --manifest-dir "$OUT/m-klet-$pass" --file-check-frequency 1s "${FLAGS[@]}" "${COMMON[@]}" >"$OUT/klet-$pass-sync.log" 2>&1 &
+  $KLET sync --manifest-dir "$OUT/m-klet-$pass" --file-check-frequency 1s --cgroups-per-qos=false --enforce-node-allocatable=none "${FLAGS[@]}" "${COMMON[@]}" >"$OUT/klet-$pass-sync.log" 2>&1 &
   SPID=$!
   wait_files "$OUT/klet-$pass-out" $N
   sleep 3

@@ -225,6 +225,6 @@ kubelet_config "$OUT/runonce" "$d"
 "$KUBELET" --config "$d/config.yaml" --root-dir "$d/root" --hostname-override "$NODE" \
   --runonce --enable-server=false --v=3 >"$d/kubelet.log" 2>&1 && echo 0 >"$d/rc.txt" || echo $? >"$d/rc.txt"
 umount "$d/root" 2>/dev/null || true
-$KLET runonce --manifest-dir "$OUT/runonce" --cleanup -o json "${COMMON[@]}" >"$OUT/klet-runonce.json" 2>"$OUT/klet-runonce.err" || true
-$KLET runonce --pod-manifest-path "$M/sidejob.yaml" --cleanup -o json "${COMMON[@]}" >"$OUT/klet-runonce-single.json" 2>"$OUT/klet-runonce-single.err" || true
+$KLET runonce --manifest-dir "$OUT/runonce" --cleanup -o json --cgroups-per-qos=false --enforce-node-allocatable=none "${COMMON[@]}" >"$OUT/klet-runonce.json" 2>"$OUT/klet-runonce.err" || true
+$KLET runonce --pod-manifest-path "$M/sidejob.yaml" --cleanup -o json --cgroups-per-qos=false --enforce-node-allocatable=none "${COMMON[@]}" >"$OUT/klet-runonce-single.json" 2>"$OUT/klet-runonce-single.err" || true
 echo "results in $OUT"
