@@ -14,9 +14,12 @@
 # Never run it on a runtime anything else uses: the kubelet removes the pods
 # it does not know.
 set -euo pipefail
-# shellcheck source=compare-lib.sh
-. "$(dirname "$0")/compare-lib.sh" dns "${1:-}"
+OUT=${1:-$(mktemp -d /tmp/klet-compare-dns-XXXXXX)}
+mkdir -p "$OUT"
+# shellcheck source=scripts/lib/compare-common.sh
+. "$(dirname "$0")/lib/compare-common.sh"
 
+$KLET runtime start "${COMMON[@]}" >"$OUT/runtime-start.txt"
 RESOLV="$OUT/resolv.conf"
 printf '# test\nnameserver 10.0.0.2\nnameserver 10.0.0.3\nsearch corp.example lab.example.\noptions edns0 ndots:2\n' >"$RESOLV"
 
@@ -61,24 +64,15 @@ EOF
 }
 
 # ---- the kubelet -------------------------------------------------------
-run_kubelet() { # staticPodPath tag clusterDNS-yaml resolvConf
-  kubelet_config "$1" "$OUT/kubelet-$2" "$3"$'\n'"resolvConf: \"$4\""
-  start_kubelet "$OUT/kubelet-$2"
-}
 wait_files() { # dir count
   for _ in $(seq 90); do [ "$(ls "$1" | grep -c '\.hostname$')" -ge "$2" ] && return; sleep 1; done
   echo "only $(ls "$1" | grep -c '\.hostname$') of $2 pods wrote their files in $1" >&2
 }
-empty_kubelet() {
-  rm -f "$1"/*.yaml
-  for _ in $(seq 60); do [ "$(curl -sf "http://127.0.0.1:$RO/pods" | jq '.items | length')" = 0 ] && break; sleep 1; done
-  sleep 3
-}
-
 for pass in 1 2; do
   if [ $pass = 1 ]; then DNSCFG=$'clusterDNS: [10.96.0.10]\nclusterDomain: cluster.local'; RC="$RESOLV"; N=9; else DNSCFG=''; RC=''; N=1; fi
   manifests "$OUT/m-kubelet-$pass" "$OUT/kubelet-$pass-out" $pass
-  run_kubelet "$OUT/m-kubelet-$pass" "$pass" "$DNSCFG" "$RC"
+  KUBELET_EXTRA="$DNSCFG"$'\n'"resolvConf: \"$RC\""
+  run_kubelet "$OUT/m-kubelet-$pass" "$pass"
   wait_files "$OUT/kubelet-$pass-out" $N
   sleep 3
   empty_kubelet "$OUT/m-kubelet-$pass"
@@ -86,13 +80,14 @@ for pass in 1 2; do
 
   manifests "$OUT/m-klet-$pass" "$OUT/klet-$pass-out" $pass
   if [ $pass = 1 ]; then FLAGS=(--cluster-dns 10.96.0.10 --cluster-domain cluster.local --resolv-conf "$RESOLV"); else FLAGS=(--resolv-conf ''); fi
-  start_sync "$OUT/klet-$pass-sync.log" --manifest-dir "$OUT/m-klet-$pass" --file-check-frequency 1s "${FLAGS[@]}"
+  $KLET sync --manifest-dir "$OUT/m-klet-$pass" --file-check-frequency 1s --cgroups-per-qos=false --enforce-node-allocatable=none "${FLAGS[@]}" "${COMMON[@]}" >"$OUT/klet-$pass-sync.log" 2>&1 &
+  SPID=$!
   wait_files "$OUT/klet-$pass-out" $N
   sleep 3
   $KLET events -o json "${COMMON[@]}" >"$OUT/klet-$pass-events.json" 2>&1 || true
   rm -f "$OUT/m-klet-$pass"/*.yaml
   sleep 8
-  stop_sync
+  kill "$SPID"; wait "$SPID" || true; SPID=''
   $KLET delete --all "${COMMON[@]}" >/dev/null 2>&1 || true
 
   # Pod IPs differ between the runs.

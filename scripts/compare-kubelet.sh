@@ -12,9 +12,14 @@
 # Never run it on a runtime anything else uses: the kubelet removes the pods
 # it does not know.
 set -euo pipefail
-# shellcheck source=compare-lib.sh
-. "$(dirname "$0")/compare-lib.sh" kubelet "${1:-}"
+OUT=${1:-$(mktemp -d /tmp/klet-compare-XXXXXX)}
+mkdir -p "$OUT"
+KUBELET_EXTRA='allowedUnsafeSysctls: [net.ipv4.klet_no_such_sysctl]'
+# shellcheck source=scripts/lib/compare-common.sh
+. "$(dirname "$0")/lib/compare-common.sh"
 PORT=$((34000 + RANDOM % 2000))
+
+$KLET runtime start "${COMMON[@]}" >"$OUT/runtime-start.txt"
 
 # ---- the manifests -----------------------------------------------------
 M="$OUT/manifests"
@@ -174,14 +179,6 @@ kubeadm_pod etcd-dumped $'\n    kubernetes.io/config.mirror: 0123456789abcdef012
 kubeadm_pod etcd-old '' >"$M/etcd-old.yaml"
 
 # ---- the kubelet -------------------------------------------------------
-# The kubelet's config for these manifests (its unsafe sysctl as klet's flag allows it).
-KUBELET_YAML=$'resolvConf: /etc/resolv.conf\nallowedUnsafeSysctls: [net.ipv4.klet_no_such_sysctl]'
-run_kubelet() { # staticPodPath tag
-  kubelet_config "$1" "$OUT/kubelet-$2" "$KUBELET_YAML"
-  start_kubelet "$OUT/kubelet-$2"
-}
-kpods() { curl -sf "http://127.0.0.1:$RO/pods" >"$1"; }
-
 MK="$OUT/manifests-kubelet"
 cp -r "$M" "$MK"
 sidecar_order "$OUT/order-kubelet" >"$MK/sidecars.yaml"
@@ -193,9 +190,8 @@ echo "$(date +%s.%N) remove sidecars prestop" >"$OUT/kubelet-removed.txt"
 mv "$MK/sidecars.yaml" "$MK/prestop.yaml" "$OUT/"
 sleep 12; kpods "$OUT/kubelet-pods-removed.json"
 # Empty the static pod path: the kubelet stops and removes every pod of its own.
-rm -f "$MK"/*.yaml
-for _ in $(seq 60); do [ "$(curl -sf "http://127.0.0.1:$RO/pods" | jq '.items | length')" = 0 ] && break; sleep 1; done
-sleep 5
+empty_kubelet "$MK"
+sleep 2
 stop_kubelet
 # A single file as staticPodPath.
 run_kubelet "$M/dies.yaml" single
@@ -207,7 +203,8 @@ echo "kubelet done $START"
 MS="$OUT/manifests-klet"
 cp -r "$M" "$MS"
 sidecar_order "$OUT/order-klet" >"$MS/sidecars.yaml"
-start_sync "$OUT/klet-sync.log" --manifest-dir "$MS" --file-check-frequency 1s --allowed-unsafe-sysctls net.ipv4.klet_no_such_sysctl --cgroups-per-qos=false --enforce-node-allocatable=none
+$KLET sync --manifest-dir "$MS" --file-check-frequency 1s --allowed-unsafe-sysctls net.ipv4.klet_no_such_sysctl --cgroups-per-qos=false --enforce-node-allocatable=none "${COMMON[@]}" >"$OUT/klet-sync.log" 2>&1 &
+SPID=$!
 sleep 8; $KLET status -o json "${COMMON[@]}" >"$OUT/klet-status-8s.json"
 sleep 22; $KLET status -o json "${COMMON[@]}" >"$OUT/klet-status-30s.json"
 echo "$(date +%s.%N) remove sidecars prestop" >"$OUT/klet-removed.txt"
@@ -216,18 +213,18 @@ sleep 12; $KLET status -o json "${COMMON[@]}" >"$OUT/klet-status-removed.json"
 $KLET events -o json "${COMMON[@]}" >"$OUT/klet-events.json"
 rm -f "$MS"/*.yaml
 sleep 10
-stop_sync
+kill "$SPID"; wait "$SPID" || true; SPID=''
 $KLET delete --all "${COMMON[@]}" >/dev/null 2>&1 || true
 
 # ---- runonce: the kubelet's deprecated --runonce, then klet runonce -------
 mkdir -p "$OUT/runonce"
 cp "$M/dies.yaml" "$M/sidejob.yaml" "$M/port-a.yaml" "$M/port-b.yaml" "$M/sidecar-docs.yaml" "$OUT/runonce/"
 d="$OUT/kubelet-runonce"
-kubelet_config "$OUT/runonce" "$d" "$KUBELET_YAML"
+kubelet_config "$OUT/runonce" "$d"
 # v1.34 refuses it: "invalid configuration: runOnce (--runOnce) true, Runonce mode has been deprecated".
 "$KUBELET" --config "$d/config.yaml" --root-dir "$d/root" --hostname-override "$NODE" \
   --runonce --enable-server=false --v=3 >"$d/kubelet.log" 2>&1 && echo 0 >"$d/rc.txt" || echo $? >"$d/rc.txt"
 umount "$d/root" 2>/dev/null || true
-$KLET runonce --manifest-dir "$OUT/runonce" --cleanup -o json "${COMMON[@]}" >"$OUT/klet-runonce.json" 2>"$OUT/klet-runonce.err" || true
-$KLET runonce --pod-manifest-path "$M/sidejob.yaml" --cleanup -o json "${COMMON[@]}" >"$OUT/klet-runonce-single.json" 2>"$OUT/klet-runonce-single.err" || true
+$KLET runonce --manifest-dir "$OUT/runonce" --cleanup -o json --cgroups-per-qos=false --enforce-node-allocatable=none "${COMMON[@]}" >"$OUT/klet-runonce.json" 2>"$OUT/klet-runonce.err" || true
+$KLET runonce --pod-manifest-path "$M/sidejob.yaml" --cleanup -o json --cgroups-per-qos=false --enforce-node-allocatable=none "${COMMON[@]}" >"$OUT/klet-runonce-single.json" 2>"$OUT/klet-runonce-single.err" || true
 echo "results in $OUT"

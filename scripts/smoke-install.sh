@@ -72,6 +72,8 @@ bridge="$(bare "$(dirname "$klet")/../lib/node" --input-type=module -e "
   const m = await import('$(dirname "$klet")/../lib/app/dist/lib/runtime/containerd.js');
   console.log(m.networkFor('$root').bridge);")"
 flags=(--root-dir "$root" --container-runtime-endpoint "unix://$root/containerd.sock" --node-name smoke)
+# runonce makes pod cgroups as klet sync does: never in the host's /kubepods here.
+flat=(--cgroups-per-qos=false --enforce-node-allocatable=none)
 bare "$klet" runtime start "${flags[@]}"
 mkdir -p "$tmp/manifests"
 cp "$repo/examples/job.yaml" "$tmp/manifests/"
@@ -86,7 +88,7 @@ const n = { bundle: 0, other: 0 };
 registerHooks({ load(url, ctx, next) { if (url.includes('/lib/app/dist/')) n[url.includes('/lib/app/dist/bundle/') ? 'bundle' : 'other'] += 1; return next(url, ctx); } });
 process.on('exit', () => process.stderr.write(`[dist/bundle files: ${n.bundle}, other dist files: ${n.other}]\n`));
 EOF
-if ! bare env NODE_OPTIONS="--import $tmp/dist-probe.mjs" "$klet" runonce --cleanup --manifest-dir "$tmp/manifests" "${flags[@]}" 2>"$tmp/runonce.err"; then
+if ! bare env NODE_OPTIONS="--import $tmp/dist-probe.mjs" "$klet" runonce --cleanup --manifest-dir "$tmp/manifests" "${flags[@]}" "${flat[@]}" 2>"$tmp/runonce.err"; then
   cat "$tmp/runonce.err" >&2
   exit 1
 fi
@@ -101,7 +103,7 @@ grep -Eq '^\[dist/bundle files: [1-9][0-9]*, other dist files: 0\]$' "$tmp/runon
 cache="$(ls -d "$(dirname "$klet")"/../lib/app/dist/bundle/.runonce.cjs.*.cache 2>/dev/null || true)"
 [ -n "$cache" ] || { echo "smoke-install: runonce wrote no code cache in the package's dist/bundle/" >&2; exit 1; }
 inode="$(stat -c %i "$cache")"
-bare "$klet" runonce --cleanup --manifest-dir "$tmp/manifests" "${flags[@]}" >/dev/null
+bare "$klet" runonce --cleanup --manifest-dir "$tmp/manifests" "${flags[@]}" "${flat[@]}" >/dev/null
 [ "$(stat -c %i "$cache" 2>/dev/null)" = "$inode" ] || { echo "smoke-install: the second runonce did not use the code cache the first one wrote ($cache)" >&2; exit 1; }
 logs_after="$(ls /var/log/pods 2>/dev/null | grep -c '_job-smoke_' || true)"
 if [ "$logs_after" != "$logs_before" ]; then

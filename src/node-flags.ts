@@ -14,4 +14,27 @@ export const nodeRegistrationFlags = {
   'node-ip': Flags.string({ summary: "The node's InternalIP address. Default: the address of the default route's interface." }),
 };
 
+/**
+ * The container manager's flags (the kubelet's names and defaults), shared by
+ * `klet sync`, `klet runonce` and `klet run-pod`; src/cli/cgroups.ts maps
+ * them through the one KubeletConfiguration path (lib/kubeletconfig).
+ */
+export const cgroupFlags = {
+  'cgroups-per-qos': Flags.string({
+    summary: "Create the QoS cgroup hierarchy (cgroupsPerQOS): each pod in <cgroup-root>/kubepods/{burstable,besteffort}/pod<uid> (Guaranteed ones directly in kubepods) with the pod's limits. false: the runtime's default cgroups. Default: true.",
+    options: ['true', 'false'],
+  }),
+  'cgroup-root': Flags.string({ summary: "Root cgroup (a cgroupfs path that must exist) of the pods' cgroups. Default: /." }),
+  'cgroup-driver': Flags.string({ summary: 'How cgroups are made: cgroupfs (systemd is not supported yet).', options: ['cgroupfs', 'systemd'], default: 'cgroupfs' }),
+  'enforce-node-allocatable': Flags.string({
+    summary: 'Node allocatable enforcement (enforceNodeAllocatable): pods (kubepods gets the capacity less --kube-reserved and --system-reserved) or none. Default: pods.',
+  }),
+};
+
+/** What a one-shot command (runonce, run-pod) takes besides cgroupFlags: the reservations kubepods is sized with. */
+export const reservationFlags = {
+  'kube-reserved': nodeRegistrationFlags['kube-reserved'],
+  'system-reserved': nodeRegistrationFlags['system-reserved'],
+};
+
 export { type NodeRegistrationFlagValues, registrationOptions } from './cli/registration.js';

@@ -44,6 +44,14 @@ export const GLOBAL_FLAGS: Readonly<Record<string, ArgvFlagSpec>> = {
   'log-level': { type: 'option', options: LOG_LEVELS, default: 'info' },
 };
 
+/** The container manager's flags (src/node-flags.ts cgroupFlags), of `klet sync` and `klet runonce`. */
+export const CGROUP_FLAGS: Readonly<Record<string, ArgvFlagSpec>> = {
+  'cgroups-per-qos': { type: 'option', options: ['true', 'false'] },
+  'cgroup-root': { type: 'string' },
+  'cgroup-driver': { type: 'option', options: ['cgroupfs', 'systemd'], default: 'cgroupfs' },
+  'enforce-node-allocatable': { type: 'string' },
+};
+
 /** The parsed global flags (durations in milliseconds). */
 export interface GlobalArgv {
   'root-dir': string;

@@ -16,7 +16,7 @@
  * besides Node's own line; here only Node's line is printed.
  */
 import { setLogLevel } from '../lib/log.js';
-import { type ArgvFlagSpec, GLOBAL_FLAGS, type GlobalArgv, parseArgv } from './argv.js';
+import { type ArgvFlagSpec, CGROUP_FLAGS, GLOBAL_FLAGS, type GlobalArgv, parseArgv } from './argv.js';
 import type { OutputFormat } from './output.js';
 import type { RunOnceFlags } from './runonce.js';
 
@@ -34,6 +34,9 @@ export const RUNONCE_FLAGS: Readonly<Record<string, ArgvFlagSpec>> = {
   timeout: { type: 'duration', default: '5m' },
   'exit-code-from': { type: 'string' },
   cleanup: { type: 'boolean', default: false },
+  ...CGROUP_FLAGS,
+  'kube-reserved': { type: 'string' },
+  'system-reserved': { type: 'string' },
 };
 
 export interface RunOnceArgv extends RunOnceFlags, GlobalArgv {

@@ -8,10 +8,11 @@ import fs from 'node:fs';
 import { InputError } from '../lib/errors.js';
 import type { KletEventBody } from '../lib/events/types.js';
 import type { ServiceDeps } from '../lib/services/deps.js';
+import type { CgroupFlags } from './cgroups.js';
 import { type OutputFormat, printObject, interactiveStderr } from './output.js';
 
 /** The parsed flags of `klet runonce` (without the global ones). */
-export interface RunOnceFlags {
+export interface RunOnceFlags extends CgroupFlags {
   'manifest-dir'?: string;
   'manifest-url'?: string;
   'manifest-url-header'?: string[];
@@ -39,9 +40,12 @@ export async function runOnceCommand(flags: RunOnceFlags, host: RunOnceHost): Pr
   const { parseHeaders } = await import('../lib/config/manifest-url.js');
   const manifestUrlHeaders = parseHeaders(flags['manifest-url-header']);
 
+  // The pod and QoS cgroups, as klet sync makes them (the kubelet's --runonce had its container manager), before any pod.
+  const { openCommandCgroups } = await import('./cgroups.js');
+  const cgroups = await openCommandCgroups(flags, await host.deps(() => undefined));
   const { createProgress } = await import('../ui/progress.js');
   const progress = await createProgress({ tty: interactiveStderr(host.output), json: host.output !== 'table' });
-  const deps = await host.deps((e) => progress.event(e));
+  const deps = { ...(await host.deps((e) => progress.event(e))), ...(cgroups ? { cgroups } : {}) };
   const { runOnce, formatRunOnceReport } = await import('../lib/services/run-once.js');
   const { report, exitCode } = await runOnce(
     {

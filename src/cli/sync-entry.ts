@@ -16,7 +16,7 @@
  */
 import fs from 'node:fs';
 import { setLogLevel } from '../lib/log.js';
-import { type ArgvFlagSpec, GLOBAL_FLAGS, type GlobalArgv, givenGlobals, parseArgv } from './argv.js';
+import { type ArgvFlagSpec, CGROUP_FLAGS, GLOBAL_FLAGS, type GlobalArgv, givenGlobals, parseArgv } from './argv.js';
 import { nodeNameOf } from './defaults.js';
 import { normalizeKubeletBools } from './kubelet-bools.js';
 import type { SyncFlags } from './sync.js';
@@ -58,10 +58,7 @@ export const SYNC_FLAGS: Readonly<Record<string, ArgvFlagSpec>> = {
   'anonymous-auth': { type: 'option', options: ['true', 'false'] },
   'authentication-token-webhook': { type: 'option', options: ['true', 'false'] },
   'authorization-mode': { type: 'option', options: ['AlwaysAllow', 'Webhook'] },
-  'cgroups-per-qos': { type: 'option', options: ['true', 'false'] },
-  'cgroup-root': { type: 'string' },
-  'cgroup-driver': { type: 'option', options: ['cgroupfs', 'systemd'], default: 'cgroupfs' },
-  'enforce-node-allocatable': { type: 'string' },
+  ...CGROUP_FLAGS,
   tui: { type: 'boolean', default: false },
   'image-gc-high-threshold': { type: 'integer', min: 0 },
   'image-gc-low-threshold': { type: 'integer', min: 0 },

@@ -1,12 +1,15 @@
 import { Flags } from '@oclif/core';
 import { PodCommand, outputFlags } from '../base-command.js';
 import { durationFlag } from '../flags.js';
+import { cgroupFlags, reservationFlags } from '../node-flags.js';
 
 export default class RunOnce extends PodCommand<typeof RunOnce> {
   static override summary = 'Start every static pod from a manifest directory once, wait for each, and report.';
   static override description = `What the kubelet's --runonce mode promised: read every static pod from --manifest-dir (and/or --manifest-url), start them all concurrently, and wait per pod by its restart policy: Always pods until Running with every container started and then still running, with no container exit, for the --settle window (--wait ready: until Ready as the kubelet computes it, readiness and startup probes included; a pod whose startup probe exhausts its failureThreshold fails at once with the probe's last message), Never and OnFailure pods until they finish. A container that exits within the settle window fails its pod with the container's reason, exit code and last log lines (a bad flag, a port it cannot bind, an OOM kill); a crash loop or an image that cannot be pulled fails its pod at once. The pods' probes run while klet waits (a failed liveness probe restarts its container). Init containers run in order first. Invalid manifests are reported by file, line and field, and never stop the valid pods.
 
-Exit status: 0 only if every Always pod runs and every other pod Succeeded (and no manifest was invalid); otherwise 1, or with --exit-code-from POD that pod's first failing exit code. Pods are left running (as on a node) unless --cleanup; a pod whose manifest changed since an earlier run replaces that run's pod, as the kubelet replaces an edited static pod. A pod that fails (even with a runtime error) fails in its own row, with reason, message and manifest path; the others' results stand. Ctrl-C stops waiting (exit 130) and leaves the pods as they are. No API server is needed.`;
+Exit status: 0 only if every Always pod runs and every other pod Succeeded (and no manifest was invalid); otherwise 1, or with --exit-code-from POD that pod's first failing exit code. Pods are left running (as on a node) unless --cleanup; a pod whose manifest changed since an earlier run replaces that run's pod, as the kubelet replaces an edited static pod. A pod that fails (even with a runtime error) fails in its own row, with reason, message and manifest path; the others' results stand. Ctrl-C stops waiting (exit 130) and leaves the pods as they are. No API server is needed.
+
+Pods get the kubelet's pod and QoS cgroups as under klet sync (--cgroups-per-qos, default true): <cgroup-root>/kubepods/{burstable,besteffort}/pod<uid>, Guaranteed pods directly in kubepods, removed with the pod; --cgroups-per-qos=false --enforce-node-allocatable=none keeps the runtime's cgroups.`;
   static override examples = [
     '<%= config.bin %> <%= command.id %>',
     '<%= config.bin %> <%= command.id %> --manifest-dir examples/',
@@ -42,6 +45,8 @@ Exit status: 0 only if every Always pod runs and every other pod Succeeded (and 
     timeout: durationFlag({ summary: 'How long to wait for all pods, as a duration.', default: '5m' }),
     'exit-code-from': Flags.string({ summary: "Exit with this pod's first failing container exit code (name, ns/name or the static pod's full name)." }),
     cleanup: Flags.boolean({ summary: 'Delete every pod this run started when done.', default: false }),
+    ...cgroupFlags,
+    ...reservationFlags,
   };
 
   async run(): Promise<void> {

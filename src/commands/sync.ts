@@ -1,7 +1,7 @@
 import { Flags } from '@oclif/core';
 import { PodCommand } from '../base-command.js';
 import { configDurationFlag, durationFlag } from '../flags.js';
-import { nodeRegistrationFlags } from '../node-flags.js';
+import { cgroupFlags, nodeRegistrationFlags } from '../node-flags.js';
 
 export default class Sync extends PodCommand<typeof Sync> {
   static override summary = 'Run the kubelet sync loop: keep this node converged with its pod sources.';
@@ -117,15 +117,7 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
       summary: 'Authorize kubelet server requests with a SubjectAccessReview on nodes/<name>/<subresource> (Webhook, default with --kubeconfig; allowed cached 5m, denied 30s) or allow every authenticated one (AlwaysAllow, default standalone).',
       options: ['AlwaysAllow', 'Webhook'],
     }),
-    'cgroups-per-qos': Flags.string({
-      summary: "Create the QoS cgroup hierarchy (cgroupsPerQOS): each pod in <cgroup-root>/kubepods/{burstable,besteffort}/pod<uid> (Guaranteed ones directly in kubepods) with the pod's limits. false: the runtime's default cgroups. Default: true.",
-      options: ['true', 'false'],
-    }),
-    'cgroup-root': Flags.string({ summary: "Root cgroup (a cgroupfs path that must exist) of the pods' cgroups. Default: /." }),
-    'cgroup-driver': Flags.string({ summary: 'How cgroups are made: cgroupfs (systemd is not supported yet).', options: ['cgroupfs', 'systemd'], default: 'cgroupfs' }),
-    'enforce-node-allocatable': Flags.string({
-      summary: 'Node allocatable enforcement (enforceNodeAllocatable): pods (kubepods gets the capacity less --kube-reserved and --system-reserved) or none. Default: pods.',
-    }),
+    ...cgroupFlags,
     tui: Flags.boolean({
       summary: 'Show the live dashboard (as klet dashboard draws it) in this terminal; q stops the sync, pods keep running.',
       default: false,

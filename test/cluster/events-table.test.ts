@@ -76,7 +76,7 @@ it('kubectl events and klet print the same table for the same Events', async () 
     ev('kdash', 'web-node1', { reason: 'Started', message: 'Started container app', firstTimestamp: ago(55), lastTimestamp: ago(55) }),
     ev('kube-system', 'etcd-node1', { type: 'Warning', reason: 'Unhealthy', message: 'Readiness probe failed: \x1b[31mnot yet\x07 ', count: 240, firstTimestamp: ago(170), lastTimestamp: ago(20) }),
     ev('kdash', 'cfg-node1', { type: 'Warning', reason: 'Failed', message: 'Error: configmap "missing" not found', firstTimestamp: undefined, lastTimestamp: undefined }),
-    ev('kdash', 'crash-node1', { reason: 'Created', message: 'Created container app', count: 18, firstTimestamp: ago(50), lastTimestamp: ago(11) }),
+    ev('kdash', 'crash-node1', { reason: 'Created', message: 'Created container: app', count: 18, firstTimestamp: ago(50), lastTimestamp: ago(11) }),
   ];
   const mine = (ns?: string) => formatEventTable(sortEvents(items.filter((e) => ns === undefined || e.metadata?.namespace === ns)), new Date(), { namespaces: ns === undefined });
   expect(mine()).toBe(await kubectl('-A'));

@@ -201,13 +201,13 @@ describe('the docs examples run', () => {
     scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'klet-docs-'));
     fs.mkdirSync(path.join(scratch, 'bin'));
     fs.mkdirSync(path.join(scratch, 'tmp'));
-    // A klet sync of an example keeps its pods in the runtime's cgroups unless the example names a cgroup
+    // A klet sync, runonce or run-pod of an example keeps its pods in the runtime's cgroups unless the example names a cgroup
     // flag itself: a test never makes cgroups in the host's /kubepods, which a real kubelet may share.
     fs.writeFileSync(
       path.join(scratch, 'bin', 'klet'),
       [
         '#!/bin/sh',
-        'if [ "$1" = sync ]; then',
+        'if [ "$1" = sync ] || [ "$1" = runonce ] || [ "$1" = run-pod ]; then',
         '  case " $* " in *" --cgroup"*) ;; *) set -- "$@" --cgroups-per-qos=false --enforce-node-allocatable=none ;; esac',
         'fi',
         `exec '${process.execPath}' '${KLET_BIN}' "$@"`,

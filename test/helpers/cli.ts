@@ -71,6 +71,17 @@ export function cleanEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
+/**
+ * `klet runonce` and `klet run-pod` make pod and QoS cgroups as `klet sync`
+ * does: a test runs them in the runtime's cgroups (the flat flags, as
+ * syncArgs gives sync), never in the host's /kubepods, unless it names a
+ * cgroup flag itself (a private --cgroup-root it made).
+ */
+export function flatCgroups(args: string[]): string[] {
+  if (!['runonce', 'run-pod'].includes(args[0] ?? '') || args.some((a) => a.startsWith('--cgroup'))) return args;
+  return [...args, '--cgroups-per-qos=false', '--enforce-node-allocatable=none'];
+}
+
 /** Run `klet ARGS...` and collect its exit code and output. Never rejects for a non-zero exit. */
 export async function runKlet(args: string[], opts: CliOptions = {}): Promise<CliResult> {
   assertBuilt();
@@ -78,7 +89,7 @@ export async function runKlet(args: string[], opts: CliOptions = {}): Promise<Cl
   const timeoutMs = opts.timeoutMs ?? 60_000;
   const started = Date.now();
   return new Promise<CliResult>((resolve, reject) => {
-    const child = spawn(process.execPath, [KLET_BIN, ...args], {
+    const child = spawn(process.execPath, [KLET_BIN, ...flatCgroups(args)], {
       cwd: opts.cwd ?? PROJECT_ROOT,
       env,
       stdio: ['pipe', 'pipe', 'pipe'],

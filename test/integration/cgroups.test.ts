@@ -286,3 +286,61 @@ describe('klet sync: bad cgroup settings', () => {
     expect(line).toContain('cgroupsPerQOS (--cgroups-per-qos) must be set to true');
   }, 60_000);
 });
+
+describe('klet runonce and klet run-pod make the pod and QoS cgroups as klet sync does', () => {
+  const common = () => ['--root-dir', rt.rootDir, '--container-runtime-endpoint', rt.endpoint, '--node-name', NODE];
+  const podsByName = async (): Promise<Map<string, V1Pod>> => {
+    const r = await runKlet(['status', '-o', 'json', ...common()]);
+    expect(r.code, explain(r)).toBe(0);
+    return new Map((JSON.parse(r.stdout) as V1PodList).items.filter((p) => p.metadata?.namespace === NS).map((p) => [p.metadata?.name ?? '', p]));
+  };
+  const hostKubepods = () => [...new Set(h.mounts.values())].filter((m) => fs.existsSync(path.join(m, 'kubepods')));
+
+  it('runonce puts a Guaranteed pod in <cgroup-root>/kubepods/pod<uid> with its limits; --cleanup removes it, and klet delete the one a run left', async () => {
+    const before = hostKubepods();
+    const dir = tempDir('runonce');
+    fs.writeFileSync(path.join(dir, 'g.yaml'), pod('once', container(['limits: {cpu: 300m, memory: 48Mi}'])));
+    const r = await runKlet(['runonce', '--manifest-dir', dir, '--cgroup-root', ROOT, '--settle', '0', ...common()], { timeoutMs: 120_000 });
+    expect(r.code, explain(r)).toBe(0);
+    const uid = (await podsByName()).get(`once-${NODE}`)?.metadata?.uid ?? '';
+    const name = `${ROOT}/kubepods/pod${uid}`;
+    expect(cg('cpu', name, 'cpu.shares')).toBe('307');
+    expect(cg('cpu', name, 'cpu.cfs_quota_us')).toBe('30000');
+    expect(cg('memory', name, 'memory.limit_in_bytes')).toBe(String(48 * MI));
+    // The container is in it (the sandbox's cgroup_parent), with the kubelet's Guaranteed oom_score_adj (or containerd's floor).
+    expect(await containerOOMScoreAdj(uid)).toBe(Math.max(-997, await runtimeOOMScoreAdj()));
+    expect(cgExists(`${ROOT}/kubepods/burstable`) && cgExists(`${ROOT}/kubepods/besteffort`)).toBe(true);
+    // klet delete has no container manager: it removes the cgroup the run recorded.
+    const d = await runKlet(['delete', '--all', ...common()], { timeoutMs: 120_000 });
+    expect(d.code, explain(d)).toBe(0);
+    expect(cgExists(name)).toBe(false);
+
+    const again = await runKlet(['runonce', '--manifest-dir', dir, '--cgroup-root', ROOT, '--settle', '0', '--cleanup', ...common()], { timeoutMs: 120_000 });
+    expect(again.code, explain(again)).toBe(0);
+    expect(again.stdout).toContain(`once-${NODE}`);
+    expect(cgExists(name)).toBe(false);
+    expect(hostKubepods()).toEqual(before);
+  }, 240_000);
+
+  it('run-pod --rm puts a Burstable pod in kubepods/burstable/pod<uid>, where its pod-level memory limit holds, and removes it', async () => {
+    const dir = tempDir('runpod');
+    const file = path.join(dir, 'b.yaml');
+    // The container copies its cgroup's memory limit to its output: the pod-level limit is what it lives under.
+    fs.writeFileSync(file, pod('burst', container([], 'cat /proc/self/cgroup | grep memory'), '  restartPolicy: Never\n  resources: {limits: {memory: 40Mi}}'));
+    const r = await runKlet(['run-pod', file, '--rm', '--cgroup-root', ROOT, ...common()], { timeoutMs: 120_000 });
+    expect(r.code, explain(r)).toBe(0);
+    const m = new RegExp(`memory:(${ROOT}/kubepods/burstable/pod[0-9a-f]{32})/[0-9a-f]{64}`).exec(r.stdout);
+    expect(m, r.stdout).not.toBeNull();
+    expect(cgExists(m![1]!)).toBe(false);
+  }, 240_000);
+
+  it('a --cgroup-root that does not exist: a one-line error naming the flag, no pod made', async () => {
+    const dir = tempDir('bad');
+    fs.writeFileSync(path.join(dir, 'g.yaml'), pod('never', container([])));
+    const r = await runKlet(['runonce', '--manifest-dir', dir, '--cgroup-root', `${ROOT}-missing`, ...common()]);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toContain(`--cgroup-root ${ROOT}-missing`);
+    expect((await podsByName()).size).toBe(0);
+  }, 60_000);
+});

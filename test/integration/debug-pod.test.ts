@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KLET_BIN, PROJECT_ROOT, assertBuilt, type CliResult, cleanEnv, explain, nonEmptyLines, runKlet } from '../helpers/cli.js';
+import { KLET_BIN, PROJECT_ROOT, assertBuilt, type CliResult, cleanEnv, explain, flatCgroups, nonEmptyLines, runKlet } from '../helpers/cli.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
 const execFileP = promisify(execFile);
@@ -41,7 +41,7 @@ async function poll<T>(what: string, timeoutMs: number, fn: () => Promise<T | un
 /** klet with `args` and the runtime flags (before `after`, the words after `--`); its stdin stays open until ended. */
 function startKlet(args: string[], after: string[] = []) {
   assertBuilt();
-  const child = spawn(process.execPath, [KLET_BIN, ...args, ...common(), ...after], { cwd: PROJECT_ROOT, env: cleanEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [KLET_BIN, ...flatCgroups([...args, ...common()]), ...after], { cwd: PROJECT_ROOT, env: cleanEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout.on('data', (b: Buffer) => (out += b.toString()));
@@ -189,7 +189,7 @@ async function debugAttached(args: string[], after: string[], withCommon = true)
 
 /** klet with exactly these arguments, stdin open. */
 function startBare(args: string[]) {
-  const child = spawn(process.execPath, [KLET_BIN, ...args], { cwd: PROJECT_ROOT, env: cleanEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [KLET_BIN, ...flatCgroups(args)], { cwd: PROJECT_ROOT, env: cleanEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout.on('data', (b: Buffer) => (out += b.toString()));

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KLET_BIN, PROJECT_ROOT, assertBuilt, cleanEnv, explain, runKlet } from '../helpers/cli.js';
+import { KLET_BIN, PROJECT_ROOT, assertBuilt, cleanEnv, explain, flatCgroups, runKlet } from '../helpers/cli.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
 let rt: TestRuntime;
@@ -42,7 +42,7 @@ function podManifest(name: string, script: string, restartPolicy = 'Never'): str
 /** Start `klet ARGS` and collect stdout lines with the time each arrived. */
 function startStreaming(args: string[]) {
   assertBuilt();
-  const child = spawn(process.execPath, [KLET_BIN, ...args, ...common()], { cwd: PROJECT_ROOT, env: cleanEnv() });
+  const child = spawn(process.execPath, [KLET_BIN, ...flatCgroups([...args, ...common()])], { cwd: PROJECT_ROOT, env: cleanEnv() });
   const lines: { text: string; at: number }[] = [];
   let buf = '';
   let stderr = '';

@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KLET_BIN, PROJECT_ROOT, assertBuilt, cleanEnv } from '../helpers/cli.js';
+import { KLET_BIN, PROJECT_ROOT, assertBuilt, cleanEnv, flatCgroups } from '../helpers/cli.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
 const execFileP = promisify(execFile);
@@ -56,7 +56,7 @@ function envPod(name: string, count: number, quote: '"' | "'" | ''): string {
 
 /** `klet run-pod FILE --rm`: its stdout and the process's peak RSS in MB. */
 async function runPodPeak(file: string): Promise<{ stdout: string; peakMb: number }> {
-  const args = ['-v', process.execPath, KLET_BIN, 'run-pod', file, '--rm', '--root-dir', rt.rootDir, '--container-runtime-endpoint', rt.endpoint, '--node-name', NODE];
+  const args = ['-v', process.execPath, KLET_BIN, ...flatCgroups(['run-pod', file, '--rm', '--root-dir', rt.rootDir, '--container-runtime-endpoint', rt.endpoint, '--node-name', NODE])];
   const r = await execFileP('/usr/bin/time', args, { cwd: PROJECT_ROOT, env: cleanEnv(), maxBuffer: 1 << 24 });
   const m = /Maximum resident set size \(kbytes\): (\d+)/.exec(r.stderr);
   if (!m) throw new Error(`no peak RSS in /usr/bin/time's output:\n${r.stderr.slice(-2000)}`);

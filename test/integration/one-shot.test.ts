@@ -13,7 +13,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KLET_BIN, PROJECT_ROOT, assertBuilt, cleanEnv, explain, runKlet } from '../helpers/cli.js';
+import { KLET_BIN, PROJECT_ROOT, assertBuilt, cleanEnv, explain, flatCgroups, runKlet } from '../helpers/cli.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
 const NODE = 'intnode';
@@ -48,7 +48,7 @@ function podManifest(where: string, name: string, restartPolicy: string): string
 /** Start klet, SIGINT it once stderr shows `readyText`; how long it took to exit after the signal, and how. */
 async function interruptWhen(args: string[], readyText: RegExp): Promise<{ code: number | null; afterSignalMs: number; stderr: string; stdout: string }> {
   assertBuilt();
-  const child = spawn(process.execPath, [KLET_BIN, ...args, ...common()], { cwd: PROJECT_ROOT, env: cleanEnv() });
+  const child = spawn(process.execPath, [KLET_BIN, ...flatCgroups([...args, ...common()])], { cwd: PROJECT_ROOT, env: cleanEnv() });
   let stderr = '';
   let stdout = '';
   child.stdout.on('data', (b: Buffer) => (stdout += b.toString('utf8')));

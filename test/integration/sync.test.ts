@@ -535,6 +535,42 @@ describe('klet sync: manifest directory', () => {
     await stopOk(s);
   }, 60_000);
 
+  it('a static pod asking for more memory than the node has is rejected as the kubelet rejects a critical pod: UnexpectedAdmissionError, nothing made; the pods after it run', async () => {
+    // The docs' memory-request-limit{,-2,-3}.yaml: file name order is -2, -3, then the plain one. Static pods are critical, so the kubelet
+    // tries preemption and says why it failed; -3 holds nothing, so the last one fits beside -2.
+    const dir = tempDir('m');
+    const mem = (name: string, request: string) => {
+      const pod = JSON.parse(podManifest(name)) as V1Pod;
+      pod.spec!.containers[0]!.resources = { requests: { memory: request }, limits: { memory: request } };
+      return JSON.stringify(pod);
+    };
+    writeAtomic(dir, 'memory-request-limit.yaml', mem('memory-demo', '100Mi'));
+    writeAtomic(dir, 'memory-request-limit-2.yaml', mem('memory-demo-2', '50Mi'));
+    writeAtomic(dir, 'memory-request-limit-3.yaml', mem('memory-demo-3', '1000Gi'));
+    const s = await sync({ manifestDir: dir });
+    const rejected = await eventually(async () => {
+      const p = await status('memory-demo-3');
+      expect(p.status?.reason, s.tail()).toBe('UnexpectedAdmissionError');
+      return p;
+    }, 20_000);
+    // What preemption could not free: the request less what is left beside memory-demo-2 (allocatable: MemTotal less the 100Mi hard eviction threshold).
+    const memTotal = Number(/MemTotal:\s+(\d+) kB/.exec(fs.readFileSync('/proc/meminfo', 'utf8'))![1]) * 1024;
+    const q = 1000 * 1024 ** 3 - (memTotal - 100 * 1024 ** 2 - 50 * 1024 ** 2);
+    expect(rejected.status).toMatchObject({
+      phase: 'Failed',
+      message: `Pod was rejected: Unexpected error while attempting to recover from admission failure: preemption: error finding a set of pods to preempt: no set of running pods found to reclaim resources: [(res: memory, q: ${q}), ]`,
+    });
+    const e = await eventsWhere(s, (x) => x.kind === 'Event' && x.reason === 'UnexpectedAdmissionError');
+    expect(e).toHaveLength(1);
+    expect(e[0]).toMatchObject({ type: 'Warning', pod: `${NS}/memory-demo-3-${NODE}`, message: rejected.status!.message!.replace('Pod was rejected: ', '') });
+    for (const name of ['memory-demo', 'memory-demo-2']) {
+      await eventually(async () => expect((await status(name)).status?.phase, s.tail()).toBe('Running'), 20_000);
+    }
+    const { items } = await cri.listPodSandbox({});
+    expect(items.filter((i) => i.metadata?.name === `memory-demo-3-${NODE}`)).toEqual([]);
+    await stopOk(s);
+  }, 60_000);
+
   it('pods of one update asking for one hostPort are admitted in the kubelet order: the older creationTimestamp wins', async () => {
     const dir = tempDir('m');
     const port = 34000 + Math.floor(Math.random() * 2000);

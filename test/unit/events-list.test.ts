@@ -148,10 +148,10 @@ describe('deriveEvents: what the records and the runtime still tell', () => {
       syncState: state({ containers: { app: { reason: 'CrashLoopBackOff', message: 'back-off 20s restarting failed container=app pod=web_shop(uid-web)', backoffMs: 20_000 } } }),
     });
     expect(summary(d)).toEqual([
-      'Normal Created setup x1 1000..1000: Created container setup',
+      'Normal Created setup x1 1000..1000: Created container: setup',
       'Normal Started setup x1 1100..1100: Started container setup',
       // Three instances, of which the runtime holds two: the first is the pod's start.
-      'Normal Created app x3 0..30000: Created container app',
+      'Normal Created app x3 0..30000: Created container: app',
       'Normal Started app x3 0..30100: Started container app',
       'Warning BackOff app x1 31000..31000: back-off 20s restarting failed container=app pod=web_shop(uid-web)',
     ]);
@@ -178,7 +178,7 @@ describe('deriveEvents: what the records and the runtime still tell', () => {
 
   it('a created container that has not started yet: Created only; Started counts the instances that did', () => {
     const d = deriveEvents({ record: record(), runtime: runtime([ctr({ name: 'app', state: 'created', restartCount: 1, createdAt: T0 + 9000 }), ctr({ name: 'app', createdAt: T0 + 1000, startedAt: T0 + 1100, finishedAt: T0 + 2000 })]), syncState: state() });
-    expect(summary(d)).toEqual(['Normal Created app x2 1000..9000: Created container app', 'Normal Started app x1 1100..1100: Started container app']);
+    expect(summary(d)).toEqual(['Normal Created app x2 1000..9000: Created container: app', 'Normal Started app x1 1100..1100: Started container app']);
   });
 
   it('pod-level: an admission rejection at the pod\'s start, FailedMount, FailedCreatePodSandBox, Evicted; Killing while being deleted', () => {
@@ -200,6 +200,10 @@ describe('deriveEvents: what the records and the runtime still tell', () => {
       syncState: state(),
     });
     expect(summary(deleting).at(-1)).toBe('Normal Killing app x1 50000..50000: Stopping container app');
+  });
+
+  it('an admission rejection\'s event says what follows "Pod was rejected: ", as the kubelet\'s rejectPod', () => {
+    expect(podEvents.rejected(pod, 'NodePorts', 'Pod was rejected: Predicate NodePorts failed: x')).toMatchObject({ type: 'Warning', reason: 'NodePorts', message: 'Predicate NodePorts failed: x' });
   });
 
   it('the same event read again has the same name (a watch tells a new event from one counted again)', () => {

@@ -107,11 +107,28 @@ describe('linuxContainerResources', () => {
     });
   });
 
-  it('takes shares from the limit when the request is unset or zero', () => {
-    for (const requests of [undefined, { cpu: '0' }]) {
+  it('takes shares from the limit when the request is unset; a request of 0 gives the minimum (calculateLinuxResources)', () => {
+    for (const requests of [undefined, { memory: '1Mi' }]) {
       const a = c('a', { requests, limits: { cpu: '2' } });
       expect(linuxContainerResources(pod([a]), a, capacity).cpuShares).toBe(2048n);
     }
+    const zero = c('a', { requests: { cpu: '0' }, limits: { cpu: '2' } });
+    expect(linuxContainerResources(pod([zero]), zero, capacity).cpuShares).toBe(2n);
+  });
+
+  it('pod-level resources: a container without a limit of its own gets the pod-level one (getCPULimit, getMemoryLimit)', () => {
+    // The docs' pod-level-resources.yaml: ctr-1 has its own resources, ctr-2 none.
+    const one = c('pod-resources-demo-ctr-1', { limits: { cpu: '500m', memory: '100Mi' }, requests: { cpu: '500m', memory: '50Mi' } });
+    const two = c('pod-resources-demo-ctr-2');
+    const p = pod([one, two]);
+    p.spec!.resources = { limits: { cpu: '1', memory: '200Mi' }, requests: { cpu: '1', memory: '100Mi' } };
+    expect(linuxContainerResources(p, one, capacity)).toMatchObject({ cpuShares: 512n, cpuQuota: 50_000n, memoryLimitInBytes: 100n * 1024n ** 2n });
+    expect(linuxContainerResources(p, two, capacity)).toMatchObject({ cpuShares: 1024n, cpuQuota: 100_000n, cpuPeriod: 100_000n, memoryLimitInBytes: 200n * 1024n ** 2n });
+    // A pod-level request alone: the container keeps the minimum and no limit.
+    const three = c('c');
+    const q = pod([three]);
+    q.spec!.resources = { requests: { memory: '100Mi' } };
+    expect(linuxContainerResources(q, three, capacity)).toMatchObject({ cpuShares: 2n, cpuQuota: 0n, memoryLimitInBytes: 0n });
   });
 
   it('sets minimal shares and no quota or memory limit without resources', () => {

@@ -1,6 +1,6 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { type AdmissionNode, admitPods, matchesNode, podRequests } from '../../src/lib/node/admission.js';
+import { type AdmissionNode, admitCriticalResources, admitPods, isCriticalPod, matchesNode, podRequests } from '../../src/lib/node/admission.js';
 
 const node: AdmissionNode = {
   allocatable: { cpuMilli: 2000, memoryBytes: 1024 ** 3, pods: 3 },
@@ -29,6 +29,39 @@ describe('admission (lifecycle/predicate.go)', () => {
       },
     };
     expect(podRequests(p)).toEqual({ cpuMilli: 1510, memoryBytes: 128 * 1024 * 1024 });
+  });
+
+  it('requests: pod-level resources stand for the containers\' (PodLevelResources, on in 1.34), overhead added', () => {
+    const p: V1Pod = {
+      spec: {
+        resources: { requests: { cpu: '1', memory: '100Mi' } },
+        containers: [{ name: 'a', resources: { requests: { cpu: '500m', memory: '50Mi' } } }, { name: 'b' }],
+        overhead: { memory: '1Mi' },
+      },
+    };
+    expect(podRequests(p)).toEqual({ cpuMilli: 1000, memoryBytes: 101 * 1024 * 1024 });
+  });
+
+  it('a static (critical) pod over the node: UnexpectedAdmissionError with what preemption could not free, as the kubelet says it', () => {
+    const big: V1Pod = { metadata: { name: 'memory-demo-3' }, spec: { containers: [{ name: 'c', resources: { requests: { memory: '1000Gi' } } }] } };
+    const held: V1Pod = { metadata: { name: 'memory-demo-2' }, spec: { containers: [{ name: 'c', resources: { requests: { memory: '50Mi', cpu: '300m' } } }] } };
+    const r = admitCriticalResources(big, [{ pod: held, critical: true }], node.allocatable);
+    const q = 1000 * 1024 ** 3 - (1024 ** 3 - 50 * 1024 ** 2);
+    expect(r).toEqual({
+      reason: 'UnexpectedAdmissionError',
+      message: `Pod was rejected: Unexpected error while attempting to recover from admission failure: preemption: error finding a set of pods to preempt: no set of running pods found to reclaim resources: [(res: memory, q: ${q}), ]`,
+    });
+    // cpu in millicores; what non-critical pods hold counts as reclaimable.
+    const cpu = admitCriticalResources(pod('x', '2500m'), [{ pod: held, critical: false }], node.allocatable);
+    expect(cpu).toMatchObject({ reason: 'UnexpectedAdmissionError', message: expect.stringMatching(/resources: \[\(res: cpu, q: 500\), \]$/) });
+  });
+
+  it('a static pod that fits is admitted; one that fits once non-critical pods went is admitted too (the kubelet preempts them, klet does not)', () => {
+    expect(admitCriticalResources(pod('x', '1'), [{ pod: pod('y', '500m'), critical: true }], node.allocatable)).toBeNull();
+    expect(admitCriticalResources(pod('x', '1800m'), [{ pod: pod('y', '500m'), critical: false }], node.allocatable)).toEqual({ preempt: [{ resource: 'cpu', quantity: 300 }] });
+    expect(isCriticalPod(pod('api'), false)).toBe(false);
+    expect(isCriticalPod({ spec: { containers: [], priority: 2_000_001_000 } }, false)).toBe(true);
+    expect(isCriticalPod(pod('static'), true)).toBe(true);
   });
 
   it('admits in order and rejects what does not fit with the kubelet reasons and messages', () => {

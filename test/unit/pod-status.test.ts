@@ -124,6 +124,22 @@ describe('generatePodStatus: phase', () => {
     }
   });
 
+  it("reports a container's resources and allocated requests once the runtime has it, as the kubelet (InPlacePodVerticalScaling)", () => {
+    const g = ctr('g', { resources: { limits: { cpu: '700m', memory: '200Mi' }, requests: { cpu: '700m', memory: '200Mi' } } });
+    const be = ctr('be');
+    const waiting = ctr('w', { resources: { requests: { memory: '50Mi' } } });
+    const pod = mkPod({ containers: [g, be, waiting] });
+    const st = status(pod, [running(g), exited(be, 1)]);
+    expect(app(st, 'g').resources).toEqual({ limits: { cpu: '700m', memory: '200Mi' }, requests: { cpu: '700m', memory: '200Mi' } });
+    expect(app(st, 'g').allocatedResources).toEqual({ cpu: '700m', memory: '200Mi' });
+    // BestEffort: an empty object, no allocated resources (the kubelet's JSON: "resources": {}).
+    expect(app(st, 'be').resources).toEqual({});
+    expect(app(st, 'be').allocatedResources).toBeUndefined();
+    // Not yet created: nothing, as the kubelet's default waiting status.
+    expect(app(st, 'w').resources).toBeUndefined();
+    expect(app(st, 'w').allocatedResources).toBeUndefined();
+  });
+
   const terminal: { name: string; policy: 'Always' | 'OnFailure' | 'Never'; codes: number[]; phase: string }[] = [
     { name: 'Never, all succeeded', policy: 'Never', codes: [0, 0], phase: 'Succeeded' },
     { name: 'OnFailure, all succeeded', policy: 'OnFailure', codes: [0, 0], phase: 'Succeeded' },

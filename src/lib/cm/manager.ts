@@ -284,6 +284,23 @@ function assertCgroupRoot(cgroupRoot: string, name: string, hierarchies: Hierarc
   }
 }
 
+/**
+ * Remove the pod cgroups klet recorded for pod `uid` under `rootDir` (made
+ * by any klet command of that root dir): what a command without a container
+ * manager (`klet delete`) does when it removes a pod that `klet runonce`,
+ * `run-pod` or `sync` ran in its own cgroup. Nothing else is touched.
+ */
+export async function removeRecordedPodCgroups(rootDir: string, uid: string): Promise<void> {
+  const dir = path.join(rootDir, 'cgroups');
+  const names = (await fsp.readdir(dir).catch(() => [] as string[])).map((f) => decodeURIComponent(f)).filter((n) => path.posix.basename(n) === `pod${uid}`);
+  if (names.length === 0) return;
+  const { mounts } = await hostHierarchies();
+  for (const name of names) {
+    for (const mount of new Set(mounts.values())) await rmdirTree(path.join(mount, name));
+    await fsp.rm(path.join(dir, encodeURIComponent(name)), { force: true });
+  }
+}
+
 /** The --cgroup-root check alone, before anything starts (the runtime, the sync loop): bad input leaves nothing behind. */
 export async function checkCgroupRoot(settings: CgroupSettings): Promise<void> {
   assertCgroupRoot(settings.cgroupRoot, settings.cgroupRootName, await hostHierarchies());

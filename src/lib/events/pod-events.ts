@@ -39,7 +39,8 @@ export const podEvents = {
   },
   /** Rejected at admission (the kubelet's event carries the admission's reason, e.g. NodePorts). */
   rejected(pod: V1Pod, reason: string, message: string): PodEvent {
-    return { ...base(pod), type: 'Warning', reason, message };
+    // The kubelet's rejectPod: the status message says "Pod was rejected: …", the event only what follows.
+    return { ...base(pod), type: 'Warning', reason, message: message.replace(/^Pod was rejected: /, '') };
   },
   pulled(pod: V1Pod, container: string, image: string, pulled: boolean): PodEvent {
     const message = pulled ? `Successfully pulled image "${image}"` : `Container image "${image}" already present on machine`;
@@ -47,7 +48,7 @@ export const podEvents = {
   },
   /** The kubelet's Created, after CreateContainer (before StartContainer). */
   created(pod: V1Pod, container: string, containerId: string, init: boolean): PodEvent {
-    return { ...base(pod), type: 'Normal', reason: 'Created', message: `Created container ${container}`, container, containerId, init };
+    return { ...base(pod), type: 'Normal', reason: 'Created', message: `Created container: ${container}`, container, containerId, init };
   },
   started(pod: V1Pod, container: string, containerId: string, init: boolean, restartCount = 0): PodEvent {
     return { ...base(pod), type: 'Normal', reason: 'Started', message: `Started container ${container}`, container, containerId, init, restartCount };

@@ -132,7 +132,9 @@ async function removePodFiles(ctx: LifecycleContext, pod: V1Pod, objs: PodRuntim
   const mine = kletInstance(ctx.rootDir, ctx.nodeName);
   if (!objs.sandboxes.some((sb) => sb.labels[KLET_INSTANCE_LABEL] !== mine)) await removeLogDir(podLogDirOf({ metadata: id }, ctx.logRoot));
   // The pod cgroup once its sandbox is gone (the kubelet's cleanupOrphanedPodCgroups), before the record that names the pod.
-  await ctx.cgroups?.removePod(id.uid);
+  // Without a container manager (klet delete), the cgroups recorded for the pod.
+  if (ctx.cgroups) await ctx.cgroups.removePod(id.uid);
+  else await (await import('../cm/manager.js')).removeRecordedPodCgroups(ctx.rootDir, id.uid);
   await removePodDir(ctx.rootDir, id.uid);
 }
 

@@ -133,12 +133,20 @@ export interface LinuxResources {
   oomScoreAdj: bigint;
 }
 
+/** IsPodLevelResourcesSet: the pod sets a pod-level cpu or memory request or limit. */
+function podLevelSet(pod: V1Pod): boolean {
+  const pl = podLevelResources(pod);
+  return [...Object.keys(pl?.requests ?? {}), ...Object.keys(pl?.limits ?? {})].some((r) => r === 'cpu' || r === 'memory');
+}
+
 export function linuxContainerResources(pod: V1Pod, container: V1Container, memoryCapacity: number): LinuxResources {
-  const cpuReq = milli(container.resources?.requests?.cpu);
-  const cpuLim = milli(container.resources?.limits?.cpu);
-  const memLim = bytes(container.resources?.limits?.memory);
-  // A request defaults to the limit when only the limit is set (or the request is zero).
-  const sharesFrom = cpuReq ? cpuReq : (cpuLim ?? 0);
+  const requests = container.resources?.requests ?? {};
+  // With pod-level resources, a container without a limit of its own gets the pod's (getCPULimit, getMemoryLimit).
+  const podLimits = podLevelSet(pod) ? (podLevelResources(pod)?.limits ?? {}) : {};
+  const cpuLim = milli(container.resources?.limits?.cpu) || milli(podLimits.cpu);
+  const memLim = bytes(container.resources?.limits?.memory) || bytes(podLimits.memory);
+  // Shares from the request when one is given (even 0), else from the limit (calculateLinuxResources).
+  const sharesFrom = 'cpu' in requests ? (milli(requests.cpu) ?? 0) : (cpuLim ?? 0);
   const res: LinuxResources = {
     cpuShares: BigInt(milliCPUToShares(sharesFrom)),
     cpuQuota: 0n,

@@ -52,6 +52,8 @@ import { runHandler } from './hooks.js';
 import { POD_UID_LABEL, instanceSelector, kletInstance } from './labels.js';
 import { admitHostPorts, admittedKey, podHostPorts } from './admission.js';
 import { admitSysctls, type SysctlAllowlist } from '../node/sysctl.js';
+import { type AdmissionNode, admitCriticalResources, isCriticalPod } from '../node/admission.js';
+import { isStaticPod } from '../pod/static-pod.js';
 import { terminationOrdering, type TerminationOrdering } from './termination-order.js';
 import { ContainerState, PodSandboxState } from '../cri/gen/api.js';
 import { podLogDirOf } from '../logs/paths.js';
@@ -127,6 +129,8 @@ export interface SyncContext {
    * it, resources are never resized in place.
    */
   resize?: { allocatable: { cpuMilli: number; memoryBytes: number } };
+  /** The node's allocatable (cpu millicores, memory bytes, pods): static pods are admitted against it; unchecked without it. */
+  allocatable?: AdmissionNode['allocatable'];
 }
 
 export interface SyncPodResult {
@@ -162,7 +166,7 @@ export interface SyncPodResult {
  * same pods always give the same winner. Rejected and finished pods hold
  * nothing.
  */
-async function activePods(ctx: SyncContext, self: string): Promise<V1Pod[]> {
+async function activePods(ctx: SyncContext, self: string): Promise<Array<{ pod: V1Pod; pending: boolean; key: string }>> {
   const records = await listPodRecords(ctx.rootDir, ctx.nodeName);
   const mine = records.find((r) => r.pod.metadata?.uid === self);
   const { items } = await ctx.cri.listPodSandbox({ filter: { labelSelector: instanceSelector(ctx) } }, { signal: ctx.signal });
@@ -174,15 +178,33 @@ async function activePods(ctx: SyncContext, self: string): Promise<V1Pod[]> {
     const k = admittedKey(r);
     return k < mineKey || (k === mineKey && (r.pod.metadata?.uid ?? '') < self);
   };
-  const out: V1Pod[] = [];
+  const out: Array<{ pod: V1Pod; pending: boolean; key: string }> = [];
   for (const r of records) {
     const uid = r.pod.metadata?.uid ?? '';
     if (uid === self) continue;
     if (!ready.has(uid) && (withSandbox.has(uid) || !earlier(r))) continue;
     if ((await readSyncState(ctx.rootDir, uid)).rejected === true) continue;
-    out.push(r.pod);
+    out.push({ pod: r.pod, pending: !withSandbox.has(uid), key: admittedKey(r) });
   }
-  return out;
+  return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+}
+
+/**
+ * The pods holding resources when this one is admitted: the running ones,
+ * then each earlier pod still being started that is admitted itself, in
+ * admission order, as the kubelet admits one pod after the other (an
+ * earlier static pod too big for the node holds nothing, even while its
+ * own sync has not yet written its rejection).
+ */
+function resourceHolders(active: Array<{ pod: V1Pod; pending: boolean }>, allocatable: AdmissionNode['allocatable']): Array<{ pod: V1Pod; critical: boolean }> {
+  const holders = active.filter((a) => !a.pending).map((a) => ({ pod: a.pod, critical: isCriticalPod(a.pod, isStaticPod(a.pod)) }));
+  for (const a of active) {
+    if (!a.pending) continue;
+    const critical = isCriticalPod(a.pod, isStaticPod(a.pod));
+    const r = isStaticPod(a.pod) ? admitCriticalResources(a.pod, holders, allocatable) : null;
+    if (r === null || r.preempt !== undefined) holders.push({ pod: a.pod, critical });
+  }
+  return holders;
 }
 
 /** The kubelet's kubecontainer.ErrCreatePodSandbox. */
@@ -622,7 +644,7 @@ function resizeCondition(prev: ResizeCondition | undefined, reason: string, mess
 /** The node's other active pods with the resources allocated to them (getAllocatedPods). */
 async function allocatedPodsBeside(ctx: SyncContext, uid: string): Promise<V1Pod[]> {
   const out: V1Pod[] = [];
-  for (const p of await activePods(ctx, uid)) out.push(podWithAllocation(p, (await readSyncState(ctx.rootDir, p.metadata?.uid ?? '')).allocated).pod);
+  for (const { pod: p } of await activePods(ctx, uid)) out.push(podWithAllocation(p, (await readSyncState(ctx.rootDir, p.metadata?.uid ?? '')).allocated).pod);
   return out;
 }
 
@@ -781,12 +803,18 @@ export async function syncPod(
   // Admission, before anything of the pod exists: the kubelet's sysctl handler, then its NodePorts predicate.
   if (status.sandboxes.length === 0 && status.containers.length === 0) {
     const sysctl = ctx.sysctls === undefined ? null : admitSysctls(pod, ctx.sysctls);
-    const rejection =
-      sysctl !== null
-        ? { reason: sysctl.reason, message: `Pod was rejected: ${sysctl.message}` }
-        : podHostPorts(pod).length > 0
-          ? admitHostPorts(pod, await activePods(ctx, uid))
-          : null;
+    let rejection: { reason: string; message: string } | null = sysctl === null ? null : { reason: sysctl.reason, message: `Pod was rejected: ${sysctl.message}` };
+    // The predicates, against the pods admitted before it: NodePorts, then (static pods: API pods were admitted by their source) resources.
+    const resources = ctx.allocatable !== undefined && isStaticPod(pod);
+    if (rejection === null && (podHostPorts(pod).length > 0 || resources)) {
+      const active = await activePods(ctx, uid);
+      rejection = admitHostPorts(pod, active.map((a) => a.pod));
+      if (rejection === null && resources && ctx.allocatable !== undefined) {
+        const r = admitCriticalResources(pod, resourceHolders(active, ctx.allocatable), ctx.allocatable);
+        if (r?.preempt !== undefined) log.warn(`pod ${md.namespace ?? 'default'}/${md.name ?? ''}: the node lacks ${r.preempt.map((l) => `${l.resource} ${l.quantity}`).join(', ')} for it; the kubelet would preempt other pods, klet admits it without`);
+        else if (r !== null) rejection = r;
+      }
+    }
     if (rejection !== null) {
       Object.assign(state, { rejected: true, reason: rejection.reason, message: rejection.message });
       await writeSyncState(ctx.rootDir, uid, state);

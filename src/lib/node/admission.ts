@@ -37,7 +37,7 @@ function quantity(v: unknown, milli: boolean): number {
   }
 }
 
-/** The pod's effective requests: max(sum of containers, each init container) plus overhead (resourcehelper.PodRequests). */
+/** The pod's effective requests: max(sum of containers, each init container), or the pod-level ones, plus overhead (resourcehelper.PodRequests). */
 export function podRequests(pod: V1Pod): { cpuMilli: number; memoryBytes: number } {
   const req = (c: { resources?: { requests?: Record<string, unknown> } }) => ({
     cpuMilli: quantity(c.resources?.requests?.cpu, true),
@@ -67,6 +67,10 @@ export function podRequests(pod: V1Pod): { cpuMilli: number; memoryBytes: number
   }
   sum.cpuMilli = Math.max(sum.cpuMilli + sidecars.cpuMilli, initPeak.cpuMilli);
   sum.memoryBytes = Math.max(sum.memoryBytes + sidecars.memoryBytes, initPeak.memoryBytes);
+  // Pod-level requests (PodLevelResources, on by default since 1.34) stand for the containers' (resourcehelper.PodRequests).
+  const podLevel = pod.spec?.resources?.requests ?? {};
+  if (podLevel.cpu !== undefined) sum.cpuMilli = quantity(podLevel.cpu, true);
+  if (podLevel.memory !== undefined) sum.memoryBytes = quantity(podLevel.memory, false);
   const overhead = pod.spec?.overhead ?? {};
   sum.cpuMilli += quantity(overhead.cpu, true);
   sum.memoryBytes += quantity(overhead.memory, false);
@@ -181,4 +185,80 @@ export function admitPods(
     admitted.push(pod);
   }
   return { admitted, rejected };
+}
+
+/** The kubelet's SystemCriticalPriority: a pod at or above it is critical (kubetypes.IsCriticalPodBasedOnPriority). */
+const SYSTEM_CRITICAL_PRIORITY = 2_000_000_000;
+
+/** Critical pods (kubetypes.IsCriticalPod): static pods, and pods at system-critical priority. */
+export function isCriticalPod(pod: V1Pod, isStatic: boolean): boolean {
+  return isStatic || (pod.spec?.priority ?? Number.NEGATIVE_INFINITY) >= SYSTEM_CRITICAL_PRIORITY;
+}
+
+/** A resource a pod lacks, and by how much (the kubelet's InsufficientResourceError.GetInsufficientAmount: millicores for cpu). */
+export interface Insufficient {
+  resource: 'pods' | 'cpu' | 'memory';
+  quantity: number;
+}
+
+/** One pod's request of a resource, as the kubelet's resource.GetResourceRequest (pods: 1). */
+function requestOf(pod: V1Pod, resource: Insufficient['resource']): number {
+  if (resource === 'pods') return 1;
+  const r = podRequests(pod);
+  return resource === 'cpu' ? r.cpuMilli : r.memoryBytes;
+}
+
+/** What `pod` lacks on a node whose `active` pods hold their requests, in the order the fit predicate reports it. */
+export function insufficientResources(pod: V1Pod, active: V1Pod[], allocatable: AdmissionNode['allocatable']): Insufficient[] {
+  const used = { pods: active.length, cpu: 0, memory: 0 };
+  for (const p of active) {
+    const r = podRequests(p);
+    used.cpu += r.cpuMilli;
+    used.memory += r.memoryBytes;
+  }
+  const r = podRequests(pod);
+  const out: Insufficient[] = [];
+  if (used.pods + 1 > allocatable.pods) out.push({ resource: 'pods', quantity: 1 - (allocatable.pods - used.pods) });
+  if (r.cpuMilli > 0 && r.cpuMilli > allocatable.cpuMilli - used.cpu) out.push({ resource: 'cpu', quantity: r.cpuMilli - (allocatable.cpuMilli - used.cpu) });
+  if (r.memoryBytes > 0 && r.memoryBytes > allocatable.memoryBytes - used.memory) out.push({ resource: 'memory', quantity: r.memoryBytes - (allocatable.memoryBytes - used.memory) });
+  return out;
+}
+
+/**
+ * Resource admission of a critical pod (a static pod), as the kubelet's
+ * CriticalPodAdmissionHandler: a critical pod is not rejected for lack of
+ * resources while evicting the non-critical pods could free them; when even
+ * all of them could not, it is rejected with UnexpectedAdmissionError and
+ * what would still be missing. null: admitted. klet does not preempt: where
+ * the kubelet would evict pods to make room, the pod is admitted as it is
+ * (`preempt` lists what the kubelet would have evicted from).
+ */
+export function admitCriticalResources(
+  pod: V1Pod,
+  active: Array<{ pod: V1Pod; critical: boolean }>,
+  allocatable: AdmissionNode['allocatable'],
+): (Rejection & { preempt?: undefined }) | { preempt: Insufficient[] } | null {
+  const lacking = insufficientResources(
+    pod,
+    active.map((a) => a.pod),
+    allocatable,
+  );
+  if (lacking.length === 0) return null;
+  const preemptable = active.filter((a) => !a.critical).map((a) => a.pod);
+  const remaining = lacking
+    .map((l) => {
+      let q = l.quantity;
+      for (const p of preemptable) {
+        q -= requestOf(p, l.resource);
+        if (q <= 0) break;
+      }
+      return { resource: l.resource, quantity: q };
+    })
+    .filter((l) => l.quantity > 0);
+  if (remaining.length === 0) return { preempt: lacking };
+  const list = `[${remaining.map((l) => `(res: ${l.resource}, q: ${l.quantity}), `).join('')}]`;
+  return {
+    reason: 'UnexpectedAdmissionError',
+    message: `Pod was rejected: Unexpected error while attempting to recover from admission failure: preemption: error finding a set of pods to preempt: no set of running pods found to reclaim resources: ${list}`,
+  };
 }

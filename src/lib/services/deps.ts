@@ -7,6 +7,7 @@
 import type { CriClient } from '../cri/client.js';
 import type { KletEventBody } from '../events/types.js';
 import type { LocalObjects } from '../kuberuntime/env.js';
+import type { PodCgroups } from '../cm/manager.js';
 import { NodeCache, type SyncContext } from '../kuberuntime/sync-pod.js';
 import { VolumeManager } from '../volume/manager.js';
 import { localObjectSource } from '../volume/plugins.js';
@@ -22,6 +23,8 @@ export interface ServiceDeps {
   logRoot?: string;
   /** Caches for this run; a fresh one when unset. */
   cache?: NodeCache;
+  /** Pod and QoS cgroups (--cgroups-per-qos): the container manager of this run; the runtime's cgroups without. */
+  cgroups?: PodCgroups;
 }
 
 
@@ -36,6 +39,7 @@ export function syncContext(deps: ServiceDeps, objects: LocalObjects = { configM
     signal: deps.signal,
     onEvent: deps.onEvent,
     cache: deps.cache ?? new NodeCache(),
+    ...(deps.cgroups ? { cgroups: deps.cgroups } : {}),
     // One volume manager for the run: every sync of its pods, and their removal.
     volumes: new VolumeManager({ rootDir: deps.rootDir, nodeName: deps.nodeName, objects: () => localObjectSource(objects), onEvent: deps.onEvent, resyncMs: 0 }),
   };

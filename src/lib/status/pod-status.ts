@@ -90,6 +90,11 @@ function containerStatus(
     else if (latest.state === 'created') st.state = { waiting: { reason: 'ContainerCreating' } };
     else st.state = terminatedState(latest, inputs.runtimeName);
     if (previous && previous.state !== 'created') st.lastState = terminatedState(previous, inputs.runtimeName);
+    // InPlacePodVerticalScaling (on by default since 1.33): a container the runtime has reports its
+    // resources and allocated requests, as the kubelet's convertToAPIContainerStatuses does: the
+    // spec's here, replaced below by an API pod's allocated and actuated ones once it was resized.
+    st.resources = structuredClone(c.resources ?? {});
+    if (c.resources?.requests !== undefined) st.allocatedResources = structuredClone(c.resources.requests);
   }
   // The last start attempt failed: show why, with the last run as lastState;
   // only for a container the next sync would start again (the kubelet's

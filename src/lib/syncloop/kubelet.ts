@@ -80,6 +80,8 @@ export interface KubeletOptions {
   cgroups?: PodCgroups;
   /** In-place resize of API pods: the node's allocatable a resize is admitted against (cluster mode). */
   resize?: SyncContext['resize'];
+  /** The node's allocatable: static pods are admitted against it (critical pods: UnexpectedAdmissionError). */
+  allocatable?: import('../node/admission.js').AdmissionNode['allocatable'];
   /** After each pod sync, termination and removal: the pod's status may have changed (the kubelet's statusManager.SetPodStatus). */
   onPodSynced?: (uid: string) => void;
   /**
@@ -252,6 +254,7 @@ export class Kubelet {
       ...(this.opts.sysctls ? { sysctls: this.opts.sysctls } : {}),
       ...(this.opts.cgroups ? { cgroups: this.opts.cgroups } : {}),
       ...(this.opts.resize ? { resize: this.opts.resize } : {}),
+      ...(this.opts.allocatable ? { allocatable: this.opts.allocatable } : {}),
       onEvent: (e) => {
         // Events carry the UID of the pod being synced (a pod being killed is no longer in `desired`).
         this.opts.bus.emit(e.kind === 'Event' ? { ...e, uid: forPod.metadata?.uid ?? e.uid } : e);

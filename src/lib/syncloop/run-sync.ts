@@ -158,6 +158,7 @@ export function stopWatch(signal: AbortSignal): { track<T>(name: string, p: Prom
 export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<void> {
   // kubepods and the QoS cgroups before any pod (the kubelet's container manager Start).
   const cgroups = opts.cgroups ? await (await import('../cm/manager.js')).openCgroups(opts.cgroups, opts.rootDir) : undefined;
+  const allocatable = await nodeAllocatable(opts);
   const stop = stopWatch(signal);
   const metrics = new KletMetrics();
   const cri = instrumentCri(opts.cri, metrics);
@@ -204,6 +205,7 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
     ...(cgroups ? { cgroups } : {}),
     // API pods are resized in place (InPlacePodVerticalScaling), admitted against the node's allocatable.
     ...(apiPods ? { resize: { allocatable: { cpuMilli: apiPods.allocatable.cpuMilli, memoryBytes: apiPods.allocatable.memoryBytes } } } : {}),
+    allocatable,
     onPodSynced: (uid) => podSynced.fn(uid),
     onPodStatus: (pod) => podSynced.status(pod),
     // The runtime's own client: these are not CRI operations to count.
@@ -651,6 +653,14 @@ async function registerInBackground(
     },
   }).catch((err: unknown) => log.error(`node registration stopped: ${errorMessage(err)}`)));
   await Promise.all([mirrorsDone, forwarded, recorderDone]);
+}
+
+/** The node's allocatable (capacity less the reservations and hard eviction thresholds), as the kubelet admits pods against it. */
+async function nodeAllocatable(opts: SyncOptions): Promise<import('../node/admission.js').AdmissionNode['allocatable']> {
+  const { readMachineFacts } = await import('../node/machine.js');
+  const { allocatableAmounts } = await import('../node/node-status.js');
+  await (await import('node:fs/promises')).mkdir(opts.rootDir, { recursive: true });
+  return allocatableAmounts(await readMachineFacts(opts.rootDir), opts.config.maxPods, opts.config.flags.reserved, opts.config.evictionHard);
 }
 
 /**
