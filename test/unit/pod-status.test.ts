@@ -519,9 +519,9 @@ describe('generatePodStatus: in-place resize', () => {
     ]);
     // Not running: the allocated resources.
     expect(status(mkPod({ containers: [a] }), [], { sync }).containerStatuses?.[0]?.resources).toEqual(res('1'));
-    // Nothing allocated (not an API pod): neither field, no resize condition.
+    // Nothing allocated (not resized): the spec's resources, as the kubelet shows them; no resize condition.
     const plain = status(mkPod({ containers: [a] }), [running(a)]);
-    expect(plain.containerStatuses?.[0]).not.toHaveProperty('resources');
+    expect(plain.containerStatuses?.[0]).toMatchObject({ resources: res('2'), allocatedResources: res('2').requests });
     expect(plain.conditions?.some((c) => c.type.startsWith('PodResize'))).toBe(false);
   });
 });
