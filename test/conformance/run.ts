@@ -562,7 +562,7 @@ async function runAgent(o: RunOptions): Promise<{ run: AgentRun; verdicts: Map<s
     sampler.begin();
     const t0 = Date.now();
     const loadStart = os.loadavg().map((l) => Math.round(l * 100) / 100);
-    let report = new Map<string, import('./report.js').SpecVerdict>();
+    const report = new Map<string, import('./report.js').SpecVerdict>();
     let error: string | undefined;
     for (const [i, phase] of phases.entries()) {
       const reportJson = `report-${i + 1}.json`;
