@@ -595,7 +595,9 @@ async function runAgent(o: RunOptions): Promise<{ run: AgentRun; verdicts: Map<s
       const code = await Promise.race([new Promise<number | null>((resolve) => g.once('exit', (code) => resolve(code))), abort]).finally(() => clearInterval(progress));
       log(`${o.agent}: ginkgo exited ${code} after ${Math.round((Date.now() - t1) / 1000)} s`);
       try {
-        for (const [name, v] of await readGinkgoReport(path.join(reportDir, reportJson))) report.set(name, v);
+        // Each phase's report lists every spec, the other phases' as skipped: keep this phase's.
+        const mine = new Set(phase.specs);
+        for (const [name, v] of await readGinkgoReport(path.join(reportDir, reportJson))) if (mine.has(name)) report.set(name, v);
       } catch (err) {
         error = `no ginkgo report (${err instanceof Error ? err.message : String(err)}); see ${ginkgoLog}:\n${tail(ginkgoLog)}`;
         log(error);
