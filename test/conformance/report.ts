@@ -100,6 +100,8 @@ export async function dryRunSpecs(file: string): Promise<string[]> {
 export interface AgentRun {
   date: string;
   procs: number;
+  /** The processes the set's [Serial] specs ran with (after the others), when it has any. */
+  serialProcs?: number;
   focus?: string;
   /** Seconds the ginkgo run took (the cluster and node set-up excluded). */
   wallSeconds: number;
@@ -112,6 +114,8 @@ export interface AgentRun {
   vmHwmMiB?: number;
   /** CPU seconds (user + system) the agent used during the ginkgo run. */
   cpuSeconds?: number;
+  /** The machine's load average (1, 5, 15 min) when the specs began and when they ended. */
+  loadAverage?: { start: number[]; end: number[] };
   /** klet's commit, or the kubelet's version. */
   version?: string;
   /** Why the run ended early, when it did. */
@@ -121,7 +125,8 @@ export interface AgentRun {
 export interface ResultsFile {
   date: string;
   machine: { kernel: string; cpus: number; memoryGiB: number; os: string };
-  set: { focus: string; skip: string; total: number };
+  /** select: a regexp over the full texts narrowing what focus and skip select (a tier's). */
+  set: { focus: string; skip: string; select?: string; total: number };
   agents: Partial<Record<Agent, AgentRun>>;
   specs: { name: string; klet?: SpecVerdict; kubelet?: SpecVerdict }[];
 }
@@ -159,17 +164,17 @@ async function osName(): Promise<string> {
  */
 export async function writeResults(
   dir: string,
-  o: { agent: Agent; set: string[]; focus: string; skip: string; run: AgentRun; verdicts: Map<string, SpecVerdict> },
+  o: { agent: Agent; set: string[]; focus: string; skip: string; select?: string; tier?: string; run: AgentRun; verdicts: Map<string, SpecVerdict> },
 ): Promise<string> {
   await fs.mkdir(dir, { recursive: true });
   const day = o.run.date.slice(0, 10);
-  const base = o.run.focus ? `${day}-focus` : day;
+  const base = [day, o.tier, o.run.focus ? 'focus' : undefined].filter((x) => x !== undefined).join('-');
   const file = path.join(dir, `${base}.json`);
   const prev = JSON.parse(await fs.readFile(file, 'utf8').catch(() => 'null')) as ResultsFile | null;
   const res: ResultsFile = {
     date: day,
     machine: { kernel: os.release(), cpus: os.cpus().length, memoryGiB: Math.round(os.totalmem() / 2 ** 30), os: await osName() },
-    set: { focus: o.focus, skip: o.skip, total: o.set.length },
+    set: { focus: o.focus, skip: o.skip, ...(o.select ? { select: o.select } : {}), total: o.set.length },
     agents: { ...(prev?.agents ?? {}), [o.agent]: o.run },
     specs: [],
   };
@@ -189,14 +194,14 @@ export async function writeResults(
 /** A readable summary: per agent its counts and figures, then every spec either agent did not pass. */
 export function summary(res: ResultsFile): string {
   const lines = [`# Node conformance, ${res.date}`, '', `${res.machine.os}, kernel ${res.machine.kernel}, ${res.machine.cpus} CPUs, ${res.machine.memoryGiB} GiB.`, ''];
-  lines.push(`Set: ${res.set.total} specs, focus \`${res.set.focus}\`, skip \`${res.set.skip}\`.`, '');
-  lines.push('| agent | ran | passed | failed | skipped | not run | wall | procs | peak RSS | CPU | focus |', '|---|---|---|---|---|---|---|---|---|---|---|');
+  lines.push(`Set: ${res.set.total} specs, focus \`${res.set.focus}\`, skip \`${res.set.skip}\`${res.set.select ? `, of those the ones matching \`${res.set.select}\`` : ''}.`, '');
+  lines.push('| agent | ran | passed | failed | skipped | not run | wall | procs | peak RSS | CPU | load average (1 5 15 min), start → end | focus |', '|---|---|---|---|---|---|---|---|---|---|---|---|');
   for (const [agent, r] of Object.entries(res.agents)) {
     if (!r) continue;
     const ran = r.passed + r.failed + r.skipped + r.notRun;
     lines.push(
-      `| ${agent} ${r.version ?? ''} | ${ran} | ${r.passed} | ${r.failed} | ${r.skipped} | ${r.notRun} | ${Math.round(r.wallSeconds)} s | ${r.procs} | ` +
-        `${r.peakRssMiB ?? '?'} MiB | ${r.cpuSeconds ?? '?'} s | ${r.focus ? `\`${r.focus}\`` : 'whole set'} |`,
+      `| ${agent} ${r.version ?? ''} | ${ran} | ${r.passed} | ${r.failed} | ${r.skipped} | ${r.notRun} | ${Math.round(r.wallSeconds)} s | ${r.procs}${r.serialProcs ? ` (Serial: ${r.serialProcs})` : ''} | ` +
+        `${r.peakRssMiB ?? '?'} MiB | ${r.cpuSeconds ?? '?'} s | ${r.loadAverage ? `${r.loadAverage.start.join(' ')} → ${r.loadAverage.end.join(' ')}` : '?'} | ${r.focus ? `\`${r.focus}\`` : 'whole set'} |`,
     );
   }
   for (const agent of ['kubelet', 'klet'] as const) {

@@ -1,7 +1,7 @@
 /**
  * Kubernetes' node conformance specs against klet and the kubelet:
  *
- *   npm run conformance -- [--agent klet|kubelet|both] [--focus REGEX] [--procs N]
+ *   npm run conformance -- [--agent klet|kubelet|both] [--focus REGEX] [--procs N] [--slow-serial]
  *
  * Builds (once, cached under /var/cache/klet-k8s) e2e.test, ginkgo,
  * kube-controller-manager, kube-scheduler and the test images; then for each
@@ -10,8 +10,10 @@
  * loopback ports, a containerd of its own (registry.k8s.io mirrored to the
  * local registry), the agent as the only node on a node IP of its own on lo
  * (port 10250), and `ginkgo --procs N e2e.test` over the set
- * (NodeConformance, and sig-node Conformance, less Serial/Disruptive/Slow/Flaky).
- * Writes test/conformance/results/<date>.json and .md. Everything it started
+ * (NodeConformance, and sig-node Conformance, less Serial/Disruptive/Slow/Flaky),
+ * or with --slow-serial the next tier (SLOW_SERIAL below: the Slow ones at
+ * --procs N, then the Serial ones at --procs 1).
+ * Writes test/conformance/results/<date>[-slow-serial].json and .md. Everything it started
  * or created is stopped and removed at the end, on error and on SIGINT/SIGTERM.
  * See test/conformance/README.md.
  */
@@ -35,6 +37,28 @@ const execFileP = promisify(execFile);
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const SET_FOCUS = String.raw`\[NodeConformance\]|\[sig-node\].*\[Conformance\]`;
 export const SET_SKIP = String.raw`\[Serial\]|\[Disruptive\]|\[Slow\]|\[Flaky\]`;
+/**
+ * The next tier: the Slow and Serial specs of the same set, and the Serial
+ * Conformance volume spec of sig-storage (the kubelet's volume manager: the
+ * default set's sig-storage specs are its NodeConformance ones). Serial specs
+ * may be Disruptive (the NoExecuteTaintManager ones taint the only node):
+ * they run alone, one process, after the Slow ones. Not Flaky ones.
+ */
+export const SLOW_SERIAL = {
+  focus: String.raw`\[NodeConformance\]|\[sig-node\].*\[Conformance\]|\[sig-storage\].*\[Serial\].*\[Conformance\]`,
+  skip: String.raw`\[Flaky\]`,
+  /** Of what focus and skip select, the tier's specs. */
+  select: /\[Slow\]|\[Serial\]/,
+};
+/** A set of specs: e2e.test's focus and skip, narrowed by a regexp over the full texts. */
+interface SpecSet {
+  name: 'default' | 'slow-serial';
+  focus: string;
+  skip: string;
+  select?: RegExp;
+}
+const DEFAULT_SET: SpecSet = { name: 'default', focus: SET_FOCUS, skip: SET_SKIP };
+const SLOW_SERIAL_SET: SpecSet = { name: 'slow-serial', ...SLOW_SERIAL };
 /** The framework hard-codes the kubelet port (node proxy, framework/kubelet). */
 const NODE_PORT = 10250;
 const NODE_IP = process.env.KLET_CONFORMANCE_NODE_IP ?? '10.92.0.2';
@@ -137,14 +161,14 @@ function buildAll(): { bin: string; k8sSrc: string } {
 }
 
 /** The set's specs, by full text, from a dry run of e2e.test (no cluster needed). */
-async function listSpecs(bin: string, work: string): Promise<string[]> {
+async function listSpecs(bin: string, work: string, set: SpecSet): Promise<string[]> {
   const report = path.join(work, 'dry-run.json');
   await execFileP(
     path.join(bin, 'e2e.test'),
-    [`--ginkgo.focus=${SET_FOCUS}`, `--ginkgo.skip=${SET_SKIP}`, '--ginkgo.dry-run', `--ginkgo.json-report=${report}`, '--provider=skeleton', `--report-dir=${work}`],
+    [`--ginkgo.focus=${set.focus}`, `--ginkgo.skip=${set.skip}`, '--ginkgo.dry-run', `--ginkgo.json-report=${report}`, '--provider=skeleton', `--report-dir=${work}`],
     { cwd: work, maxBuffer: 64 << 20 },
   );
-  return dryRunSpecs(report);
+  return (await dryRunSpecs(report)).filter((n) => set.select?.test(n) ?? true);
 }
 
 /** A Go regexp matching exactly these texts (RE2 and JS escape the same characters). */
@@ -410,6 +434,7 @@ interface RunOptions {
   bin: string;
   archives: Map<string, string>;
   set: string[];
+  specSet: SpecSet;
   focus: string;
   procs: number;
   keep: boolean;
@@ -528,52 +553,79 @@ async function runAgent(o: RunOptions): Promise<{ run: AgentRun; verdicts: Map<s
     // The specs.
     const reportDir = path.join(dir, 'report');
     await fsp.mkdir(reportDir, { recursive: true });
-    const focusArg = o.focus === '' ? SET_FOCUS : exactly(o.set);
-    const ginkgoArgs = [
-      `--procs=${o.procs}`,
-      '--timeout=3h',
-      '--no-color',
-      `--output-dir=${reportDir}`,
-      '--json-report=report.json',
-      `--focus=${focusArg}`,
-      `--skip=${SET_SKIP}`,
-      path.join(o.bin, 'e2e.test'),
-      '--',
-      `--kubeconfig=${c.adminKubeconfig}`,
-      '--provider=skeleton',
-      `--report-dir=${reportDir}`,
-    ];
+    // The Serial specs of a set run alone: one process, after the others.
+    const serial = o.set.filter((n) => /\[Serial\]/.test(n));
+    const phases = [
+      { specs: o.set.filter((n) => !/\[Serial\]/.test(n)), procs: o.procs },
+      { specs: serial, procs: 1 },
+    ].filter((p) => p.specs.length > 0);
     const ginkgoLog = path.join(dir, 'ginkgo.log');
-    log(`${o.agent}: running ${o.set.length} specs with --procs=${o.procs} (log ${ginkgoLog})`);
     const sampler = new Sampler(agent.proc.pid!);
     sampler.begin();
     const t0 = Date.now();
-    const g = start(path.join(o.bin, 'ginkgo'), ginkgoArgs, ginkgoLog, { cwd: o.bin });
-    cleanup.add('stop ginkgo', () => stop(g, 5000));
-    const progress = setInterval(() => {
-      // ginkgo prints one • per finished spec (passed or not); S for the skipped ones.
-      const done = (fs.readFileSync(ginkgoLog, 'utf8').match(/•/g) ?? []).length;
-      log(`${o.agent}: ${Math.round((Date.now() - t0) / 60000)} min, ${done} of ${o.set.length} specs done`);
-    }, 60_000);
-    const code = await Promise.race([new Promise<number | null>((resolve) => g.once('exit', (code) => resolve(code))), abort]).finally(() => clearInterval(progress));
+    const loadStart = os.loadavg().map((l) => Math.round(l * 100) / 100);
+    const report = new Map<string, import('./report.js').SpecVerdict>();
+    let error: string | undefined;
+    for (const [i, phase] of phases.entries()) {
+      const reportJson = `report-${i + 1}.json`;
+      // The default set, unnarrowed, by its own focus; any other by the exact texts.
+      const focusArg = o.focus === '' && o.specSet.name === 'default' ? SET_FOCUS : exactly(phase.specs);
+      const ginkgoArgs = [
+        `--procs=${phase.procs}`,
+        '--timeout=3h',
+        '--no-color',
+        `--output-dir=${reportDir}`,
+        `--json-report=${reportJson}`,
+        `--focus=${focusArg}`,
+        `--skip=${o.specSet.skip}`,
+        path.join(o.bin, 'e2e.test'),
+        '--',
+        `--kubeconfig=${c.adminKubeconfig}`,
+        '--provider=skeleton',
+        `--report-dir=${reportDir}`,
+      ];
+      log(`${o.agent}: running ${phase.specs.length} specs with --procs=${phase.procs}, load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} (log ${ginkgoLog})`);
+      const t1 = Date.now();
+      fs.appendFileSync(ginkgoLog, `# ginkgo ${ginkgoArgs.join(' ')}\n`);
+      const g = start(path.join(o.bin, 'ginkgo'), ginkgoArgs, ginkgoLog, { cwd: o.bin });
+      cleanup.add('stop ginkgo', () => stop(g, 5000));
+      const progress = setInterval(() => {
+        // ginkgo prints one • per finished spec (passed or not); S for the skipped ones.
+        const done = (fs.readFileSync(ginkgoLog, 'utf8').match(/•/g) ?? []).length;
+        log(`${o.agent}: ${Math.round((Date.now() - t0) / 60000)} min, ${done} of ${o.set.length} specs done, load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+      }, 60_000);
+      const code = await Promise.race([new Promise<number | null>((resolve) => g.once('exit', (code) => resolve(code))), abort]).finally(() => clearInterval(progress));
+      log(`${o.agent}: ginkgo exited ${code} after ${Math.round((Date.now() - t1) / 1000)} s`);
+      try {
+        // Each phase's report lists every spec, the other phases' as skipped: keep this phase's.
+        const mine = new Set(phase.specs);
+        for (const [name, v] of await readGinkgoReport(path.join(reportDir, reportJson))) if (mine.has(name)) report.set(name, v);
+      } catch (err) {
+        error = `no ginkgo report (${err instanceof Error ? err.message : String(err)}); see ${ginkgoLog}:\n${tail(ginkgoLog)}`;
+        log(error);
+      }
+    }
     const wallSeconds = Math.round((Date.now() - t0) / 1000);
     const figures = sampler.end();
-    log(`${o.agent}: ginkgo exited ${code} after ${wallSeconds} s`);
-    let report = new Map<string, import('./report.js').SpecVerdict>();
-    let error: string | undefined;
-    try {
-      report = await readGinkgoReport(path.join(reportDir, 'report.json'));
-    } catch (err) {
-      error = `no ginkgo report (${err instanceof Error ? err.message : String(err)}); see ${ginkgoLog}:\n${tail(ginkgoLog)}`;
-      log(error);
-    }
+    const loadAverage = os.loadavg().map((l) => Math.round(l * 100) / 100);
     const verdicts = verdictsFor(o.set, report, new Set(o.set));
-    const run: AgentRun = { date, procs: o.procs, ...(o.focus ? { focus: o.focus } : {}), wallSeconds, ...countVerdicts(verdicts), ...figures, version: agent.version, ...(error ? { error } : {}) };
+    const run: AgentRun = {
+      date,
+      procs: o.procs,
+      ...(serial.length > 0 ? { serialProcs: 1 } : {}),
+      ...(o.focus ? { focus: o.focus } : {}),
+      wallSeconds,
+      ...countVerdicts(verdicts),
+      ...figures,
+      loadAverage: { start: loadStart, end: loadAverage },
+      version: agent.version,
+      ...(error ? { error } : {}),
+    };
     // Keep the logs worth reading after the temp dir is gone.
     const keepDir = path.join(ROOT, 'test', 'conformance', 'logs', o.agent);
     await fsp.rm(keepDir, { recursive: true, force: true });
     await fsp.mkdir(keepDir, { recursive: true });
-    for (const f of [ginkgoLog, agent.logFile, path.join(reportDir, 'report.json')]) await fsp.copyFile(f, path.join(keepDir, path.basename(f))).catch(() => undefined);
+    for (const f of [ginkgoLog, agent.logFile, ...phases.map((_, i) => path.join(reportDir, `report-${i + 1}.json`))]) await fsp.copyFile(f, path.join(keepDir, path.basename(f))).catch(() => undefined);
     return { run, verdicts, dir };
   } finally {
     await cleanup.run();
@@ -625,12 +677,13 @@ async function main(): Promise<number> {
       keep: { type: 'boolean', default: false },
       'require-pass': { type: 'boolean', default: false },
       smoke: { type: 'boolean', default: false },
+      'slow-serial': { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
   });
   if (values.help) {
-    process.stdout.write('usage: npm run conformance -- [--agent klet|kubelet|both] [--focus REGEX] [--procs N] [--keep] [--require-pass] [--smoke]\nSee test/conformance/README.md.\n');
+    process.stdout.write('usage: npm run conformance -- [--agent klet|kubelet|both] [--focus REGEX] [--procs N] [--keep] [--require-pass] [--smoke] [--slow-serial]\nSee test/conformance/README.md.\n');
     return 0;
   }
   const agents: Agent[] = values.agent === 'both' ? ['kubelet', 'klet'] : values.agent === 'klet' || values.agent === 'kubelet' ? [values.agent] : [];
@@ -647,8 +700,10 @@ async function main(): Promise<number> {
     });
   }
   if (values.smoke && values.focus !== '') throw new Error('--smoke is a focus of its own: give --smoke or --focus, not both');
+  if (values.smoke && values['slow-serial']) throw new Error('--smoke is a subset of the default set: give --smoke or --slow-serial, not both');
+  const specSet = values['slow-serial'] ? SLOW_SERIAL_SET : DEFAULT_SET;
   try {
-    return await runAll({ ...values, focus: values.smoke ? SMOKE_FOCUS : values.focus }, agents, procs, ac.signal);
+    return await runAll({ ...values, focus: values.smoke ? SMOKE_FOCUS : values.focus }, specSet, agents, procs, ac.signal);
   } catch (err) {
     if (!ac.signal.aborted) throw err;
     log('interrupted; everything started was stopped and removed');
@@ -656,14 +711,14 @@ async function main(): Promise<number> {
   }
 }
 
-async function runAll(values: { focus: string; keep: boolean; 'require-pass': boolean }, agents: Agent[], procs: number, signal: AbortSignal): Promise<number> {
+async function runAll(values: { focus: string; keep: boolean; 'require-pass': boolean }, specSet: SpecSet, agents: Agent[], procs: number, signal: AbortSignal): Promise<number> {
   let incomplete = 0;
   const t0 = Date.now();
   const { bin, k8sSrc } = buildAll();
   log(`builds ready in ${bin} (${Math.round((Date.now() - t0) / 1000)} s)`);
   const work = await fsp.mkdtemp(path.join(os.tmpdir(), 'klet-conformance-'));
   try {
-    const fullSet = await listSpecs(bin, work);
+    const fullSet = await listSpecs(bin, work, specSet);
     log(`the set: ${fullSet.length} specs`);
     let set = fullSet;
     if (values.focus !== '') {
@@ -676,8 +731,17 @@ async function runAll(values: { focus: string; keep: boolean; 'require-pass': bo
     const resultsDir = path.join(ROOT, 'test', 'conformance', 'results');
     for (const agent of agents) {
       if (signal.aborted) break;
-      const { run, verdicts } = await runAgent({ agent, bin, archives, set, focus: values.focus, procs, keep: values.keep, signal });
-      const file = await writeResults(resultsDir, { agent, set: fullSet, focus: SET_FOCUS, skip: SET_SKIP, run, verdicts });
+      const { run, verdicts } = await runAgent({ agent, bin, archives, set, specSet, focus: values.focus, procs, keep: values.keep, signal });
+      const file = await writeResults(resultsDir, {
+        agent,
+        set: fullSet,
+        focus: specSet.focus,
+        skip: specSet.skip,
+        ...(specSet.select ? { select: specSet.select.source } : {}),
+        ...(specSet.name === 'default' ? {} : { tier: specSet.name }),
+        run,
+        verdicts,
+      });
       log(`${agent}: ${run.passed} passed, ${run.failed} failed, ${run.skipped} skipped, ${run.notRun} not run of ${set.length}, ${run.wallSeconds} s; ${file}`);
       // The plain closing line CI reads, per agent.
       process.stdout.write(`${agent}: ${run.passed} passed, ${run.failed + run.notRun} failed\n`);

@@ -684,6 +684,58 @@ describe('klet sync: manifest directory', () => {
     expect(String(backoffEvents[0]!.message)).toMatch(/^back-off 1s restarting failed container=c /);
     await stopOk(s);
   }, 90_000);
+
+  it("a new image starts the crash-loop back-off over: restarted at once, then after the initial delay (the kubelet's back-off key has the image)", async () => {
+    // The e2e spec "Pods should have their auto-restart back-off timer reset on image update".
+    const dir = tempDir('m');
+    const manifest = (image: string) => podManifest('crashimg', { containers: [{ name: 'c', image, script: 'exit 1' }] });
+    writeAtomic(dir, 'crashimg.yaml', manifest(busybox));
+    const s = await sync({ manifestDir: dir, args: ['--crash-loop-backoff-initial', '2s', '--crash-loop-backoff-max', '60s', '--maximum-dead-containers-per-container', '10'] });
+    // Instances by container id: the spec hash klet gave it (the runtime names both tags of one image alike)
+    // and its created/finished times from the runtime.
+    const instances = new Map<string, { hash: string; createdAt: number; finishedAt: number }>();
+    const labels = { [NAME_LABEL]: `crashimg-${NODE}`, [NAMESPACE_LABEL]: NS };
+    const collect = async (): Promise<void> => {
+      for (const c of (await cri.listContainers({ filter: { labelSelector: labels } })).containers) {
+        if (instances.get(c.id)?.finishedAt) continue;
+        const st = (await cri.containerStatus({ containerId: c.id })).status;
+        if (st === undefined) continue;
+        const ms = (ns: bigint) => Number(ns / 1_000_000n);
+        instances.set(c.id, { hash: c.annotations['io.kubernetes.container.hash'] ?? '', createdAt: ms(st.createdAt), finishedAt: ms(st.finishedAt) });
+      }
+    };
+    const sorted = () => [...instances.values()].sort((a, b) => a.createdAt - b.createdAt);
+    // Restarts at once, then after 2 s, 4 s, 8 s: five instances exited, the back-off is now 16 s.
+    await eventually(
+      async () => {
+        await collect();
+        const done = sorted().filter((i) => i.finishedAt > 0);
+        expect(done.length, `instances so far: ${JSON.stringify(sorted())}`).toBeGreaterThanOrEqual(5);
+      },
+      45_000,
+      250,
+    );
+    const firstHash = sorted()[0]!.hash;
+    writeAtomic(dir, 'crashimg.yaml', manifest(EDIT_IMAGE));
+    const editedAt = Date.now();
+    // The new image's first instance starts at once (not after the 16 s), its second after 2 s.
+    await eventually(
+      async () => {
+        await collect();
+        const edited = sorted().filter((i) => i.hash !== firstHash && i.finishedAt > 0);
+        expect(edited.length, `instances so far: ${JSON.stringify(sorted())}`).toBeGreaterThanOrEqual(2);
+      },
+      30_000,
+      250,
+    );
+    const edited = sorted().filter((i) => i.hash !== firstHash);
+    const explainEdit = `edited at ${editedAt}, instances ${JSON.stringify(sorted())}\n${s.tail()}`;
+    expect(edited[0]!.createdAt - editedAt, explainEdit).toBeLessThan(8000);
+    const gap = edited[1]!.createdAt - edited[0]!.finishedAt;
+    expect(gap, explainEdit).toBeGreaterThanOrEqual(2000 - 20);
+    expect(gap, explainEdit).toBeLessThanOrEqual(2000 + 1500);
+    await stopOk(s);
+  }, 120_000);
 });
 
 describe('klet sync: restarts and runtime failures', () => {

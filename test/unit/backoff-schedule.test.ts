@@ -141,6 +141,22 @@ describe('crash-loop back-off schedule (checkBackoff)', () => {
     expect(messages.map((m) => m.map((s) => s.split(' ')[1]))).toEqual([[], ['1s'], ['2s'], ['4s'], ['8s'], ['8s']]);
   });
 
+  it("a new image or new resources start the back-off over (the kubelet's GetBackoffKey); other edits do not", () => {
+    const capped = crashLoop(7);
+    expect(capped.state.backoffMs).toBe(300_000);
+    const status = exited(capped.now - 1000, capped.now, 7);
+    const at = (c: V1Container) => checkBackoff({ now: () => capped.now }, POD, c, status, { ...capped.state });
+    // Same container, or another command: held back for the 5 minutes.
+    expect(at(C)?.retryInMs).toBe(300_000);
+    expect(at({ ...C, command: ['sh', '-c', 'exit 2'] })?.retryInMs).toBe(300_000);
+    // Another image: restarted at once, and the schedule starts over at 10s.
+    const state = { ...capped.state };
+    expect(checkBackoff({ now: () => capped.now }, POD, { ...C, image: 'busybox:1.37' }, status, state)).toBeNull();
+    expect(state.backoffMs).toBe(10_000);
+    // Other resources: the same.
+    expect(at({ ...C, resources: { limits: { memory: '64Mi' } } })).toBeNull();
+  });
+
   it('does nothing for a container that is not exited or never ran', () => {
     const state: ContainerSyncState = {};
     const none: RuntimePodStatus = { uid: 'u-1', name: 'crash-node1', namespace: 'ns1', sandboxes: [], containers: [] };

@@ -51,6 +51,8 @@ export interface ContainerSyncState {
   message?: string;
   /** Crash-loop back-off: the current delay (the kubelet's per-container back-off entry). */
   backoffMs?: number;
+  /** What the back-off entry is for: the container's image and resources (the kubelet's GetBackoffKey); a change starts it over. */
+  backoffKey?: string;
   /** Image pull back-off: when the last pull failed, and the current delay. */
   pullFailedAt?: number;
   pullBackoffMs?: number;

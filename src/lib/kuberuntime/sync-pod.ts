@@ -48,6 +48,7 @@ import { findContainerStatus, getRuntimePodStatus, type CreatedPodObjects, type 
 import { hostIPs } from '../node/addresses.js';
 import { nodeCapacity } from '../node/machine.js';
 import { formatDuration } from '../util/duration.js';
+import { canonicalJson } from '../util/json.js';
 import { runHandler } from './hooks.js';
 import { POD_UID_LABEL, instanceSelector, kletInstance } from './labels.js';
 import { admitHostPorts, admittedKey, podHostPorts } from './admission.js';
@@ -388,7 +389,10 @@ interface StartContext {
  * Crash-loop back-off (the kubelet's doBackOff): the first restart is
  * immediate; after that a container that exited less than the current
  * back-off ago waits, and each restart doubles the back-off up to the cap.
- * A container that ran cleanly for resetAfterMs starts over.
+ * A container that ran cleanly for resetAfterMs starts over, and so does
+ * one whose image or resources changed: the kubelet keys its back-off
+ * entries by pod, container name, image and resources (GetBackoffKey), so
+ * a new image restarts at once and then from the initial delay.
  * Exported for the unit tests of the schedule; only ctx.backoff and ctx.now are read.
  */
 export function checkBackoff(
@@ -402,6 +406,8 @@ export function checkBackoff(
   if (prev === undefined || prev.state !== 'exited') return null;
   const cfg = ctx.backoff ?? DEFAULT_BACKOFF;
   const now = ctx.now?.() ?? Date.now();
+  const key = backoffKey(c);
+  if (state.backoffKey !== undefined && state.backoffKey !== key) delete state.backoffMs;
   if (prev.finishedAt - prev.startedAt >= cfg.resetAfterMs) delete state.backoffMs;
   if (state.backoffMs !== undefined && now - prev.finishedAt < state.backoffMs) {
     const md = pod.metadata ?? {};
@@ -411,7 +417,13 @@ export function checkBackoff(
     };
   }
   state.backoffMs = state.backoffMs === undefined ? cfg.initialMs : Math.min(state.backoffMs * 2, cfg.maxMs);
+  state.backoffKey = key;
   return null;
+}
+
+/** The fields of a container whose change starts its crash-loop back-off over (the kubelet's GetBackoffKey, less the pod's). */
+function backoffKey(c: V1Container): string {
+  return `${c.image ?? ''}/${canonicalJson(c.resources ?? {})}`;
 }
 
 /** Image pull back-off (the image manager's): after a failed pull, wait before the next try. */
