@@ -27,7 +27,7 @@ export async function openCommandCgroups(flags: CgroupFlags, node: { rootDir: st
     'system-reserved': flags['system-reserved'],
   };
   const built = await syncConfig(given, { nodeName: node.nodeName, globals: {}, notice: () => undefined }, true);
-  const settings = await checkedCgroupSettings(built.config, flags['cgroup-driver']);
+  const settings = await checkedCgroupSettings(built.config, flags['cgroup-driver'], built.describe);
   if (settings === null) return undefined;
   const { openCgroups } = await import('../lib/cm/manager.js');
   return openCgroups(settings, node.rootDir);
