@@ -143,13 +143,14 @@ describe('klet attach', () => {
 describe('klet port-forward', () => {
   it('forwards two connections at once, reports a closed port, stops on Ctrl-C', async () => {
     const pf = startKlet(['port-forward', 'web-dbgnode', ':8080', ':9']);
-    const local = await poll('listening', 20_000, () => {
-      const m = /Forwarding from 127\.0\.0\.1:(\d+) -> 8080/.exec(pf.out());
-      return m ? Number(m[1]) : undefined;
+    // Both ports listening: each has its own "Forwarding from" line (the second may come a moment after the first).
+    const [local, closed] = await poll('listening', 20_000, () => {
+      const a = /Forwarding from 127\.0\.0\.1:(\d+) -> 8080\n/.exec(pf.out());
+      const b = /Forwarding from 127\.0\.0\.1:(\d+) -> 9\n/.exec(pf.out());
+      return a && b ? [Number(a[1]), Number(b[1])] : undefined;
     }).catch((err: Error) => {
       throw new Error(`${err.message}\n${pf.out()}\n${pf.err()}`);
     });
-    const closed = Number(/Forwarding from 127\.0\.0\.1:(\d+) -> 9\n/.exec(pf.out())?.[1]);
     const [a, b] = await Promise.all([fetch(`http://127.0.0.1:${local}/`), fetch(`http://127.0.0.1:${local}/index.html`)]);
     expect(await a.text()).toBe('hello-from-web\n');
     expect(await b.text()).toBe('hello-from-web\n');
