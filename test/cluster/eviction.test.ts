@@ -50,7 +50,8 @@ afterAll(async () => {
 }, 120_000);
 
 interface ApiPod {
-  status: { phase?: string; reason?: string; message?: string };
+  metadata: { generation?: number };
+  status: { phase?: string; reason?: string; message?: string; conditions?: Array<{ type: string; status: string; reason?: string; message?: string; observedGeneration?: number }> };
 }
 interface NodeCondition {
   type: string;
@@ -66,7 +67,7 @@ const diskPressure = async (): Promise<NodeCondition | undefined> =>
 const pod = (name: string, spec: Record<string, unknown>) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: NS }, spec: { nodeName: NODE, terminationGracePeriodSeconds: 30, ...spec } });
 
 describe('klet sync: node pressure and eviction, as the kubelet', () => {
-  it('evicts the pod filling the root dir (Failed/Evicted, the message, the event), reports DiskPressure, refuses new pods under it, and recovers after the transition period', async () => {
+  it('evicts the pod filling the root dir (Failed/Evicted, the message, DisruptionTarget, the event), reports DiskPressure, refuses new pods under it, and recovers after the transition period', async () => {
     const s: SyncProcess = await startSync({
       rootDir,
       endpoint: rt.endpoint,
@@ -91,8 +92,12 @@ describe('klet sync: node pressure and eviction, as the kubelet', () => {
       return p.status.phase === 'Failed' ? p : undefined;
     }).catch(fail);
     expect(evicted.status.reason).toBe('Evicted');
+    // The eviction manager's DisruptionTarget, shared with the API server (what PodDisruptionBudgets and Job pod failure policies read).
+    expect(evicted.status.conditions?.filter((c) => c.type === 'DisruptionTarget')).toEqual([
+      expect.objectContaining({ status: 'True', reason: 'TerminationByKubelet', message: evicted.status.message, observedGeneration: evicted.metadata.generation }),
+    ]);
     // 40 % of 96 MiB as the kubelet computes it (a float32 percentage): 40265319 bytes; the container's writable layer and log over its request (none).
-    expect(evicted.status.message).toMatch(
+    expect(evicted.status.message, `the eviction message: ${JSON.stringify(evicted.status.message)}`).toMatch(
       /^The node was low on resource: ephemeral-storage\. Threshold quantity: 40265319, available: \d+(Ki|Mi)?\. Container filler was using \d+(Ki|Mi)?, request is 0, has larger consumption of ephemeral-storage\. $/,
     );
     const [, amount, unit] = /available: (\d+)(Ki|Mi)?\./.exec(evicted.status.message!)!;

@@ -197,6 +197,35 @@ describe('klet sync --cgroups-per-qos', () => {
     await sync.stop();
   }, 180_000);
 
+  it("reports MemoryPressure when the pods' cgroup nears its limit (allocatableMemory.available), and the `pods` system container in /stats/summary", async () => {
+    const dir = tempDir('alloc');
+    // kubepods gets capacity - system-reserved = 300Mi; the default hard memory.available<100Mi is copied for allocatable memory.
+    const reserved = Math.floor(os.totalmem() / MI) - 300;
+    // 250Mi held by tail, which waits for an EOF that never comes: the pods' cgroup has under 100Mi left.
+    writeAtomic(dir, 'hog.yaml', pod('hog', container([], '(head -c 250m /dev/zero; sleep 1000000) | tail')));
+    const sync = await syncWith(dir, ['--system-reserved', `memory=${reserved}Mi`]);
+    // The node's capacity as klet reads it (MemTotal) is not os.totalmem() to the byte: within 1Mi of 300Mi.
+    const limit = Number(cg('memory', `${ROOT}/kubepods`, 'memory.limit_in_bytes'));
+    expect(Math.abs(limit - 300 * MI)).toBeLessThan(MI);
+    const pressure = await eventually(async () => {
+      const node = JSON.parse((await apiGet(sync.socketPath, '/node')).body) as { conditions?: Array<{ type: string; status: string; reason?: string; message?: string }> };
+      const c = node.conditions?.find((x) => x.type === 'MemoryPressure');
+      if (c?.status !== 'True') throw new Error(`MemoryPressure ${JSON.stringify(c)}`);
+      return c;
+    }, 90_000);
+    expect(pressure).toMatchObject({ reason: 'KubeletHasInsufficientMemory', message: 'kubelet has insufficient memory available' });
+    const summary = JSON.parse((await apiGet(sync.socketPath, '/stats/summary')).body) as { node: { systemContainers?: Array<{ name: string; memory?: { availableBytes?: number; workingSetBytes?: number } }> } };
+    const podsMemory = summary.node.systemContainers?.find((c) => c.name === 'pods')?.memory;
+    // What the kernel says of kubepods, within what the hog's 250Mi may move between the two reads.
+    const usage = Number(cg('memory', `${ROOT}/kubepods`, 'memory.usage_in_bytes'));
+    expect(podsMemory?.workingSetBytes).toBeGreaterThan(240 * MI);
+    expect(podsMemory?.workingSetBytes).toBeLessThanOrEqual(usage + 8 * MI);
+    expect((podsMemory?.availableBytes ?? 0) + (podsMemory?.workingSetBytes ?? 0)).toBe(limit);
+    // The hog is a static pod: critical, so the eviction manager leaves it running, as the kubelet would.
+    expect((await pods(sync))[0]?.status?.phase).toBe('Running');
+    await sync.stop();
+  }, 180_000);
+
   it('a kubepods klet did not make is used as it is: its settings unchanged, never removed', async () => {
     const dir = tempDir('foreign');
     const root = `${ROOT}/foreign`;

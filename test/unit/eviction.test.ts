@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import {
   EvictionManager,
   admitUnderPressure,
+  conditionsOf,
   evictionMessage,
   isCriticalPod,
   observe,
@@ -28,6 +29,7 @@ import {
   parseSignalMap,
   parseThresholdConfig,
   parseThresholdStatement,
+  withAllocatableThresholds,
   withContainerFsThresholds,
   type EvictionSettings,
 } from '../../src/lib/eviction/thresholds.js';
@@ -137,6 +139,14 @@ describe('the configuration (evictionHard & co., their flags)', () => {
     expect(build(text, { evictionHard: 'nodefs.available<20%' }).config.evictionHard).toEqual({ ...DEFAULT_EVICTION_HARD, 'nodefs.available': '20%' });
   });
 
+  it('copies each hard memory.available threshold to allocatableMemory.available when pods are enforced (addAllocatableThresholds)', () => {
+    const signals = (given: Record<string, unknown>) => build(undefined, given).config.evictionThresholds.map((t) => `${t.signal}${t.gracePeriodMs ? '~' : ''}`);
+    expect(signals({})).toEqual(['memory.available', 'nodefs.available', 'nodefs.inodesFree', 'imagefs.available', 'imagefs.inodesFree', 'allocatableMemory.available']);
+    expect(signals({ enforceNodeAllocatable: ['none'] })).not.toContain('allocatableMemory.available');
+    const soft = parseThresholdConfig(settings({ evictionHard: {}, evictionSoft: { 'memory.available': '1Gi' }, evictionSoftGracePeriod: { 'memory.available': '1m' } }));
+    expect(withAllocatableThresholds(soft, ['pods']).map((t) => t.signal)).toEqual(['memory.available']);
+  });
+
   it('names the file:line and field, or the flag, of a bad threshold', () => {
     expect(errorOf(() => build(`${header}evictionHard:\n  nodefs.available: 101%\n`))).toBe(`${FILE}:3: evictionHard is invalid: eviction percentage threshold nodefs.available must be <= 100%: 101%`);
     expect(errorOf(() => build(undefined, { evictionHard: 'disk.free<1Gi' }))).toBe('--eviction-hard is invalid: unsupported eviction signal disk.free');
@@ -198,6 +208,16 @@ describe('signals and thresholds met', () => {
     expect(o.get('nodefs.inodesFree')).toMatchObject({ available: 1000, capacity: 2000 });
     expect(o.get('pid.available')).toMatchObject({ available: 4_194_304 - 300 });
     expect(o.has('imagefs.available')).toBe(false);
+    expect(o.has('allocatableMemory.available')).toBe(false);
+  });
+
+  it("reads allocatable memory from the `pods` system container (kubepods under its limit), as the kubelet", () => {
+    const s = summary({});
+    s.node.systemContainers = [{ name: 'pods', startTime: now, memory: { time: now, availableBytes: 30 * MiB, workingSetBytes: 470 * MiB } }];
+    expect(observe(s).get('allocatableMemory.available')).toMatchObject({ available: 30 * MiB, capacity: 500 * MiB });
+    const [hard] = withAllocatableThresholds(parseThresholdConfig(settings({ evictionHard: { 'memory.available': '100Mi' } })), ['pods']).filter((t) => t.signal === 'allocatableMemory.available');
+    expect(thresholdsMet([hard!], observe(s), false).map((t) => t.signal)).toEqual(['allocatableMemory.available']);
+    expect(conditionsOf([hard!])).toEqual(['MemoryPressure']);
   });
 
   it('meets a threshold below it; with its minimum reclaim, until available is above both', () => {

@@ -9,7 +9,7 @@ import type {
   RuntimePodStatus,
   RuntimeSandboxStatus,
 } from '../../src/lib/kuberuntime/runtime-status.js';
-import { generatePodStatus, getPhase, type StatusInputs } from '../../src/lib/status/pod-status.js';
+import { generatePodStatus, getPhase, withServerConditions, type StatusInputs } from '../../src/lib/status/pod-status.js';
 
 const SB = 'sb-1';
 const START = new Date('2024-05-01T10:00:00Z');
@@ -183,6 +183,32 @@ describe('generatePodStatus: phase', () => {
     expect(killed.phase).toBe('Failed');
     expect(killed.reason).toBe('Evicted');
     expect(killed.message).toBe(sync.message);
+  });
+
+  it("adds the eviction manager's DisruptionTarget to a pod evicted for node pressure, with the Failed phase only; an emptyDir eviction has none", () => {
+    const c = ctr('c');
+    const pod = mkPod({ containers: [c] }, { generation: 3 });
+    const message = 'The node was low on resource: ephemeral-storage. Threshold quantity: 38Mi, available: 20Mi. ';
+    const at = '2024-05-01T10:05:00.000Z';
+    const sync: PodSyncState = { containers: {}, reason: 'Evicted', message, evictionGracePeriodSeconds: 1, disruptionTargetAt: at };
+    expect(status(pod, [running(c)], { sync }).conditions?.some((x) => x.type === 'DisruptionTarget')).toBe(false);
+    const killed = status(pod, [exited(c, 137)], { sync });
+    expect(cond(killed, 'DisruptionTarget')).toEqual({ type: 'DisruptionTarget', status: 'True', reason: 'TerminationByKubelet', message, lastTransitionTime: new Date(at), observedGeneration: 3 });
+    // The server's earlier DisruptionTarget (a status the pod already had) is replaced, not doubled.
+    const again = status({ ...pod, status: killed }, [exited(c, 137)], { sync });
+    expect(again.conditions?.filter((x) => x.type === 'DisruptionTarget')).toHaveLength(1);
+    const emptyDir = status(pod, [exited(c, 137)], { sync: { containers: {}, reason: 'Evicted', message: 'Usage of EmptyDir volume "scratch" exceeds the limit "1Mi".' } });
+    expect(emptyDir.conditions?.some((x) => x.type === 'DisruptionTarget')).toBe(false);
+  });
+
+  it('sends its DisruptionTarget over the one the server has, and keeps the server\'s when it sends none', () => {
+    const server: V1Pod = { ...mkPod({}), status: { conditions: [{ type: 'DisruptionTarget', status: 'True', reason: 'PreemptionByScheduler' }, { type: 'example.com/gate', status: 'True' }] } };
+    const mine: V1PodCondition = { type: 'DisruptionTarget', status: 'True', reason: 'TerminationByKubelet', message: 'm' };
+    const sent = withServerConditions(server, { phase: 'Failed', conditions: [mine] }, START);
+    expect(sent.conditions?.filter((x) => x.type === 'DisruptionTarget')).toEqual([mine]);
+    expect(sent.conditions?.map((x) => x.type)).toContain('example.com/gate');
+    const kept = withServerConditions(server, { phase: 'Running', conditions: [] }, START);
+    expect(kept.conditions?.find((x) => x.type === 'DisruptionTarget')?.reason).toBe('PreemptionByScheduler');
   });
 
   it('keeps the runtime reason and message of a termination', () => {

@@ -178,6 +178,8 @@ describe('an expired serving certificate is not used (the manager\'s Current() g
       const at = await Promise.race([expired, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`not given up: ${errors.join('; ')}`)), 30_000))]);
       expect(at.getTime()).toBe(notAfter);
       expect(Date.now()).toBeGreaterThan(notAfter);
+      // The failed renewal is reported too; on a loaded machine the two seconds may end before its first try has failed.
+      for (let i = 0; i < 100 && errors.length === 0; i++) await new Promise((r) => setTimeout(r, 100));
       expect(errors[0]).toMatch(/^rotating the serving certificate: /);
       expect(errors).not.toContain('rotated');
     } finally {

@@ -1,8 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { routeOf } from '../../src/lib/server/kubelet-routes.js';
-import { nodeMemory, parseKeyValues, parseMeminfo } from '../../src/lib/stats/node-stats.js';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { cgroupMemory, nodeMemory, parseKeyValues, parseMeminfo, readCgroupStats } from '../../src/lib/stats/node-stats.js';
 import { goFloat, resourceMetricsText } from '../../src/lib/stats/resource-metrics.js';
-import { NODE_KEY, buildSummary, usageNanoCores, type ContainerSample } from '../../src/lib/stats/summary.js';
+import { NODE_KEY, PODS_KEY, buildSummary, usageNanoCores, type ContainerSample } from '../../src/lib/stats/summary.js';
 import { millicores, topRows, topTable } from '../../src/lib/stats/top.js';
 
 const S = 1_000_000_000n;
@@ -75,6 +78,18 @@ describe('buildSummary (stats/v1alpha1 JSON)', () => {
     expect(s.pods[1]!['ephemeral-storage']).toBeUndefined();
   });
 
+  it("carries the pods' cgroup as the `pods` system container, with its rate, in both shapes", () => {
+    const podsCgroup = { startTime: '2026-01-01T00:00:00.000Z', cpu: { at: T0 + 10n * S, usageCoreNanoSeconds: 12e9 }, memory: { time: 'm', availableBytes: 100, workingSetBytes: 900 } };
+    const previous = new Map([...input.previous, [PODS_KEY, { at: T0, usageCoreNanoSeconds: 7e9 }]]);
+    for (const onlyCpuAndMemory of [false, true]) {
+      const s = buildSummary({ ...input, previous, podsCgroup, onlyCpuAndMemory });
+      expect(s.node.systemContainers).toEqual([
+        { name: 'pods', startTime: podsCgroup.startTime, cpu: { time: '2026-05-28T20:26:50.000Z', usageNanoCores: 500_000_000, usageCoreNanoSeconds: 12e9 }, memory: podsCgroup.memory },
+      ]);
+    }
+    expect(buildSummary(input).node.systemContainers).toBeUndefined();
+  });
+
   it('a container without an earlier reading has no rate, and neither has its pod', () => {
     const s = buildSummary({ ...input, previous: new Map([['c1', { at: T0, usageCoreNanoSeconds: 1e9 }]]) });
     expect(s.pods[1]!.containers[1]!.cpu?.usageNanoCores).toBeUndefined();
@@ -98,6 +113,45 @@ describe('node figures as cAdvisor reads them', () => {
     const m = nodeMemory(new Date(0), meminfo);
     expect(m.usageBytes).toBe(12_000_000 * 1024);
     expect(m.workingSetBytes).toBe(10_000_000 * 1024);
+  });
+});
+
+describe("a cgroup's figures as cAdvisor reads a container's", () => {
+  it('v1: working set = usage - total_inactive_file, RSS total_rss, available = limit - working set; none without a limit', () => {
+    const stat = parseKeyValues('pgfault 7\npgmajfault 1\ntotal_inactive_file 1000\ntotal_rss 500\n');
+    expect(cgroupMemory(new Date(0), 1, 5000, stat, 10_000)).toEqual({ time: '1970-01-01T00:00:00.000Z', availableBytes: 6000, usageBytes: 5000, workingSetBytes: 4000, rssBytes: 500, pageFaults: 7, majorPageFaults: 1 });
+    expect(cgroupMemory(new Date(0), 1, 5000, stat, 9223372036854771712).availableBytes).toBeUndefined();
+  });
+  it('v2: inactive_file and anon', () => {
+    const stat = parseKeyValues('anon 300\ninactive_file 200\npgfault 4\n');
+    expect(cgroupMemory(new Date(0), 2, 1000, stat, 4000)).toMatchObject({ availableBytes: 3200, workingSetBytes: 800, rssBytes: 300, pageFaults: 4 });
+  });
+  it('reads the files of both versions (memory.max "max": no limit)', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'klet-cg-'));
+    try {
+      const v1m = path.join(dir, 'memory');
+      const v1c = path.join(dir, 'cpuacct');
+      const v2 = path.join(dir, 'unified');
+      for (const d of [v1m, v1c, v2]) fs.mkdirSync(d);
+      fs.writeFileSync(path.join(v1m, 'memory.usage_in_bytes'), '5000\n');
+      fs.writeFileSync(path.join(v1m, 'memory.stat'), 'total_inactive_file 1000\ntotal_rss 10\n');
+      fs.writeFileSync(path.join(v1m, 'memory.limit_in_bytes'), '8000\n');
+      fs.writeFileSync(path.join(v1c, 'cpuacct.usage'), '123456789\n');
+      const one = await readCgroupStats({ version: 1, memory: v1m, cpu: v1c });
+      expect(one.cpu?.usageCoreNanoSeconds).toBe(123456789);
+      expect(one.memory).toMatchObject({ usageBytes: 5000, workingSetBytes: 4000, availableBytes: 4000 });
+      fs.writeFileSync(path.join(v2, 'memory.current'), '3000\n');
+      fs.writeFileSync(path.join(v2, 'memory.stat'), 'inactive_file 1000\nanon 5\n');
+      fs.writeFileSync(path.join(v2, 'memory.max'), 'max\n');
+      fs.writeFileSync(path.join(v2, 'cpu.stat'), 'usage_usec 42\nuser_usec 40\n');
+      const two = await readCgroupStats({ version: 2, memory: v2, cpu: v2 });
+      expect(two.cpu?.usageCoreNanoSeconds).toBe(42_000);
+      expect(two.memory).toMatchObject({ usageBytes: 3000, workingSetBytes: 2000 });
+      expect(two.memory?.availableBytes).toBeUndefined();
+      expect(await readCgroupStats({ version: 1, memory: path.join(dir, 'gone') })).toEqual({});
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -20,6 +20,7 @@ import { type CgroupVersion, V2_CONTROLLERS, cgroupWrites, kubepodsCgroup, podCg
 import { type PodCgroupOptions, type ResourceConfig, nodeAllocatableConfig, qosCgroupConfigs, resourceConfigForPod } from './resource-config.js';
 import type { CgroupSettings } from './settings.js';
 import { nodeCapacity } from '../node/machine.js';
+import type { CgroupStatsDirs } from '../stats/node-stats.js';
 
 /** CGROUP2_SUPER_MAGIC: /sys/fs/cgroup is the unified hierarchy. */
 const CGROUP2_MAGIC = 0x63677270;
@@ -153,6 +154,20 @@ export class CgroupManager implements PodCgroups {
       if (fs.existsSync(this.marker(name))) await this.remove(name);
     }
     await this.updateQOS();
+  }
+
+  /** Where kubepods' figures are read (the Summary's `pods` system container, the eviction manager's allocatable memory). */
+  kubepodsStatsDirs(): CgroupStatsDirs {
+    const { version, mounts } = this.opts.hierarchies;
+    const name = kubepodsCgroup(this.opts.cgroupRoot);
+    const dir = (mount: string | undefined) => (mount === undefined ? undefined : path.join(mount, name));
+    if (version === 2) {
+      const unified = dir(mounts.get(''));
+      return unified === undefined ? { version } : { version, memory: unified, cpu: unified };
+    }
+    const memory = dir(mounts.get('memory'));
+    const cpu = dir(mounts.get('cpuacct'));
+    return { version, ...(memory !== undefined ? { memory } : {}), ...(cpu !== undefined ? { cpu } : {}) };
   }
 
   /** The burstable QoS cgroup's shares follow its pods (the kubelet's UpdateCgroups). */

@@ -76,6 +76,11 @@ export function observe(summary: Summary): Observations {
   fsOf('nodefs.available', 'nodefs.inodesFree', n.fs);
   fsOf('imagefs.available', 'imagefs.inodesFree', n.runtime?.imageFs);
   fsOf('containerfs.available', 'containerfs.inodesFree', n.runtime?.containerFs);
+  // The pods' cgroup under its limit (the kubelet's allocatable memory): available + working set is its capacity.
+  const pods = n.systemContainers?.find((c) => c.name === 'pods')?.memory;
+  if (pods?.availableBytes !== undefined && pods.workingSetBytes !== undefined) {
+    out.set('allocatableMemory.available', { available: pods.availableBytes, capacity: pods.availableBytes + pods.workingSetBytes, time: pods.time });
+  }
   const r = n.rlimit;
   if (r?.maxpid !== undefined && r.curproc !== undefined) out.set('pid.available', { available: r.maxpid - r.curproc, capacity: r.maxpid, time: r.time });
   return out;

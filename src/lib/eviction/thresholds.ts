@@ -191,6 +191,20 @@ export function parseThresholdConfig(s: EvictionSettings): Threshold[] {
 }
 
 /**
+ * addAllocatableThresholds, when node allocatable is enforced on the pods
+ * (`enforceNodeAllocatable` has `pods`): each hard `memory.available`
+ * threshold again for `allocatableMemory.available`, the memory left in
+ * the pods' cgroup (kubepods) under its limit.
+ */
+export function withAllocatableThresholds(thresholds: Threshold[], enforceNodeAllocatable: readonly string[]): Threshold[] {
+  if (!enforceNodeAllocatable.includes('pods')) return thresholds;
+  const extra = thresholds
+    .filter((t) => t.signal === 'memory.available' && t.gracePeriodMs === 0)
+    .map((t): Threshold => ({ signal: 'allocatableMemory.available', value: t.value, gracePeriodMs: 0, ...(t.minReclaim !== undefined ? { minReclaim: t.minReclaim } : {}) }));
+  return [...thresholds, ...extra];
+}
+
+/**
  * UpdateContainerFsThresholds for a runtime whose containers' writable
  * layers live on its image filesystem (containerd's snapshotter): the
  * containerfs thresholds copy nodefs' without a dedicated image

@@ -19,7 +19,7 @@ import { type Reservation, type Taint, addReservations, parseNodeLabels, parseRe
 import { parseListen } from '../server/auth.js';
 import type { ConfigFile } from './file.js';
 import { NOT_ACTED_ON } from './schema.js';
-import { DEFAULT_PRESSURE_TRANSITION_PERIOD_MS, ThresholdError, effectiveEvictionHard, parseSignalMap, parseThresholdConfig, type EvictionSettings, type Threshold } from '../eviction/thresholds.js';
+import { DEFAULT_PRESSURE_TRANSITION_PERIOD_MS, ThresholdError, effectiveEvictionHard, parseSignalMap, parseThresholdConfig, withAllocatableThresholds, type EvictionSettings, type Threshold } from '../eviction/thresholds.js';
 
 export type AuthorizationMode = 'AlwaysAllow' | 'Webhook';
 export const AUTHORIZATION_MODES: readonly AuthorizationMode[] = ['AlwaysAllow', 'Webhook'];
@@ -364,9 +364,10 @@ export function buildKubeletConfig(o: BuildOptions): BuiltConfig {
     evictionSoftGracePeriod: signalMap('evictionSoftGracePeriod', '=') ?? {},
     evictionMinimumReclaim: signalMap('evictionMinimumReclaim', '=') ?? {},
   };
+  const enforceNodeAllocatable = pick<string[]>('enforceNodeAllocatable') ?? [...DEFAULTS.enforceNodeAllocatable];
   const evictionThresholds = ((): Threshold[] => {
     try {
-      return parseThresholdConfig(eviction);
+      return withAllocatableThresholds(parseThresholdConfig(eviction), enforceNodeAllocatable);
     } catch (err) {
       if (err instanceof ThresholdError) return fail(err.field, `is invalid: ${err.message}`);
       throw err;
@@ -417,7 +418,7 @@ export function buildKubeletConfig(o: BuildOptions): BuiltConfig {
     allowedUnsafeSysctls: pick<string[]>('allowedUnsafeSysctls') ?? [],
     cgroupsPerQOS: pick<boolean>('cgroupsPerQOS') ?? DEFAULTS.cgroupsPerQOS,
     cgroupRoot: pick<string>('cgroupRoot') ?? DEFAULTS.cgroupRoot,
-    enforceNodeAllocatable: pick<string[]>('enforceNodeAllocatable') ?? [...DEFAULTS.enforceNodeAllocatable],
+    enforceNodeAllocatable,
     imageGCHighThresholdPercent: pick<number>('imageGCHighThresholdPercent') ?? DEFAULTS.imageGCHighThresholdPercent,
     imageGCLowThresholdPercent: pick<number>('imageGCLowThresholdPercent') ?? DEFAULTS.imageGCLowThresholdPercent,
     imageMinimumGCAge: pick<number>('imageMinimumGCAge') ?? DEFAULTS.imageMinimumGCAge,

@@ -80,6 +80,12 @@ export interface PodSyncState {
   rejected?: boolean;
   /** Evicted by the eviction manager: the grace period its kill takes (1 s for a hard threshold). */
   evictionGracePeriodSeconds?: number;
+  /**
+   * Evicted for node pressure: when (ISO time), for the DisruptionTarget
+   * condition (reason TerminationByKubelet) the kubelet's eviction manager
+   * adds to the Failed status. An emptyDir over its sizeLimit has none.
+   */
+  disruptionTargetAt?: string;
   /** The pod's IPs from its last sandbox, kept while the pod terminates and its sandbox no longer reports them. */
   podIPs?: string[];
   /**

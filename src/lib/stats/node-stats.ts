@@ -105,6 +105,58 @@ export async function readNodeMemory(paths: NodeStatsPaths = HOST_PATHS): Promis
   return nodeMemory(at, meminfo, { usage: Number(usage.trim()), stat: parseKeyValues(stat) });
 }
 
+/** A cgroup's directories for its figures: the memory and cpuacct hierarchies' (v1), or its one directory (v2). */
+export interface CgroupStatsDirs {
+  version: 1 | 2;
+  memory?: string;
+  cpu?: string;
+}
+
+/** cAdvisor's bound over which a memory limit counts as none (1 << 62). */
+const UNLIMITED = 2 ** 62;
+
+/**
+ * A cgroup's memory as cAdvisor reports a container for the kubelet: the
+ * working set is the usage less the inactive file pages (hierarchical in
+ * v1), RSS the anonymous memory, the page faults the cgroup's own, and the
+ * available bytes the limit less the working set (none without a limit).
+ */
+export function cgroupMemory(at: Date, version: 1 | 2, usage: number, stat: Map<string, number>, limit: number | undefined): MemoryStats {
+  const workingSet = Math.max(0, usage - (stat.get(version === 1 ? 'total_inactive_file' : 'inactive_file') ?? 0));
+  const rss = stat.get(version === 1 ? 'total_rss' : 'anon');
+  return {
+    time: at.toISOString(),
+    ...(limit !== undefined && limit < UNLIMITED ? { availableBytes: Math.max(0, limit - workingSet) } : {}),
+    usageBytes: usage,
+    workingSetBytes: workingSet,
+    ...(rss !== undefined ? { rssBytes: rss } : {}),
+    ...(stat.has('pgfault') ? { pageFaults: stat.get('pgfault') } : {}),
+    ...(stat.has('pgmajfault') ? { majorPageFaults: stat.get('pgmajfault') } : {}),
+  };
+}
+
+/** A cgroup's cumulative CPU time and memory, read now (what is missing is left out). */
+export async function readCgroupStats(d: CgroupStatsDirs): Promise<{ cpu?: CpuReading; memory?: MemoryStats }> {
+  const at = new Date();
+  const atNs = BigInt(at.getTime()) * 1_000_000n;
+  const v1 = d.version === 1;
+  const [cpuText, usageText, statText, limitText] = await Promise.all([
+    d.cpu === undefined ? undefined : read(`${d.cpu}/${v1 ? 'cpuacct.usage' : 'cpu.stat'}`),
+    d.memory === undefined ? undefined : read(`${d.memory}/${v1 ? 'memory.usage_in_bytes' : 'memory.current'}`),
+    d.memory === undefined ? undefined : read(`${d.memory}/memory.stat`),
+    d.memory === undefined ? undefined : read(`${d.memory}/${v1 ? 'memory.limit_in_bytes' : 'memory.max'}`),
+  ]);
+  const out: { cpu?: CpuReading; memory?: MemoryStats } = {};
+  const cpuNs = cpuText === undefined ? undefined : v1 ? Number(cpuText.trim()) : (parseKeyValues(cpuText).get('usage_usec') ?? NaN) * 1000;
+  if (cpuNs !== undefined && Number.isFinite(cpuNs)) out.cpu = { at: atNs, usageCoreNanoSeconds: cpuNs };
+  const usage = Number(usageText?.trim());
+  if (usageText !== undefined && statText !== undefined && Number.isFinite(usage)) {
+    const limit = limitText === undefined || limitText.trim() === 'max' ? undefined : Number(limitText.trim());
+    out.memory = cgroupMemory(at, d.version, usage, parseKeyValues(statText), limit !== undefined && Number.isFinite(limit) ? limit : undefined);
+  }
+  return out;
+}
+
 /** A filesystem's figures from statfs (capacity and free space as the kubelet's fs info gives them). */
 export async function readFsStats(dir: string): Promise<FsStats | undefined> {
   try {

@@ -12,8 +12,8 @@ import type { CriClient } from '../cri/client.js';
 import { ContainerState, PodSandboxState, type ContainerStats as CriContainerStats } from '../cri/index.js';
 import { CONTAINER_NAME_LABEL, POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL } from '../kuberuntime/labels.js';
 import { containerLogDir, podLogDir } from '../logs/paths.js';
-import { HOST_PATHS, readFsStats, readNodeCpu, readNodeMemory, readRlimit, type NodeStatsPaths } from './node-stats.js';
-import { NODE_KEY, buildSummary, type ContainerSample, type CpuReading, type FsStats, type PodSample, type Summary } from './summary.js';
+import { HOST_PATHS, readCgroupStats, readFsStats, readNodeCpu, readNodeMemory, readRlimit, type CgroupStatsDirs, type NodeStatsPaths } from './node-stats.js';
+import { NODE_KEY, PODS_KEY, buildSummary, type ContainerSample, type CpuReading, type FsStats, type MemoryStats, type PodSample, type Summary } from './summary.js';
 
 /** A rate is taken over at least this long; a younger sample gives way to the one before it. */
 export const MIN_WINDOW_NS = 500_000_000n;
@@ -29,10 +29,13 @@ export interface StatsProviderOptions {
   /** When the node (this klet) started. */
   startTime: Date;
   paths?: NodeStatsPaths;
+  /** The pods' cgroup (kubepods) when klet makes the pod cgroups: the Summary's `pods` system container. */
+  podsCgroup?: CgroupStatsDirs;
 }
 
 interface Reading {
   nodeCpu?: CpuReading;
+  kubepods?: { cpu?: CpuReading; memory?: MemoryStats };
   containers: ContainerSample[];
   pods: PodSample[];
 }
@@ -82,11 +85,12 @@ export class StatsProvider {
   private async read(signal?: AbortSignal): Promise<Reading> {
     const { cri, owner } = this.opts;
     const call = { signal };
-    const [stats, containers, sandboxes, nodeCpu] = await Promise.all([
+    const [stats, containers, sandboxes, nodeCpu, kubepods] = await Promise.all([
       cri.listContainerStats({ filter: { labelSelector: owner } }, call),
       cri.listContainers({ filter: { state: { state: ContainerState.CONTAINER_RUNNING }, labelSelector: owner } }, call),
       cri.listPodSandbox({ filter: { state: { state: PodSandboxState.SANDBOX_READY }, labelSelector: owner } }, call),
       readNodeCpu(this.opts.paths ?? HOST_PATHS),
+      this.opts.podsCgroup === undefined ? undefined : readCgroupStats(this.opts.podsCgroup),
     ]);
     const running = new Map(containers.containers.map((c) => [c.id, c.createdAt]));
     const out: ContainerSample[] = [];
@@ -97,7 +101,7 @@ export class StatsProvider {
       if (sample) out.push(sample);
     }
     const pods = sandboxes.items.map((p) => ({ uid: p.metadata?.uid ?? '', name: p.metadata?.name ?? '', namespace: p.metadata?.namespace ?? '', createdAt: p.createdAt }));
-    return { ...(nodeCpu ? { nodeCpu } : {}), containers: out, pods };
+    return { ...(nodeCpu ? { nodeCpu } : {}), ...(kubepods ? { kubepods } : {}), containers: out, pods };
   }
 
   /** Keep this moment's CPU counters as the base of the rates summary() gives from now on. */
@@ -105,6 +109,7 @@ export class StatsProvider {
     const r = await this.read(signal);
     const m = new Map<string, CpuReading>();
     if (r.nodeCpu) m.set(NODE_KEY, r.nodeCpu);
+    if (r.kubepods?.cpu) m.set(PODS_KEY, r.kubepods.cpu);
     for (const c of r.containers) if (c.cpu) m.set(c.id, c.cpu);
     this.samples = [m, ...this.samples].slice(0, 2);
   }
@@ -116,7 +121,7 @@ export class StatsProvider {
    */
   private previous(now: Reading): Map<string, CpuReading> {
     const out = new Map<string, CpuReading>();
-    const readings: Array<[string, CpuReading | undefined]> = [[NODE_KEY, now.nodeCpu], ...now.containers.map((c): [string, CpuReading | undefined] => [c.id, c.cpu])];
+    const readings: Array<[string, CpuReading | undefined]> = [[NODE_KEY, now.nodeCpu], [PODS_KEY, now.kubepods?.cpu], ...now.containers.map((c): [string, CpuReading | undefined] => [c.id, c.cpu])];
     for (const [key, reading] of readings) {
       if (reading === undefined) continue;
       const known = this.samples.map((s) => s.get(key)).filter((r) => r !== undefined);
@@ -138,8 +143,9 @@ export class StatsProvider {
       startTime: this.opts.startTime.toISOString(),
     };
     const memory = await readNodeMemory(this.opts.paths ?? HOST_PATHS);
+    const podsCgroup = r.kubepods === undefined ? {} : { podsCgroup: { startTime: base.startTime, ...r.kubepods } };
     if (opts.onlyCpuAndMemory) {
-      return buildSummary({ node: { ...base, ...(memory ? { memory } : {}) }, ...(r.nodeCpu ? { nodeCpu: r.nodeCpu } : {}), pods: r.pods, containers: r.containers, previous: this.previous(r), onlyCpuAndMemory: true });
+      return buildSummary({ node: { ...base, ...(memory ? { memory } : {}) }, ...(r.nodeCpu ? { nodeCpu: r.nodeCpu } : {}), ...podsCgroup, pods: r.pods, containers: r.containers, previous: this.previous(r), onlyCpuAndMemory: true });
     }
     const [rootFs, imageFs, rlimit, logs] = await Promise.all([readFsStats(this.opts.rootDir), this.imageFs(opts.signal), readRlimit(this.opts.paths ?? HOST_PATHS), this.logUsage(r.containers)]);
     return buildSummary({
@@ -152,6 +158,7 @@ export class StatsProvider {
         rlimit,
       },
       ...(r.nodeCpu ? { nodeCpu: r.nodeCpu } : {}),
+      ...podsCgroup,
       pods: r.pods,
       containers: r.containers,
       previous: this.previous(r),
@@ -162,16 +169,25 @@ export class StatsProvider {
 
   /**
    * The node's own figures only (memory, the root dir's and the image
-   * filesystem, the process limit), without a pod: what the eviction
-   * manager reads every round; the pods' stats only when it must rank them.
+   * filesystem, the process limit, the pods' cgroup's memory), without a
+   * pod: what the eviction manager reads every round; the pods' stats only
+   * when it must rank them.
    */
   async nodeSummary(signal?: AbortSignal): Promise<Summary> {
     const paths = this.opts.paths ?? HOST_PATHS;
-    const [memory, rootFs, imageFs, rlimit] = await Promise.all([readNodeMemory(paths), readFsStats(this.opts.rootDir), this.imageFs(signal), readRlimit(paths)]);
+    const startTime = this.opts.startTime.toISOString();
+    const [memory, rootFs, imageFs, rlimit, kubepods] = await Promise.all([
+      readNodeMemory(paths),
+      readFsStats(this.opts.rootDir),
+      this.imageFs(signal),
+      readRlimit(paths),
+      this.opts.podsCgroup === undefined ? undefined : readCgroupStats({ ...this.opts.podsCgroup, cpu: undefined }),
+    ]);
     return {
       node: {
         nodeName: this.opts.nodeName,
-        startTime: this.opts.startTime.toISOString(),
+        ...(kubepods?.memory ? { systemContainers: [{ name: 'pods', startTime, memory: kubepods.memory }] } : {}),
+        startTime,
         ...(memory ? { memory } : {}),
         ...(rootFs ? { fs: rootFs } : {}),
         ...(imageFs ? { runtime: { imageFs, containerFs: imageFs } } : {}),

@@ -56,6 +56,8 @@ export interface PodStats {
 
 export interface NodeStats {
   nodeName: string;
+  /** The node's system containers: `pods` (kubepods, the pods' cgroup) when klet makes the pod cgroups. */
+  systemContainers?: ContainerStats[];
   startTime: string;
   cpu?: CpuStats;
   memory?: MemoryStats;
@@ -111,10 +113,14 @@ export interface SummaryInput {
   logs?: ReadonlyMap<string, FsStats>;
   /** Only CPU and memory (the kubelet's `only_cpu_and_memory=true`, what metrics-server asks). */
   onlyCpuAndMemory?: boolean;
+  /** The pods' cgroup (kubepods), as the `pods` system container; its CPU rate against `previous` under PODS_KEY. */
+  podsCgroup?: { startTime: string; cpu?: CpuReading; memory?: MemoryStats };
 }
 
 /** The key of the node's own CPU reading among the containers' in SummaryInput.previous. */
 export const NODE_KEY = 'node';
+/** The key of the pods' cgroup's CPU reading. */
+export const PODS_KEY = 'pods';
 
 /** A CRI timestamp (ns) as RFC 3339. */
 export function nsTime(ns: bigint): string {
@@ -153,6 +159,14 @@ function defined<T extends object>(o: T): Partial<T> {
 function sum(values: Array<number | undefined>): number | undefined {
   const present = values.filter((v): v is number => v !== undefined);
   return present.length === 0 ? undefined : present.reduce((a, b) => a + b, 0);
+}
+
+/** The `pods` system container (no filesystem figures, as the kubelet's system containers have none). */
+function systemContainers(input: SummaryInput): Pick<NodeStats, 'systemContainers'> {
+  const p = input.podsCgroup;
+  if (p === undefined) return {};
+  const cpu = cpuOf(PODS_KEY, p.cpu, input.previous);
+  return { systemContainers: [{ name: 'pods', startTime: p.startTime, ...(cpu ? { cpu } : {}), ...(p.memory ? { memory: p.memory } : {}) }] };
 }
 
 /** The Summary of the node and its pods: pods in name order, containers in name order. */
@@ -222,6 +236,6 @@ export function buildSummary(input: SummaryInput): Summary {
   }
   const cpu = cpuOf(NODE_KEY, input.nodeCpu, input.previous);
   const { nodeName, startTime, memory, ...rest } = input.node;
-  const node: NodeStats = { nodeName, startTime, ...(cpu ? { cpu } : {}), ...(memory ? { memory } : {}), ...(input.onlyCpuAndMemory ? {} : rest) };
+  const node: NodeStats = { nodeName, ...systemContainers(input), startTime, ...(cpu ? { cpu } : {}), ...(memory ? { memory } : {}), ...(input.onlyCpuAndMemory ? {} : rest) };
   return { node, pods };
 }

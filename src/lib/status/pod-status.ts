@@ -243,6 +243,8 @@ function readyCondition(pod: V1Pod, containersReady: boolean, reason: string, me
 
 /** The conditions the kubelet owns (types.PodConditionsByKubelet, PodReadyToStartContainers on in 1.34). */
 const KUBELET_CONDITIONS = new Set(['PodScheduled', 'Ready', 'Initialized', 'ContainersReady', 'PodResizeInProgress', 'PodResizePending', 'PodReadyToStartContainers']);
+/** The condition the kubelet shares with the API server (types.PodConditionSharedByKubelet): it replaces the server's when it sends one. */
+const DISRUPTION_TARGET = 'DisruptionTarget';
 
 /**
  * An API pod's status to write, given the pod as the server has it now: the
@@ -254,8 +256,10 @@ const KUBELET_CONDITIONS = new Set(['PodScheduled', 'Ready', 'Initialized', 'Con
  * lastTransitionTime, one that did not keeps the server's.
  */
 export function withServerConditions(server: V1Pod, status: V1PodStatus, now: Date): V1PodStatus {
-  const own = (status.conditions ?? []).filter((c) => KUBELET_CONDITIONS.has(c.type));
-  const foreign = (server.status?.conditions ?? []).filter((c) => !KUBELET_CONDITIONS.has(c.type));
+  const sendsShared = (status.conditions ?? []).some((c) => c.type === DISRUPTION_TARGET);
+  const owned = (type: string) => KUBELET_CONDITIONS.has(type) || (sendsShared && type === DISRUPTION_TARGET);
+  const own = (status.conditions ?? []).filter((c) => owned(c.type));
+  const foreign = (server.status?.conditions ?? []).filter((c) => !owned(c.type));
   const conditions = [...own, ...foreign];
   const containersReady = own.find((c) => c.type === 'ContainersReady')?.status === 'True';
   const i = conditions.findIndex((c) => c.type === 'Ready');
@@ -336,6 +340,23 @@ export function generatePodStatus(inputs: StatusInputs): V1PodStatus {
   // Conditions the kubelet does not own (a readiness gate's, set through the API) are carried over, as its
   // generateAPIPodStatus keeps them: a status patch without them would remove them from the server.
   for (const c of pod.status?.conditions ?? []) if (!KUBELET_CONDITIONS.has(c.type)) conditions.push(c);
+  // Evicted for node pressure: the eviction manager's DisruptionTarget, a
+  // condition the kubelet shares with the API server (replaced, not owned),
+  // sent only with the Failed phase once no container runs (mergePodStatus).
+  const disruptionAt = inputs.syncState.disruptionTargetAt;
+  if (deadlineExceeded && inputs.syncState.reason === 'Evicted' && disruptionAt !== undefined) {
+    const target: V1PodCondition = {
+      type: DISRUPTION_TARGET,
+      status: 'True',
+      reason: 'TerminationByKubelet',
+      message: inputs.syncState.message,
+      lastTransitionTime: new Date(disruptionAt),
+      ...(generation !== undefined ? { observedGeneration: generation } : {}),
+    };
+    const i = conditions.findIndex((c) => c.type === DISRUPTION_TARGET);
+    if (i === -1) conditions.push(target);
+    else conditions[i] = target;
+  }
   if (phase === 'Succeeded') {
     // A succeeded pod's Initialized condition says so, as the kubelet's does
     // (a failed pod's does not).

@@ -661,8 +661,8 @@ export class Kubelet {
 
   /**
    * Evict a pod (the eviction manager's killPodFunc): Failed with reason
-   * Evicted and this message, the Evicted event, and its worker kills it
-   * with this grace period.
+   * Evicted and this message, the DisruptionTarget condition, the Evicted
+   * event, and its worker kills it with this grace period.
    */
   async evictPod(pod: V1Pod, message: string, gracePeriodSeconds: number): Promise<void> {
     const uid = pod.metadata?.uid ?? '';
@@ -672,6 +672,7 @@ export class Kubelet {
     state.reason = 'Evicted';
     state.message = message;
     state.evictionGracePeriodSeconds = gracePeriodSeconds;
+    state.disruptionTargetAt = new Date().toISOString();
     await writeSyncState(this.opts.rootDir, uid, state);
     this.opts.bus.emit({ kind: 'Event', pod: key(pod), uid, type: 'Warning', reason: 'Evicted', message });
     this.workers.updatePod({ pod: d.pod, type: 'sync' });

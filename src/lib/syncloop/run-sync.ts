@@ -271,6 +271,7 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
     rootDir: opts.rootDir,
     logRoot: DEFAULT_POD_LOGS_ROOT,
     startTime: new Date(kubelet.startedAt),
+    ...(cgroups ? { podsCgroup: cgroups.kubepodsStatsDirs() } : {}),
   });
   const sampleStats = (): void => {
     stats.sample(signal).catch((err: unknown) => {
