@@ -24,6 +24,7 @@ import { listPodRecordUids, listPodRecords, readDebugContainers, readPodRecord, 
 import { getRuntimePodStatus, type RuntimePodStatus } from '../kuberuntime/runtime-status.js';
 import { killPod, NodeCache, syncPod, type SyncContext } from '../kuberuntime/sync-pod.js';
 import { podKey as key } from '../pod/key.js';
+import { CONFIG_SOURCE_ANNOTATION } from '../pod/static-pod.js';
 import { DEFAULT_DNS_SETTINGS, readResolvConf, ResolvConfError, resolvConfLimitWarning, type DnsSettings } from '../pod/dns.js';
 import { podWithStatus } from '../status/pods.js';
 import { LastSyncs, killPodSyncEvent, podSyncEvent, rejectedSyncEvent, type LastSync } from './last-syncs.js';
@@ -170,7 +171,7 @@ export class Kubelet {
         rootDir: opts.rootDir,
         nodeName: opts.nodeName,
         objects: (pod) => {
-          const source = this.desired.get(pod.metadata?.uid ?? '')?.source ?? 'file';
+          const source = this.sourceOf(pod);
           return source === API_SOURCE && this.apiObjects ? this.apiObjects.source(pod, this.abort.signal) : localObjectSource(opts.config.objects(source));
         },
         onEvent: (e) => opts.bus.emit(e),
@@ -235,6 +236,15 @@ export class Kubelet {
     return this.started;
   }
 
+  /**
+   * The source of a pod: the one it is desired from, or, for a pod no longer
+   * desired (being killed, its volumes still resynced), the one its config
+   * annotation names — an API pod keeps its API objects and tokens to the end.
+   */
+  private sourceOf(pod: V1Pod): string {
+    return this.desired.get(pod.metadata?.uid ?? '')?.source ?? pod.metadata?.annotations?.[CONFIG_SOURCE_ANNOTATION] ?? 'file';
+  }
+
   /** The sync context for one pod: its events carry that pod's UID (a pod being killed is no longer in `desired`). */
   private ctx(source: string, forPod: V1Pod, onStarted?: (container: string) => void): SyncContext {
     const objects: LocalObjects = source === API_SOURCE && this.apiObjects ? this.apiObjects.objects(forPod) : this.opts.config.objects(source);
@@ -292,7 +302,7 @@ export class Kubelet {
     if (d?.source === API_SOURCE) await this.apiObjects?.ready(pod, this.abort.signal);
     // And the Services have been listed once (an API pod's containers need them, the kubelet's serviceHasSynced).
     if (d?.source === API_SOURCE) await this.services?.waitSynced(SERVICES_SYNC_WAIT_MS, this.abort.signal);
-    const res = await syncPod(this.ctx(d?.source ?? 'file', pod, (c) => started.add(c)), pod, { startTime: firstSeen });
+    const res = await syncPod(this.ctx(this.sourceOf(pod), pod, (c) => started.add(c)), pod, { startTime: firstSeen });
     const now = new Date();
     this.lastSyncs.record(podSyncEvent(pod, res, now.getTime()), now, (e) => this.opts.bus.emit(e));
     this.trackPodStart(pod, firstSeen, res.status, res.actions.containersToKill, started);
@@ -381,7 +391,7 @@ export class Kubelet {
       const why = this.desired.has(md.uid ?? '') ? 'Pod has finished' : 'Pod is being deleted';
       this.lastSyncs.record(killPodSyncEvent(pod, status, why), new Date(), (e) => this.opts.bus.emit(e));
     }
-    await killPod(this.ctx(this.desired.get(md.uid ?? '')?.source ?? 'file', pod), pod, status, { gracePeriodSeconds: grace });
+    await killPod(this.ctx(this.sourceOf(pod), pod), pod, status, { gracePeriodSeconds: grace });
     this.opts.onPodSynced?.(md.uid ?? '');
   }
 
@@ -400,7 +410,7 @@ export class Kubelet {
   private async removePod(pod: V1Pod): Promise<void> {
     const uid = pod.metadata?.uid ?? '';
     this.prober.removePod(uid);
-    await removePod(this.ctx(this.desired.get(uid)?.source ?? 'file', pod), pod);
+    await removePod(this.ctx(this.sourceOf(pod), pod), pod);
     this.cleanupWarned.delete(uid);
     this.removedAt.set(uid, Date.now());
     this.podStartObserved.delete(uid);
