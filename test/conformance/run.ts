@@ -63,7 +63,8 @@ const SLOW_SERIAL_SET: SpecSet = { name: 'slow-serial', ...SLOW_SERIAL };
 const NODE_PORT = 10250;
 const NODE_IP = process.env.KLET_CONFORMANCE_NODE_IP ?? '10.92.0.2';
 const NODE_NAME = 'conformance-node';
-const POD_SUBNET = '10.93.0.0/24';
+/** The pods' subnet on the run's bridge; two runs at once on one machine need two (KLET_CONFORMANCE_POD_SUBNET). */
+const POD_SUBNET = process.env.KLET_CONFORMANCE_POD_SUBNET ?? '10.93.0.0/24';
 
 const log = (s: string): void => void process.stderr.write(`conformance: ${s}\n`);
 
@@ -182,6 +183,9 @@ function exactly(names: string[]): string {
 async function addNodeIp(cleanup: Cleanup): Promise<void> {
   const { stdout } = await execFileP('ip', ['-o', 'addr', 'show']);
   if (stdout.includes(` ${NODE_IP}/`)) throw new Error(`${NODE_IP} is already configured on this machine (not ours to use or remove); set KLET_CONFORMANCE_NODE_IP`);
+  // A route to the pod subnet already there is another run's bridge (or the host's network).
+  const routes = (await execFileP('ip', ['-4', '-o', 'route', 'show'])).stdout;
+  if (routes.split('\n').some((l) => l.startsWith(`${POD_SUBNET} `))) throw new Error(`${POD_SUBNET} is already routed on this machine (another run's pods?); set KLET_CONFORMANCE_POD_SUBNET`);
   await execFileP('ip', ['addr', 'add', `${NODE_IP}/32`, 'dev', 'lo']);
   cleanup.add(`ip addr del ${NODE_IP}/32 dev lo`, async () => void (await execFileP('ip', ['addr', 'del', `${NODE_IP}/32`, 'dev', 'lo'])));
 }
