@@ -63,7 +63,8 @@ const SLOW_SERIAL_SET: SpecSet = { name: 'slow-serial', ...SLOW_SERIAL };
 const NODE_PORT = 10250;
 const NODE_IP = process.env.KLET_CONFORMANCE_NODE_IP ?? '10.92.0.2';
 const NODE_NAME = 'conformance-node';
-const POD_SUBNET = '10.93.0.0/24';
+/** The pods' subnet on the run's bridge; two runs at once on one machine need two (KLET_CONFORMANCE_POD_SUBNET). */
+const POD_SUBNET = process.env.KLET_CONFORMANCE_POD_SUBNET ?? '10.93.0.0/24';
 
 const log = (s: string): void => void process.stderr.write(`conformance: ${s}\n`);
 
@@ -182,6 +183,9 @@ function exactly(names: string[]): string {
 async function addNodeIp(cleanup: Cleanup): Promise<void> {
   const { stdout } = await execFileP('ip', ['-o', 'addr', 'show']);
   if (stdout.includes(` ${NODE_IP}/`)) throw new Error(`${NODE_IP} is already configured on this machine (not ours to use or remove); set KLET_CONFORMANCE_NODE_IP`);
+  // A route to the pod subnet already there is another run's bridge (or the host's network).
+  const routes = (await execFileP('ip', ['-4', '-o', 'route', 'show'])).stdout;
+  if (routes.split('\n').some((l) => l.startsWith(`${POD_SUBNET} `))) throw new Error(`${POD_SUBNET} is already routed on this machine (another run's pods?); set KLET_CONFORMANCE_POD_SUBNET`);
   await execFileP('ip', ['addr', 'add', `${NODE_IP}/32`, 'dev', 'lo']);
   cleanup.add(`ip addr del ${NODE_IP}/32 dev lo`, async () => void (await execFileP('ip', ['addr', 'del', `${NODE_IP}/32`, 'dev', 'lo'])));
 }
@@ -336,9 +340,14 @@ async function startKlet(o: { dir: string; endpoint: string; kubeconfig: string;
   if (!fs.existsSync(path.join(ROOT, 'dist', 'cli', 'sync-entry.js'))) throw new Error('klet is not built: run npm run build first');
   const help = (await execFileP(process.execPath, [klet, 'sync', '--help'])).stdout;
   await fsp.mkdir(path.join(o.dir, 'manifests'), { recursive: true });
+  // Pod logs in a dir of the run's own, as the kubelet's podLogsDir here: /var/log/pods is shared, and a
+  // kubelet using it (another test's) removes every pod log dir there it does not know, once a minute.
+  const config = path.join(o.dir, 'klet-config.yaml');
+  await fsp.writeFile(config, `apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\npodLogsDir: ${path.join(o.dir, 'pod-logs')}\n`);
   const args = [
     klet,
     'sync',
+    `--config=${config}`,
     `--root-dir=${path.join(o.dir, 'root')}`,
     `--container-runtime-endpoint=${o.endpoint}`,
     `--node-name=${NODE_NAME}`,
@@ -474,7 +483,6 @@ async function runAgent(o: RunOptions): Promise<{ run: AgentRun; verdicts: Map<s
     await addNodeIp(cleanup);
     const starting = startTestCluster({
         nodes: [NODE_NAME],
-        audit: o.agent === 'klet',
         apiServerArgs: async (cdir) => {
           await signedCert(cdir, 'kubelet-client', '/O=system:masters/CN=kube-apiserver-kubelet-client', 'extendedKeyUsage=clientAuth\n');
           await signedCert(cdir, 'node', `/CN=${NODE_NAME}`, `subjectAltName=IP:${NODE_IP},DNS:${NODE_NAME}\nextendedKeyUsage=serverAuth\n`);
@@ -514,24 +522,12 @@ async function runAgent(o: RunOptions): Promise<{ run: AgentRun; verdicts: Map<s
     await step(waitUntil('the default ServiceAccount', 120_000, async () => (await c.kubectl(['get', 'serviceaccount', 'default', '-o', 'name'])).trim() !== '', kcm, path.join(dir, 'kube-controller-manager.log')));
 
     // The node. Cleanup runs last-added first: the agent stops, then containerd
-    // (its pods), then the cgroups and pod log dirs they used are removed.
+    // (its pods), then the cgroups they used are removed (the pod logs are in the temp dir).
     const nodeDir = path.join(dir, o.agent);
     await fsp.mkdir(nodeDir, { recursive: true });
     const cgroupRoot = `klet-conformance-${randomBytes(3).toString('hex')}`;
     // Both agents make their pod and QoS cgroups under a private cgroup root, never the host's /kubepods.
     await makeCgroupRoot(cgroupRoot, cleanup);
-    if (o.agent !== 'kubelet') {
-      // klet writes pod logs under /var/log/pods (it has no flag for another dir):
-      // remove the new dirs of this run's namespaces at the end.
-      const before = new Set(await fsp.readdir('/var/log/pods').catch(() => [] as string[]));
-      const auditLog = c.auditLog!;
-      cleanup.add('remove the pod log dirs of this run', async () => {
-        const namespaces = runNamespaces(await fsp.readFile(auditLog, 'utf8').catch(() => ''));
-        for (const d of await fsp.readdir('/var/log/pods').catch(() => [] as string[])) {
-          if (!before.has(d) && namespaces.has(d.split('_')[0]!)) await fsp.rm(path.join('/var/log/pods', d), { recursive: true, force: true });
-        }
-      });
-    }
     const endpoint = await step(startContainerd(path.join(dir, 'runtime'), registry, cleanup));
     const kubeconfig = c.nodes[NODE_NAME]!.kubeconfig;
     const agent =
@@ -630,21 +626,6 @@ async function runAgent(o: RunOptions): Promise<{ run: AgentRun; verdicts: Map<s
   } finally {
     await cleanup.run();
   }
-}
-
-/** The namespaces created in the run's API server, from its audit log (one JSON object per line). */
-function runNamespaces(audit: string): Set<string> {
-  const out = new Set<string>();
-  for (const line of audit.split('\n')) {
-    if (!line.includes('"namespaces"') || !line.includes('"create"')) continue;
-    try {
-      const e = JSON.parse(line) as { verb?: string; objectRef?: { resource?: string; name?: string }; responseStatus?: { code?: number }; responseObject?: unknown };
-      if (e.verb === 'create' && e.objectRef?.resource === 'namespaces' && e.objectRef.name && e.responseStatus?.code === 201) out.add(e.objectRef.name);
-    } catch {
-      /* a torn last line */
-    }
-  }
-  return out;
 }
 
 // ---------------------------------------------------------------------------

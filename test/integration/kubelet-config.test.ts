@@ -103,6 +103,32 @@ describe('klet sync --config', () => {
     await s.stop();
   });
 
+  it('the file\'s podLogsDir is where the pods\' logs go (not /var/log/pods), and the kubelet server serves them from there', async () => {
+    const { dirA, file } = setup();
+    const port = await freePort();
+    const logs = path.join(tmp, 'pod-logs');
+    fs.writeFileSync(path.join(dirA, 'a.yaml'), podYaml({ name: 'from-file', namespace: NS, image: rt.images.busybox, script: `echo written-under-podLogsDir; ${SLEEP_FOREVER}` }));
+    fs.writeFileSync(file, kubeadmConfig(dirA, port).replace('kind: KubeletConfiguration', `kind: KubeletConfiguration\npodLogsDir: ${logs}`));
+    const s = await startSync({ rootDir: rt.rootDir, endpoint: rt.endpoint, nodeName: NODE, args: ['--config', file] });
+    const prefix = `${NS}_from-file-${NODE}_`;
+    const dir = await eventually(async () => {
+      const d = (fs.existsSync(logs) ? fs.readdirSync(logs) : []).find((x) => x.startsWith(prefix));
+      expect(d, s.tail()).toBeDefined();
+      expect(fs.readFileSync(path.join(logs, d!, 'c', '0.log'), 'utf8')).toContain('written-under-podLogsDir');
+      return d!;
+    }, 30_000);
+    expect(s.stderr).not.toContain('podLogsDir');
+    expect(fs.existsSync(path.join('/var/log/pods', dir))).toBe(false);
+    const r = await eventually(async () => kubeletGet(port, `/containerLogs/${NS}/from-file-${NODE}/c`));
+    expect(r, r.body).toEqual({ status: 200, body: 'written-under-podLogsDir\n' });
+    const configz = await kubeletGet(port, '/configz');
+    expect(JSON.parse(configz.body).kubeletconfig).toMatchObject({ podLogsDir: logs });
+    // The pod's removal takes its log dir from there.
+    fs.rmSync(path.join(dirA, 'a.yaml'));
+    await eventually(async () => expect(fs.existsSync(path.join(logs, dir)), s.tail()).toBe(false), 30_000);
+    await s.stop();
+  });
+
   it('flags win over the file: --manifest-dir and --port', async () => {
     const { dirA, dirB, file } = setup();
     const [portFile, portFlag] = [await freePort(), await freePort()];

@@ -106,6 +106,24 @@ describe('precedence: defaults, then the file, then the command line', () => {
   });
 });
 
+describe('podLogsDir: where the runtime writes container logs', () => {
+  it('defaults to /var/log/pods ("" too, as the kubelet defaults it); the file sets it, relative to its directory; no warning', () => {
+    expect(build(header).config.podLogsDir).toBe('/var/log/pods');
+    expect(build(`${header}podLogsDir: ""\n`).config.podLogsDir).toBe('/var/log/pods');
+    const { config, warnings } = build(`${header}podLogsDir: /srv/pod-logs\n`);
+    expect(config.podLogsDir).toBe('/srv/pod-logs');
+    expect(warnings).toEqual([]);
+    expect(build(`${header}podLogsDir: logs/pods\n`).config.podLogsDir).toBe('/var/lib/kubelet/logs/pods');
+    expect(toKubeletConfiguration(config).podLogsDir).toBe('/srv/pod-logs');
+  });
+
+  it('refuses a path that is not normalized or not ASCII, naming file:line and the field, as the kubelet\'s validation does', () => {
+    expect(errorOf(() => build(`${header}podLogsDir: /srv/pod-logs/\n`))).toBe(`${FILE}:3: podLogsDir "/srv/pod-logs/": must be normalized`);
+    expect(errorOf(() => build(`${header}podLogsDir: /srv//pod-logs\n`))).toBe(`${FILE}:3: podLogsDir "/srv//pod-logs": must be normalized`);
+    expect(errorOf(() => build(`${header}podLogsDir: /srv/pöd-logs\n`))).toBe(`${FILE}:3: podLogsDir "/srv/pöd-logs": must contain ASCII characters only`);
+  });
+});
+
 describe('node resources from the file: sysctls, cgroups, image GC', () => {
   it('the defaults are the kubelet\'s; the file sets them; the command line wins', () => {
     const d = build(header).config;

@@ -12,10 +12,12 @@
  * (`describe`), and errors about a file's value name file:line and the path.
  */
 import net from 'node:net';
+import path from 'node:path';
 import { DEFAULT_RUNTIME_ENDPOINT } from '../cri/endpoint.js';
 import { InputError, errorMessage } from '../errors.js';
 import { validateImageGCPolicy } from '../kuberuntime/image-gc.js';
 import { type Reservation, type Taint, addReservations, parseNodeLabels, parseReservation, parseTaints, validateNodeIP, validateNodeName } from '../node/config.js';
+import { DEFAULT_POD_LOGS_ROOT } from '../logs/paths.js';
 import { parseListen } from '../server/auth.js';
 import type { ConfigFile } from './file.js';
 import { NOT_ACTED_ON } from './schema.js';
@@ -49,6 +51,7 @@ export interface KubeletConfigInput {
   clusterDomain?: string;
   clusterDNS?: string[];
   resolvConf?: string;
+  podLogsDir?: string;
   runtimeRequestTimeout?: number;
   /** `key=value:Effect,...` */
   registerWithTaints?: string;
@@ -120,6 +123,8 @@ export interface KubeletConfig {
   clusterDomain?: string;
   clusterDNS: string[];
   resolvConf: string;
+  /** The root of the pod log dirs (`<ns>_<name>_<uid>/<container>/<n>.log`). */
+  podLogsDir: string;
   nodeStatusUpdateFrequency: number;
   nodeStatusReportFrequency: number;
   runtimeRequestTimeout: number;
@@ -181,6 +186,7 @@ export const DEFAULTS = {
   cacheAuthorizedTTL: 5 * 60_000,
   cacheUnauthorizedTTL: 30_000,
   resolvConf: '/etc/resolv.conf',
+  podLogsDir: DEFAULT_POD_LOGS_ROOT,
   nodeStatusUpdateFrequency: 10_000,
   nodeStatusReportFrequency: 5 * 60_000,
   runtimeRequestTimeout: 2 * 60_000,
@@ -342,6 +348,13 @@ export function buildKubeletConfig(o: BuildOptions): BuiltConfig {
   const clusterDNS = pick<string[]>('clusterDNS') ?? [];
   for (const ip of clusterDNS) if (net.isIP(ip) === 0) fail('clusterDNS', `"${ip}" is not an IP address`);
 
+  // The kubelet's validation of podLogsDir (a relative path in the file is the file's directory's, as the kubelet resolves it).
+  const podLogsDir = pick<string>('podLogsDir') || DEFAULTS.podLogsDir;
+  if (!path.isAbsolute(podLogsDir)) fail('podLogsDir', `"${podLogsDir}": must be an absolute path`);
+  if (podLogsDir !== '/' && (path.normalize(podLogsDir) !== podLogsDir || podLogsDir.endsWith('/'))) fail('podLogsDir', `"${podLogsDir}": must be normalized`);
+  // eslint-disable-next-line no-control-regex
+  if (/[^\x00-\x7f]/.test(podLogsDir)) fail('podLogsDir', `"${podLogsDir}": must contain ASCII characters only`);
+
   const updateFrequency = positive('nodeStatusUpdateFrequency', DEFAULTS.nodeStatusUpdateFrequency);
   // The kubelet: without a report frequency, the update frequency when one is set, else 5m.
   const reportFrequency = positive('nodeStatusReportFrequency', pick('nodeStatusUpdateFrequency') !== undefined ? updateFrequency : DEFAULTS.nodeStatusReportFrequency);
@@ -405,6 +418,7 @@ export function buildKubeletConfig(o: BuildOptions): BuiltConfig {
     ...optional('clusterDomain', pick<string>('clusterDomain')),
     clusterDNS,
     resolvConf: pick<string>('resolvConf') ?? DEFAULTS.resolvConf,
+    podLogsDir,
     nodeStatusUpdateFrequency: updateFrequency,
     nodeStatusReportFrequency: reportFrequency,
     runtimeRequestTimeout: positive('runtimeRequestTimeout', DEFAULTS.runtimeRequestTimeout),

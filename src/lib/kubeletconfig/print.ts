@@ -44,6 +44,7 @@ export function toKubeletConfiguration(c: KubeletConfig): Record<string, unknown
     runtimeRequestTimeout: d(c.runtimeRequestTimeout),
     maxPods: c.maxPods,
     resolvConf: c.resolvConf,
+    podLogsDir: c.podLogsDir,
     systemReserved: Object.keys(c.systemReserved).length > 0 ? c.systemReserved : undefined,
     kubeReserved: Object.keys(c.kubeReserved).length > 0 ? c.kubeReserved : undefined,
     registerWithTaints: c.registerWithTaints.length > 0 ? c.registerWithTaints : undefined,

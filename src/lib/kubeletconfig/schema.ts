@@ -50,6 +50,7 @@ export const FILE_FIELDS: Readonly<Record<string, FieldKind>> = {
   clusterDomain: 'string',
   clusterDNS: 'strings',
   resolvConf: 'path',
+  podLogsDir: 'path',
   nodeStatusUpdateFrequency: 'duration',
   nodeStatusReportFrequency: 'duration',
   runtimeRequestTimeout: 'duration',
@@ -97,7 +98,6 @@ export const NOT_ACTED_ON: ReadonlySet<string> = new Set<string>([]);
  * kubelet may set them) and not implemented by klet.
  */
 export const NOT_IMPLEMENTED: readonly string[] = [
-  'podLogsDir',
   'readOnlyPort',
   'tlsCipherSuites',
   'tlsMinVersion',

@@ -20,7 +20,6 @@ import { KletMetrics } from '../metrics/metrics.js';
 import { GenericPLEG } from '../pleg/generic.js';
 import { localApiSocketPath } from '../server/client.js';
 import { startLocalApi, type LocalApi, type LocalApiHandlers } from '../server/local-api.js';
-import { DEFAULT_POD_LOGS_ROOT } from '../logs/paths.js';
 import { StatsProvider } from '../stats/provider.js';
 import type { ClusterStatus, NodeStatus, RuntimeCondition } from '../server/node-status.js';
 import { DEFAULT_IMAGE_GC_POLICY } from '../kuberuntime/image-gc.js';
@@ -210,6 +209,7 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
     onPodStatus: (pod) => podSynced.status(pod),
     // The runtime's own client: these are not CRI operations to count.
     exits: opts.cri,
+    logRoot: opts.config.podLogsDir,
     onContainerDied: (uid, id, containers) => gc.containerDied(uid, id, containers),
   });
   const gc = new GarbageCollector({
@@ -269,7 +269,7 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
     owner: instanceSelector(opts),
     nodeName: opts.nodeName,
     rootDir: opts.rootDir,
-    logRoot: DEFAULT_POD_LOGS_ROOT,
+    logRoot: opts.config.podLogsDir,
     startTime: new Date(kubelet.startedAt),
     ...(cgroups ? { podsCgroup: cgroups.kubepodsStatsDirs() } : {}),
   });
