@@ -218,7 +218,8 @@ describe('klet sync --cgroups-per-qos', () => {
     const podsMemory = summary.node.systemContainers?.find((c) => c.name === 'pods')?.memory;
     // What the kernel says of kubepods, within what the hog's 250Mi may move between the two reads.
     const usage = Number(cg('memory', `${ROOT}/kubepods`, 'memory.usage_in_bytes'));
-    expect(podsMemory?.workingSetBytes).toBeGreaterThan(240 * MI);
+    // Pressure means under 100Mi left of ~300Mi: over 200Mi in use (tail may still be reading towards its 250Mi).
+    expect(podsMemory?.workingSetBytes).toBeGreaterThan(200 * MI);
     expect(podsMemory?.workingSetBytes).toBeLessThanOrEqual(usage + 8 * MI);
     expect((podsMemory?.availableBytes ?? 0) + (podsMemory?.workingSetBytes ?? 0)).toBe(limit);
     // The hog is a static pod: critical, so the eviction manager leaves it running, as the kubelet would.

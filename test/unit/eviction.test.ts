@@ -377,6 +377,51 @@ describe('EvictionManager rounds', () => {
     expect(reads).toEqual({ node: 3, full: 1 });
   });
 
+  it('a hard threshold crossed between rounds starts the next round at once (the quick look); one already acted on does not', async () => {
+    let avail = 90 * MiB;
+    const evicted: string[] = [];
+    let rounds = 0;
+    let critical = false;
+    const figures = () => summary({ nodeAvail: avail, time: new Date().toISOString(), pods: [podStats('a', { logs: MiB })] });
+    const m = new EvictionManager({
+      thresholds: parseThresholdConfig(settings({ evictionHard: { 'nodefs.available': '40%' } })),
+      pressureTransitionPeriodMs: 1000,
+      maxPodGracePeriodSeconds: 0,
+      nodeSummary: async () => (rounds++, figures()),
+      quickSummary: async () => figures(),
+      quickLookMs: 20,
+      summary: async () => figures(),
+      dedicatedImageFs: async () => true,
+      activePods: () => [pod('a', critical ? { source: 'file' } : {})],
+      podCleanedUp: () => true,
+      reclaim: { containers: async () => undefined, images: async () => undefined },
+      evict: async (p) => {
+        evicted.push(p.metadata?.name ?? '');
+        // What is left active cannot be evicted: the pressure stays.
+        critical = true;
+      },
+    });
+    const ac = new AbortController();
+    const running = m.run(ac.signal, 60_000);
+    try {
+      await new Promise((r) => setTimeout(r, 100));
+      expect(rounds).toBe(1);
+      avail = 10 * MiB;
+      const t0 = Date.now();
+      while (evicted.length === 0 && Date.now() - t0 < 5000) await new Promise((r) => setTimeout(r, 10));
+      // Without the quick look the next round would be 60 s away.
+      expect(evicted).toEqual(['a']);
+      // Still under the threshold with nothing left to evict (a critical pod): the quick look does not spin rounds.
+      await new Promise((r) => setTimeout(r, 300));
+      const after = rounds;
+      await new Promise((r) => setTimeout(r, 300));
+      expect(rounds).toBe(after);
+    } finally {
+      ac.abort();
+      await running;
+    }
+  });
+
   it('imagefs (or one shared filesystem): container GC and image GC first; no eviction when they free enough', async () => {
     const h = harness({ hard: { 'nodefs.available': '40%' }, pods: [pod('a')] });
     const m2 = new EvictionManager({ ...(h.m as unknown as { opts: ConstructorParameters<typeof EvictionManager>[0] }).opts, dedicatedImageFs: async () => false });

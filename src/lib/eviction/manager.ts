@@ -38,6 +38,13 @@ import {
 
 /** The kubelet's evictionMonitoringPeriod. */
 export const MONITORING_INTERVAL_MS = 10_000;
+/**
+ * Between rounds, the node's cheap figures (memory, statfs) are looked at
+ * this often: a hard threshold newly crossed starts the next round at once
+ * instead of up to 10 s later (the kubelet waits for its next round unless
+ * kernel memcg notifications are on, and has none for disk).
+ */
+export const QUICK_LOOK_MS = 1000;
 /** How long the manager waits for an evicted pod to be cleaned up before its next round (podCleanupTimeout, polled every second). */
 const POD_CLEANUP_TIMEOUT_MS = 30_000;
 const POD_CLEANUP_POLL_MS = 1000;
@@ -352,6 +359,10 @@ export interface EvictionManagerOptions {
   summary: (signal: AbortSignal) => Promise<Summary>;
   /** The node's figures only, read now (every round); default: summary. */
   nodeSummary?: (signal: AbortSignal) => Promise<Summary>;
+  /** The node's cheap figures (no runtime call, no process count), looked at between rounds; none: no look between rounds. */
+  quickSummary?: (signal: AbortSignal) => Promise<Summary>;
+  /** How often quickSummary is looked at (QUICK_LOOK_MS). */
+  quickLookMs?: number;
   /** Each pod's local volumes' usage (by UID). */
   volumeUsage?: (signal: AbortSignal) => Promise<Map<string, VolumeUsage>>;
   /** Whether the runtime's image filesystem is another filesystem than the root dir's. */
@@ -504,6 +515,30 @@ export class EvictionManager {
     return thresholdsMet(this.thresholds ?? [], observations, true).length === 0;
   }
 
+  /**
+   * Wait for the next round: the interval, or less when a quick look finds
+   * a hard threshold met that the last round did not act on.
+   */
+  private async untilNextRound(intervalMs: number, signal: AbortSignal): Promise<void> {
+    const quick = this.opts.quickSummary;
+    const hard = (this.thresholds ?? []).filter((t) => t.gracePeriodMs === 0);
+    if (quick === undefined || hard.length === 0) return pause(intervalMs, signal);
+    const acted = new Set(this.met.map(thresholdKey));
+    const step = this.opts.quickLookMs ?? QUICK_LOOK_MS;
+    const end = Date.now() + intervalMs;
+    while (!signal.aborted && Date.now() < end) {
+      await pause(Math.min(step, end - Date.now()), signal);
+      if (signal.aborted || Date.now() >= end) return;
+      try {
+        const crossed = thresholdsMet(hard, observe(await quick(signal)), false);
+        if (crossed.some((t) => !acted.has(thresholdKey(t)))) return;
+      } catch (err) {
+        if (signal.aborted) return;
+        log.debug(`Eviction manager: quick look: ${errorMessage(err)}`);
+      }
+    }
+  }
+
   /** Run rounds until the signal aborts: every interval, or after an eviction once the pod is cleaned up (30 s at most). */
   async run(signal: AbortSignal, intervalMs = MONITORING_INTERVAL_MS): Promise<void> {
     log.info('Eviction manager: starting control loop');
@@ -516,7 +551,7 @@ export class EvictionManager {
         log.error(`Eviction manager: failed to synchronize: ${errorMessage(err)}`);
       }
       if (evicted.length === 0) {
-        await pause(intervalMs, signal);
+        await this.untilNextRound(intervalMs, signal);
         continue;
       }
       const deadline = this.now() + POD_CLEANUP_TIMEOUT_MS;

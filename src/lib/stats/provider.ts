@@ -77,6 +77,8 @@ export function containerSample(s: CriContainerStats, createdAt: bigint): Contai
 }
 
 export class StatsProvider {
+  /** The image filesystem's mount point, as the runtime last named it. */
+  private imageMount: string | undefined;
   /** The last two samples' CPU readings, newest first. */
   private samples: Array<Map<string, CpuReading>> = [];
 
@@ -174,13 +176,28 @@ export class StatsProvider {
    * when it must rank them.
    */
   async nodeSummary(signal?: AbortSignal): Promise<Summary> {
+    return this.nodeFigures(signal, false);
+  }
+
+  /**
+   * The node's cheap figures: memory, the pods' cgroup's memory, and the
+   * root dir's and the image filesystem's free space from statfs (the image
+   * filesystem's mount point as the runtime last named it) — no runtime
+   * call, no process count: what the eviction manager looks at between rounds.
+   */
+  async quickNodeSummary(signal?: AbortSignal): Promise<Summary> {
+    return this.nodeFigures(signal, true);
+  }
+
+  private async nodeFigures(signal: AbortSignal | undefined, quick: boolean): Promise<Summary> {
     const paths = this.opts.paths ?? HOST_PATHS;
     const startTime = this.opts.startTime.toISOString();
+    const quickImageFs = async () => (this.imageMount === undefined ? undefined : readFsStats(this.imageMount));
     const [memory, rootFs, imageFs, rlimit, kubepods] = await Promise.all([
       readNodeMemory(paths),
       readFsStats(this.opts.rootDir),
-      this.imageFs(signal),
-      readRlimit(paths),
+      quick ? quickImageFs() : this.imageFs(signal),
+      quick ? undefined : readRlimit(paths),
       this.opts.podsCgroup === undefined ? undefined : readCgroupStats({ ...this.opts.podsCgroup, cpu: undefined }),
     ]);
     return {
@@ -191,7 +208,7 @@ export class StatsProvider {
         ...(memory ? { memory } : {}),
         ...(rootFs ? { fs: rootFs } : {}),
         ...(imageFs ? { runtime: { imageFs, containerFs: imageFs } } : {}),
-        rlimit,
+        ...(rlimit ? { rlimit } : {}),
       },
       pods: [],
     };
@@ -204,6 +221,7 @@ export class StatsProvider {
       const f = info.imageFilesystems[0];
       if (f === undefined) return undefined;
       const mount = f.fsId?.mountpoint;
+      if (mount) this.imageMount = mount;
       const fsStats = mount ? await readFsStats(mount) : undefined;
       return {
         time: new Date(Number(f.timestamp / 1_000_000n)).toISOString(),

@@ -732,6 +732,7 @@ function evictionManager(
     maxPodGracePeriodSeconds: opts.config.evictionMaxPodGracePeriod,
     summary: (s) => stats.summary({ signal: s }),
     nodeSummary: (s) => stats.nodeSummary(s),
+    quickSummary: (s) => stats.quickNodeSummary(s),
     volumeUsage: () => kubelet.volumes.localVolumeUsage(),
     dedicatedImageFs: async (s) => {
       // HasDedicatedImageFs: the image filesystem is another device than the root dir's.
