@@ -1083,7 +1083,12 @@ async function evictionReaction() {
             await loopFs(KROOT);
             return startKletJoined(kubeconfig, ['--port', '0', '--eviction-hard', 'nodefs.available<40%', '--eviction-pressure-transition-period', '10s']);
           },
-          stopProc,
+          async (proc) => {
+            // klet removes the evicted pod's sandbox itself once the pod is gone from the server; wait for it
+            // (untimed: on a machine at load 160 it was still there when klet was stopped, 2026-11-28).
+            await waitFor('klet sync --kubeconfig: its sandboxes removed', async () => (await cri.listPodSandbox({})).items.length === 0, { timeoutMs: 120_000, everyMs: 250, proc });
+            await stopProc(proc);
+          },
           measure('klet sync --kubeconfig', () => KROOT),
         ),
     };
