@@ -360,6 +360,7 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
           const records = (await listPodRecords(opts.rootDir, opts.nodeName)).map((r) => r.pod).filter(named);
           return records.sort((a, b) => Date.parse(String(b.metadata?.creationTimestamp ?? 0)) - Date.parse(String(a.metadata?.creationTimestamp ?? 0)))[0];
         },
+        relisted: (uid) => pleg.podRecords().get(uid),
         podStatus: async (pod, s) => (await listPodsWithStatus({ ...statusContext, signal: s }, new Set([pod.metadata?.uid ?? ''])))[0]?.status,
         pods: async (s) => listPodsWithStatus({ ...statusContext, signal: s }),
         healthz: handlers.healthz,
