@@ -57,6 +57,19 @@ describe('PodConfig: SET semantics', () => {
     expect(config.pods().map((p) => p.metadata?.name)).toEqual(['a-node1']);
   });
 
+  it('pod(namespace, name): a copy of that one current pod, as pods() would find it', () => {
+    const config = new PodConfig();
+    const file = config.register('file');
+    file.snapshot(snap(load(podYaml('a') + '---\n' + podYaml('b', 'busybox:1.36', '  namespace: other\n'))));
+    expect(config.pod('default', 'a-node1')?.metadata?.name).toBe('a-node1');
+    expect(config.pod('other', 'b-node1')?.metadata?.uid).toBe(config.pods().find((p) => p.metadata?.name === 'b-node1')?.metadata?.uid);
+    expect(config.pod('default', 'b-node1')).toBeUndefined();
+    expect(config.pod('default', 'nosuch')).toBeUndefined();
+    // A copy: changing it changes nothing in the config.
+    config.pod('default', 'a-node1')!.spec!.containers[0]!.image = 'changed';
+    expect(config.pod('default', 'a-node1')?.spec?.containers[0]?.image).toBe('busybox:1.36');
+  });
+
   it('sends an empty ADD for a first snapshot without pods, and is ready only when every source has delivered', () => {
     const config = new PodConfig();
     const file = config.register('file');

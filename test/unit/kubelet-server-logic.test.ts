@@ -150,6 +150,33 @@ describe('KubeletAuth caches as the kubelet does', () => {
     expect(await auth.authenticate(fakeReq('Bearer bad'), signal)).toBeNull();
     expect(JSON.stringify([...(auth as unknown as { tokens: { entries: Map<string, unknown> } }).tokens.entries.keys()])).not.toContain('good');
   });
+  it('the user of a verified client certificate, read once per certificate (by its fingerprint)', async () => {
+    const { auth } = setup(() => true);
+    let reads = 0;
+    const certReq = (fingerprint256: string, subject: { CN?: string; O?: string[] }, authorized = true) =>
+      ({
+        headers: {},
+        socket: {
+          authorized,
+          getPeerX509Certificate: () => ({ fingerprint256 }),
+          getPeerCertificate: () => {
+            reads++;
+            return { subject };
+          },
+        },
+      }) as unknown as IncomingMessage;
+    const apiserver = { CN: 'kube-apiserver-kubelet-client', O: ['kubeadm:cluster-admins'] };
+    expect(await auth.authenticate(certReq('AA', apiserver), signal)).toEqual({ name: 'kube-apiserver-kubelet-client', groups: ['kubeadm:cluster-admins'] });
+    expect(await auth.authenticate(certReq('AA', apiserver), signal)).toEqual({ name: 'kube-apiserver-kubelet-client', groups: ['kubeadm:cluster-admins'] });
+    expect(reads).toBe(1);
+    // Another certificate is another user; one without a CN is nobody, also remembered.
+    expect(await auth.authenticate(certReq('BB', { CN: 'bob' }), signal)).toEqual({ name: 'bob', groups: [] });
+    expect(await auth.authenticate(certReq('CC', {}), signal)).toBeNull();
+    expect(await auth.authenticate(certReq('CC', {}), signal)).toBeNull();
+    expect(reads).toBe(3);
+    // A certificate that did not verify is never taken, cached or not.
+    expect(await auth.authenticate(certReq('AA', apiserver, false), signal)).toBeNull();
+  });
   it('no credentials: anonymous only when enabled', async () => {
     const { auth } = setup(() => true);
     expect(await auth.authenticate(fakeReq(), signal)).toBeNull();

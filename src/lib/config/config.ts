@@ -270,6 +270,20 @@ export class PodConfig {
     return out;
   }
 
+  /**
+   * A copy of the current pod of this namespace and name (the first source's that has one), or
+   * undefined: pods() copies every pod, and the kubelet server looks one up per request.
+   */
+  pod(namespace: string, name: string): V1Pod | undefined {
+    for (const s of this.sources.values()) {
+      for (const e of s.current.values()) {
+        const m = e.pod.metadata;
+        if (m?.name === name && (m.namespace ?? 'default') === namespace) return cloneModel(e.pod);
+      }
+    }
+    return undefined;
+  }
+
   /** Which source (and manifest) a current pod comes from. */
   origin(uid: string): { source: string; manifest: ManifestSource } | undefined {
     for (const s of this.sources.values()) {

@@ -15,7 +15,7 @@
  *   runs; the caller passes `isRunning` for that, or aborts `signal`.
  */
 import { open, stat, type FileHandle } from 'node:fs/promises';
-import { watch, type FSWatcher } from 'node:fs';
+import { readSync, watch, type FSWatcher } from 'node:fs';
 import { NotFoundError } from '../errors.js';
 import { formatCriTimestamp, parseCriLogBytes, type CriLogRecord, type CriStream } from './cri-format.js';
 
@@ -119,9 +119,14 @@ export async function* readContainerLog(file: string, opts: ReadContainerLogOpti
 
     // Reads to the current end of the file, yielding formatted lines.
     // Returns false when output must stop: limit reached or aborted.
+    let following = false;
     const drain = async function* (): AsyncGenerator<string, boolean> {
       let lines: RawLine[] | null;
-      while ((lines = await reader.read(fh)) !== null) {
+      // Following, a wake-up's first chunk is read inline (LineReader.readNow); the rest of a burst
+      // through the thread pool, so the event loop still turns between 64 KiB chunks.
+      let inline = following;
+      while ((lines = inline ? reader.readNow(fh) : await reader.read(fh)) !== null) {
+        inline = false;
         for (const raw of lines) {
           const text = assembler.push(raw);
           if (text === null) continue;
@@ -147,6 +152,7 @@ export async function* readContainerLog(file: string, opts: ReadContainerLogOpti
       return;
     }
 
+    following = true;
     waiter.watch(file);
     let lastActivity = Date.now();
     let lastRunningCheck = 0;
@@ -293,6 +299,23 @@ class LineReader {
     // assembler) are views into it.
     const chunk = Buffer.allocUnsafe(CHUNK_BYTES);
     const { bytesRead } = await fh.read(chunk, 0, CHUNK_BYTES, this.position);
+    return this.split(chunk, bytesRead);
+  }
+
+  /**
+   * read(), on the calling thread. Following a file, what a change wakes is
+   * the few bytes just written, in the page cache: a read there takes
+   * microseconds, where the thread pool's round trip of fh.read added a
+   * wake-up of a worker thread and of the event loop to every line's
+   * latency (bench/README, kubelet-api logs -f). The kubelet reads
+   * inline too.
+   */
+  readNow(fh: FileHandle): RawLine[] | null {
+    const chunk = Buffer.allocUnsafe(CHUNK_BYTES);
+    return this.split(chunk, readSync(fh.fd, chunk, 0, CHUNK_BYTES, this.position));
+  }
+
+  private split(chunk: Buffer, bytesRead: number): RawLine[] | null {
     if (bytesRead === 0) return null;
     const data = chunk.subarray(0, bytesRead);
     const base = this.position;

@@ -37,6 +37,8 @@ import { type KubeletRoute, type LogQuery, metricPathLabel, parseLogQuery, parse
 import type { Health } from './local-api.js';
 import type { Summary } from '../stats/summary.js';
 import { proxyUpgrade, writeHttpError } from './stream-proxy.js';
+import { relistedReadySandbox, relistedRunningContainer } from './stream-target.js';
+import type { PodRecordSnapshot } from '../pleg/types.js';
 
 /** What the server asks of the running sync. */
 export interface KubeletServerHost {
@@ -48,6 +50,12 @@ export interface KubeletServerHost {
    * it: running ones, and finished ones until they are deleted (their logs are read after they end).
    */
   podByName(namespace: string, name: string): Promise<V1Pod | undefined>;
+  /**
+   * The runtime's containers and sandboxes of a pod UID as the PLEG saw them at its last relist: where
+   * an exec, attach or port-forward goes without a CRI list first (stream-target.ts). A hint: the
+   * runtime is asked when it finds nothing or the runtime refuses it.
+   */
+  relisted?(podUid: string): PodRecordSnapshot | undefined;
   /** The pod's current status (container statuses with their IDs). */
   podStatus(pod: V1Pod, signal: AbortSignal): Promise<V1PodStatus | undefined>;
   /** The node's pods with their status (GET /pods). */
@@ -217,30 +225,41 @@ export async function startKubeletServer(opts: KubeletServerOptions): Promise<Ku
       const o = parseStreamOptions(q);
       if (!o.ok) throw new HttpError(o.status, o.message);
       const pod = await podOf(route.namespace, route.pod, route.uid);
+      const spec = route.kind === 'attach' ? [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? []), ...(pod.spec?.ephemeralContainers ?? [])].find((c) => c.name === route.container) : undefined;
+      const ask = (containerId: string) =>
+        route.kind === 'exec'
+          ? host.cri.exec({ containerId, cmd: q.getAll('command'), ...o.value }, { signal: closing.signal })
+          : // The TTY of an attach is the container's own: it cannot change once the process runs.
+            host.cri.attach({ containerId, stdin: o.value.stdin, stdout: o.value.stdout, stderr: o.value.stderr, tty: spec?.tty === true }, { signal: closing.signal });
+      // The relisted container first (no CRI list on the way); a check (no upgrade: nothing is asked
+      // of the runtime) or a hinted container the runtime refuses goes the kubelet's way below.
+      const hinted = check || (route.kind === 'attach' && spec === undefined) ? undefined : relistedRunningContainer(host.relisted?.(pod.metadata?.uid ?? ''), route.container);
+      if (hinted !== undefined) {
+        const res = await ask(hinted).catch(() => undefined);
+        if (res !== undefined) return new URL(res.url);
+      }
       const id = await runningContainer(pod, route.container);
       if (route.kind === 'exec') {
         if (id === undefined) throw new HttpError(500, `container not found (${JSON.stringify(route.container)})`);
-        if (check) return null;
-        const res = await host.cri.exec({ containerId: id, cmd: q.getAll('command'), ...o.value }, { signal: closing.signal });
-        return new URL(res.url);
-      }
-      const spec = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? []), ...(pod.spec?.ephemeralContainers ?? [])].find((c) => c.name === route.container);
-      if (id === undefined || spec === undefined) throw new HttpError(500, `container ${route.container} not found in pod ${fullName(pod)}`);
+      } else if (id === undefined || spec === undefined) throw new HttpError(500, `container ${route.container} not found in pod ${fullName(pod)}`);
       if (check) return null;
-      // The TTY of an attach is the container's own: it cannot change once the process runs.
-      const res = await host.cri.attach({ containerId: id, stdin: o.value.stdin, stdout: o.value.stdout, stderr: o.value.stderr, tty: spec.tty === true }, { signal: closing.signal });
-      return new URL(res.url);
+      return new URL((await ask(id)).url);
     }
     if (route.kind === 'portForward') {
       const ports = parsePortForwardPorts(q, websocket);
       if (!ports.ok) throw new HttpError(ports.status, ports.message);
       const pod = await podOf(route.namespace, route.pod);
       if (route.uid !== undefined && route.uid !== pod.metadata?.uid) throw new HttpError(404, 'pod not found');
+      const ask = (podSandboxId: string) => host.cri.portForward({ podSandboxId, port: ports.value }, { signal: closing.signal });
+      const hinted = check ? undefined : relistedReadySandbox(host.relisted?.(pod.metadata?.uid ?? ''));
+      if (hinted !== undefined) {
+        const res = await ask(hinted).catch(() => undefined);
+        if (res !== undefined) return new URL(res.url);
+      }
       const sandbox = await readySandbox(pod);
       if (sandbox === undefined) throw new HttpError(500, `pod not found (${JSON.stringify(fullName(pod))})`);
       if (check) return null;
-      const res = await host.cri.portForward({ podSandboxId: sandbox, port: ports.value }, { signal: closing.signal });
-      return new URL(res.url);
+      return new URL((await ask(sandbox)).url);
     }
     throw new HttpError(404, '404 page not found');
   }

@@ -356,11 +356,12 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
         podByName: async (namespace, name) => {
           const named = (p: V1Pod) => p.metadata?.name === name && (p.metadata?.namespace ?? 'default') === namespace;
           // Running pods, then the records of finished ones (an API pod that Succeeded leaves the desired set).
-          const desired = config.pods().find(named);
+          const desired = config.pod(namespace, name);
           if (desired) return desired;
           const records = (await listPodRecords(opts.rootDir, opts.nodeName)).map((r) => r.pod).filter(named);
           return records.sort((a, b) => Date.parse(String(b.metadata?.creationTimestamp ?? 0)) - Date.parse(String(a.metadata?.creationTimestamp ?? 0)))[0];
         },
+        relisted: (uid) => pleg.podRecords().get(uid),
         podStatus: async (pod, s) => (await listPodsWithStatus({ ...statusContext, signal: s }, new Set([pod.metadata?.uid ?? ''])))[0]?.status,
         pods: async (s) => listPodsWithStatus({ ...statusContext, signal: s }),
         healthz: handlers.healthz,
