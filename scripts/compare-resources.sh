@@ -124,11 +124,24 @@ spec:
         limits: {memory: 200Mi, cpu: 700m}
         requests: {memory: 200Mi, cpu: 700m}
 EOF
-# The task's steps, each a resize subresource patch of container "pause": more
-# CPU (in place), more memory (a restart), 1000 CPUs (PodResizePending Infeasible).
-RESIZE_STEPS=(cpu '{"requests":{"cpu":"800m"},"limits":{"cpu":"800m"}}'
-  memory '{"requests":{"memory":"300Mi"},"limits":{"memory":"300Mi"}}'
-  infeasible '{"requests":{"cpu":"1000"},"limits":{"cpu":"1000"}}')
+# A Guaranteed pod of 1 CPU beside it (for the deferred resize).
+sed -e 's/resize-demo/filler/' -e 's/700m/1/g' -e 's/200Mi/64Mi/g' "$M/resize/pod-resize.yaml" >"$M/resize/filler.yaml"
+# The task's steps: resize subresource patches of container "pause", more CPU
+# (in place), more memory (a restart), 1000 CPUs (PodResizePending
+# Infeasible); then, as its "Pod resize status" section describes, a resize
+# that fits the node but not beside another pod (Deferred), and that pod
+# deleted (the kubelet retries deferred resizes when a pod is removed).
+resize_patch() { kc patch pod -n qos-example resize-demo --subresource resize --patch "{\"spec\":{\"containers\":[{\"name\":\"pause\",\"resources\":$1}]}}" >/dev/null; }
+step_cpu() { resize_patch '{"requests":{"cpu":"800m"},"limits":{"cpu":"800m"}}'; }
+step_memory() { resize_patch '{"requests":{"memory":"300Mi"},"limits":{"memory":"300Mi"}}'; }
+step_infeasible() { resize_patch '{"requests":{"cpu":"1000"},"limits":{"cpu":"1000"}}'; }
+step_deferred() {
+  kc apply -f "$M/resize/filler.yaml" >/dev/null
+  kc wait -n qos-example --for=condition=Ready pod/filler --timeout=90s >/dev/null || true
+  resize_patch '{"requests":{"cpu":"1"},"limits":{"cpu":"1"}}'
+}
+step_filler_deleted() { kc delete pod -n qos-example filler --timeout=90s >/dev/null || true; }
+RESIZE_STEPS=(cpu memory infeasible deferred filler-deleted)
 
 # ---- what a user sees ---------------------------------------------------------
 # Pods of a PodList (the kubelet's /pods, klet status -o json), sorted, without run-specific fields.
@@ -196,7 +209,7 @@ start_control_plane() {
 resize_record() {
   local f="$OUT/$1-resize" step=$2 uid
   kc get pod -n qos-example resize-demo -o json >"$f-$step-pod.json"
-  jq '{items: [.]}' "$f-$step-pod.json" >"$f-$step-pods.json"
+  kc get pods -n qos-example -o json >"$f-$step-pods.json" # every pod's cgroup by name (filler's too)
   { echo "## $step"; jq -S '{generation: .metadata.generation, observedGeneration: .status.observedGeneration, phase: .status.phase,
       qosClass: .status.qosClass, podResources: .status.resources,
       conditions: [.status.conditions[]? | {type, status, reason, message, observedGeneration}] | sort_by(.type),
@@ -209,7 +222,7 @@ resize_record() {
 }
 # The task on agent $1 (kubelet or klet) joined to the control plane: create the pod, then each step after RWAIT s.
 resize_agent() {
-  local a=$1 root
+  local a=$1 root step
   mkdir -p "$OUT/m-$a-resize"
   if [ "$a" = kubelet ]; then
     root=${ROOTS[0]}
@@ -226,12 +239,10 @@ resize_agent() {
   kc apply -f "$M/resize/pod-resize.yaml" >/dev/null
   kc wait -n qos-example --for=condition=Ready pod/resize-demo --timeout=90s >/dev/null || true
   resize_record "$a" created "$root"
-  set -- "${RESIZE_STEPS[@]}"
-  while [ $# -gt 0 ]; do
-    kc patch pod -n qos-example resize-demo --subresource resize --patch "{\"spec\":{\"containers\":[{\"name\":\"pause\",\"resources\":$2}]}}" >/dev/null
+  for step in "${RESIZE_STEPS[@]}"; do
+    "step_${step//-/_}"
     sleep "$RWAIT"
-    resize_record "$a" "$1" "$root"
-    shift 2
+    resize_record "$a" "$step" "$root"
   done
   kc delete pod -n qos-example resize-demo --timeout=90s >/dev/null || true
   if [ "$a" = kubelet ]; then
