@@ -4,7 +4,9 @@
  * running API pod's CPU limit changes its container's and its pod cgroup's
  * CFS quota without a restart, a memory resize with resizePolicy
  * RestartContainer restarts the container, and a resize to more CPU than
- * the node has is PodResizePending/Infeasible. An edited static pod is
+ * the node has is PodResizePending/Infeasible. A pending resize holds
+ * nothing when another pod is admitted, and a Deferred one is allocated as
+ * soon as the pod in its way is deleted. An edited static pod is
  * replaced by a new pod (new UID, new mirror pod), as the kubelet replaces it.
  *
  * Pod cgroups are on, under a private --cgroup-root (/klet-test-<random>)
