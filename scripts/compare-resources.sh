@@ -40,6 +40,9 @@ systemReserved: {memory: 256Mi}"
 # shellcheck source=scripts/lib/compare-common.sh
 . "$(dirname "$0")/lib/compare-common.sh"
 WAIT=${WAIT:-40}
+COMPARE_GROUPS=${COMPARE_GROUPS:-qos memory cpu podlevel resize}
+RWAIT=${RWAIT:-15}
+CP=''
 
 # ---- the private cgroup root, in every hierarchy ------------------------------
 hierarchies() { for h in /sys/fs/cgroup/*/; do [ -L "${h%/}" ] || echo "${h%/}"; done; }
@@ -48,7 +51,10 @@ remove_cgroots() {
   for r in "${ROOTS[@]}"; do for h in $(hierarchies); do [ -d "$h$r" ] && find "$h$r" -depth -type d -exec rmdir {} \; ; done; done
   true
 }
-compare_cleanup_hook() { remove_cgroots; }
+compare_cleanup_hook() {
+  [ -n "$CP" ] && kill "$CP" 2>/dev/null && wait "$CP" 2>/dev/null
+  remove_cgroots
+}
 for r in "${ROOTS[@]}"; do
   for h in $(hierarchies); do
     mkdir "$h$r"
@@ -60,7 +66,7 @@ $KLET runtime start "${COMMON[@]}" >"$OUT/runtime-start.txt"
 
 # ---- the manifests (the docs', busybox commands for their images) ------------
 M="$OUT/manifests"
-mkdir -p "$M"/{qos,memory,cpu,podlevel}
+mkdir -p "$M"/{qos,memory,cpu,podlevel,resize}
 SERVER='["sleep", "3600"]'
 # stress --vm 1 --vm-bytes N --vm-hang 1: dd reads N of zeros into one buffer and blocks for ever writing it to a FIFO no one reads.
 hold() { echo "[\"sh\", \"-c\", \"mkfifo /tmp/hold; exec dd if=/dev/zero bs=$1 count=1 1<>/tmp/hold\"]"; }
@@ -97,6 +103,45 @@ pod podlevel pod-level-resources pod-resources-demo pod-resources-example "  res
   containers:
     - {name: pod-resources-demo-ctr-1, image: $BB, command: $SERVER, resources: {limits: {cpu: '0.5', memory: 100Mi}, requests: {cpu: '0.5', memory: 50Mi}}}
     - {name: pod-resources-demo-ctr-2, image: $BB, command: $SERVER}"
+# "Resize CPU and Memory Resources assigned to Containers" (pod-resize.yaml):
+# a Guaranteed pod whose CPU is resized in place and whose memory restarts it.
+# busybox for registry.k8s.io/pause: a sleep that ends on SIGTERM, as pause does;
+# nodeName set, as no scheduler runs.
+cat >"$M/resize/pod-resize.yaml" <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: resize-demo, namespace: qos-example}
+spec:
+  nodeName: $NODE
+  containers:
+    - name: pause
+      image: $BB
+      command: ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]
+      resizePolicy:
+        - {resourceName: cpu, restartPolicy: NotRequired}
+        - {resourceName: memory, restartPolicy: RestartContainer}
+      resources:
+        limits: {memory: 200Mi, cpu: 700m}
+        requests: {memory: 200Mi, cpu: 700m}
+EOF
+# A Guaranteed pod of 1 CPU beside it (for the deferred resize).
+sed -e 's/resize-demo/filler/' -e 's/700m/1/g' -e 's/200Mi/64Mi/g' "$M/resize/pod-resize.yaml" >"$M/resize/filler.yaml"
+# The task's steps: resize subresource patches of container "pause", more CPU
+# (in place), more memory (a restart), 1000 CPUs (PodResizePending
+# Infeasible); then, as its "Pod resize status" section describes, a resize
+# that fits the node but not beside another pod (Deferred), and that pod
+# deleted (the kubelet retries deferred resizes when a pod is removed).
+resize_patch() { kc patch pod -n qos-example resize-demo --subresource resize --patch "{\"spec\":{\"containers\":[{\"name\":\"pause\",\"resources\":$1}]}}" >/dev/null; }
+step_cpu() { resize_patch '{"requests":{"cpu":"800m"},"limits":{"cpu":"800m"}}'; }
+step_memory() { resize_patch '{"requests":{"memory":"300Mi"},"limits":{"memory":"300Mi"}}'; }
+step_infeasible() { resize_patch '{"requests":{"cpu":"1000"},"limits":{"cpu":"1000"}}'; }
+step_deferred() {
+  kc apply -f "$M/resize/filler.yaml" >/dev/null
+  kc wait -n qos-example --for=condition=Ready pod/filler --timeout=90s >/dev/null || true
+  resize_patch '{"requests":{"cpu":"1"},"limits":{"cpu":"1"}}'
+}
+step_filler_deleted() { kc delete pod -n qos-example filler --timeout=90s >/dev/null || true; }
+RESIZE_STEPS=(cpu memory infeasible deferred filler-deleted)
 
 # ---- what a user sees ---------------------------------------------------------
 # Pods of a PodList (the kubelet's /pods, klet status -o json), sorted, without run-specific fields.
@@ -137,8 +182,86 @@ levents() { # klet events -o json
   jq -r '.items[] | select(.involvedObject.kind == "Pod") | "\(.count // 1)\t\(.involvedObject.namespace)/\(.involvedObject.name) \(.type) \(.reason): \(.message)"' "$1" | count_events
 }
 count_events() { sed -E 's/[0-9a-f]{64}/<id>/g; s/\(([0-9a-f]{32})\)/(<uid>)/g' | awk -F'\t' '{ n[$2] += $1 } END { for (k in n) printf "%7d %s\n", n[k], k }' | sort -k2; }
+# Diff each of group $1's files $2… of the two agents.
+diff_group() {
+  local g=$1 f
+  shift
+  for f in "$@"; do
+    if diff -u "$OUT/kubelet-$g-$f" "$OUT/klet-$g-$f" >"$OUT/diff-$g-$f"; then rm "$OUT/diff-$g-$f"; echo "$g $f: identical"; else echo "$g $f: differences in $OUT/diff-$g-$f"; fi
+  done
+}
 
-for g in qos memory cpu podlevel; do
+# ---- pod resize: API pods, so a control plane (the cluster tests' etcd + kube-apiserver) --
+kc() { "$KUBECTL" --kubeconfig "$ADMIN_KUBECONFIG" "$@"; }
+start_control_plane() {
+  mkdir -p "$OUT/control-plane"
+  (cd "$HERE" && exec node --import tsx test/helpers/control-plane-main.ts "$OUT/control-plane" "$NODE" qos-example) >"$OUT/control-plane.log" 2>&1 &
+  CP=$!
+  for _ in $(seq 240); do
+    [ -f "$OUT/control-plane/env" ] && break
+    kill -0 "$CP" 2>/dev/null || { tail -20 "$OUT/control-plane.log" >&2; exit 1; }
+    sleep 0.5
+  done
+  # shellcheck disable=SC1091
+  . "$OUT/control-plane/env"
+}
+# Agent $1's view of the pod after step $2, its cgroups under root $3 and its events so far, appended to $OUT/$1-resize-*.
+resize_record() {
+  local f="$OUT/$1-resize" step=$2 uid
+  kc get pod -n qos-example resize-demo -o json >"$f-$step-pod.json"
+  kc get pods -n qos-example -o json >"$f-$step-pods.json" # every pod's cgroup by name (filler's too)
+  { echo "## $step"; jq -S '{generation: .metadata.generation, observedGeneration: .status.observedGeneration, phase: .status.phase,
+      qosClass: .status.qosClass, podResources: .status.resources,
+      conditions: [.status.conditions[]? | {type, status, reason, message, observedGeneration}] | sort_by(.type),
+      containers: [.status.containerStatuses[]? | {name, restartCount, ready, state: (.state | keys[0]),
+        lastState: (.lastState.terminated | if . then "\(.reason) \(.exitCode)" else null end), resources, allocatedResources}]}' "$f-$step-pod.json"; } >>"$f-status.txt"
+  { echo "## $step"; dump_cgroups "$f-$step-pods.json" "$3"; } >>"$f-cgroups.txt"
+  uid=$(jq -r .metadata.uid "$f-$step-pod.json")
+  kc get events -n qos-example -o json | jq --arg uid "$uid" '{items: [.items[] | select(.involvedObject.uid == $uid)]}' >"$f-$step-events.json"
+  { echo "## $step"; levents "$f-$step-events.json"; } >>"$f-events.txt"
+}
+# The task on agent $1 (kubelet or klet) joined to the control plane: create the pod, then each step after RWAIT s.
+resize_agent() {
+  local a=$1 root step
+  mkdir -p "$OUT/m-$a-resize"
+  if [ "$a" = kubelet ]; then
+    root=${ROOTS[0]}
+    KUBELET_ARGS=(--kubeconfig "$NODE_KUBECONFIG")
+    run_kubelet "$OUT/m-kubelet-resize" resize
+    KUBELET_ARGS=()
+  else
+    root=${ROOTS[1]}
+    $KLET sync --kubeconfig "$NODE_KUBECONFIG" --port 0 --manifest-dir "$OUT/m-klet-resize" --cgroup-root "$root" \
+      --kube-reserved cpu=100m,memory=256Mi --system-reserved memory=256Mi "${COMMON[@]}" >"$OUT/klet-resize-sync.log" 2>&1 &
+    SPID=$!
+  fi
+  for _ in $(seq 60); do kc get node "$NODE" >/dev/null 2>&1 && break; sleep 1; done
+  kc apply -f "$M/resize/pod-resize.yaml" >/dev/null
+  kc wait -n qos-example --for=condition=Ready pod/resize-demo --timeout=90s >/dev/null || true
+  resize_record "$a" created "$root"
+  for step in "${RESIZE_STEPS[@]}"; do
+    "step_${step//-/_}"
+    sleep "$RWAIT"
+    resize_record "$a" "$step" "$root"
+  done
+  kc delete pod -n qos-example resize-demo --timeout=90s >/dev/null || true
+  if [ "$a" = kubelet ]; then
+    stop_kubelet
+  else
+    kill "$SPID"; wait "$SPID" || true; SPID=''
+    $KLET delete --all "${COMMON[@]}" >/dev/null 2>&1 || true
+  fi
+  kc delete node "$NODE" >/dev/null 2>&1 || true
+}
+compare_resize() {
+  start_control_plane
+  resize_agent kubelet
+  resize_agent klet
+  diff_group resize status.txt cgroups.txt events.txt
+}
+
+for g in $COMPARE_GROUPS; do
+  [ "$g" = resize ] && continue
   # The kubelet.
   MK="$OUT/m-kubelet-$g"
   cp -r "$M/$g" "$MK"
@@ -171,8 +294,7 @@ for g in qos memory cpu podlevel; do
   levents "$OUT/klet-$g-events.json" | grep " $(ls "$M/$g" | head -1 | xargs -I{} awk '/^metadata:/ {print}' "$M/$g/{}" | sed -E 's/.*namespace: ([^}]*)}.*/\1/')/" >"$OUT/klet-$g-events.txt" || true
   kill "$SPID"; wait "$SPID" || true; SPID=''
   $KLET delete --all "${COMMON[@]}" >/dev/null 2>&1 || true
-  for f in status.json cgroups.txt left.txt events.txt; do
-    if diff -u "$OUT/kubelet-$g-$f" "$OUT/klet-$g-$f" >"$OUT/diff-$g-$f"; then rm "$OUT/diff-$g-$f"; echo "$g $f: identical"; else echo "$g $f: differences in $OUT/diff-$g-$f"; fi
-  done
+  diff_group "$g" status.json cgroups.txt left.txt events.txt
 done
+case " $COMPARE_GROUPS " in *" resize "*) compare_resize ;; esac
 echo "results in $OUT"

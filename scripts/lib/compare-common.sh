@@ -5,7 +5,7 @@
 # flat: cgroupsPerQOS false, no enforcement) before calling kubelet_config.
 #
 # Provides: KUBELET, HERE, KLET, RT, EP, NODE, COMMON, BB, RO, KPID, KROOT,
-# SPID, the EXIT trap, and kubelet_config, run_kubelet, stop_kubelet,
+# SPID, KUBELET_ARGS, the EXIT trap, and kubelet_config, run_kubelet, stop_kubelet,
 # kpods, empty_kubelet. Needs root, a built klet and Node 24 on PATH.
 KUBELET=${KUBELET:-/var/cache/klet-k8s/v1.34.4/kubelet}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -62,13 +62,15 @@ ${KUBELET_EXTRA:-}
 EOF
   grep -q '^resolvConf:' "$d/config.yaml" || echo 'resolvConf: /etc/resolv.conf' >>"$d/config.yaml"
 }
-# Start the kubelet on staticPodPath $1, its files in $OUT/kubelet-$2; wait for its healthz.
+# Start the kubelet on staticPodPath $1, its files in $OUT/kubelet-$2, with
+# KUBELET_ARGS (more flags, e.g. --kubeconfig); wait for its healthz.
+KUBELET_ARGS=()
 run_kubelet() {
   local d="$OUT/kubelet-$2"
   kubelet_config "$1" "$d"
   KROOT="$d/root"
   # --v=3: the standalone kubelet's events go to its log (StartStructuredLogging(3)).
-  "$KUBELET" --config "$d/config.yaml" --root-dir "$d/root" --hostname-override "$NODE" --v=3 >"$d/kubelet.log" 2>&1 &
+  "$KUBELET" --config "$d/config.yaml" --root-dir "$d/root" --hostname-override "$NODE" --v=3 "${KUBELET_ARGS[@]}" >"$d/kubelet.log" 2>&1 &
   KPID=$!
   for _ in $(seq 60); do curl -sf "http://127.0.0.1:$RO/healthz" >/dev/null && return; sleep 0.5; done
   echo "kubelet did not answer on :$RO" >&2; tail -20 "$d/kubelet.log" >&2; exit 1

@@ -4,7 +4,9 @@
  * running API pod's CPU limit changes its container's and its pod cgroup's
  * CFS quota without a restart, a memory resize with resizePolicy
  * RestartContainer restarts the container, and a resize to more CPU than
- * the node has is PodResizePending/Infeasible. An edited static pod is
+ * the node has is PodResizePending/Infeasible. A pending resize holds
+ * nothing when another pod is admitted, and a Deferred one is allocated as
+ * soon as the pod in its way is deleted. An edited static pod is
  * replaced by a new pod (new UID, new mirror pod), as the kubelet replaces it.
  *
  * Pod cgroups are on, under a private --cgroup-root (/klet-test-<random>)
@@ -76,13 +78,23 @@ interface ApiPod {
 }
 
 const podJson = (name: string, ns = NS) => cluster.kubectlJson<ApiPod>(['get', 'pod', '-n', ns, name]);
-const sync = (): Promise<SyncProcess> =>
+const sync = (extra: string[] = []): Promise<SyncProcess> =>
   startSync({
     rootDir: rt.rootDir,
     endpoint: rt.endpoint,
     manifestDir: manifests,
     nodeName: NODE,
-    args: ['--kubeconfig', cluster.nodes[NODE]!.kubeconfig, '--port', '0', '--cgroup-root', ROOT],
+    args: ['--kubeconfig', cluster.nodes[NODE]!.kubeconfig, '--port', '0', '--cgroup-root', ROOT, ...extra],
+  });
+/** An API pod on this node whose container "c" sleeps with these resources (resizePolicy NotRequired for both). */
+const createPod = (name: string, resources: Record<string, unknown>) =>
+  cluster.kubectl(['apply', '-f', '-'], {
+    input: JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, namespace: NS },
+      spec: { nodeName: NODE, terminationGracePeriodSeconds: 1, containers: [{ name: 'c', image: IMAGE, command: ['sh', '-c', SLEEP], resources }] },
+    }),
   });
 const resize = (name: string, resources: Record<string, unknown>) =>
   cluster.kubectl(['patch', 'pod', '-n', NS, name, '--subresource', 'resize', '--patch', JSON.stringify({ spec: { containers: [{ name: 'c', resources }] } })]);
@@ -204,6 +216,55 @@ describe('in-place pod resize (kubectl patch --subresource resize)', () => {
     expect(still.resources?.limits?.cpu).toBe('500m');
     expect(still.allocatedResources).toEqual({ cpu: '100m', memory: '32Mi' });
     expect(cgFile('cpu', pcg, 'cpu.cfs_quota_us')).toBe('50000');
+    await cluster.kubectl(['delete', 'pod', '-n', NS, 'web', '--timeout=60s']);
+    expect((await s.stop()).code, s.tail()).toBe(0);
+  }, 240_000);
+
+  it('admits a pod beside one whose resize is pending (its allocated resources count), and allocates a deferred resize as soon as the pod in its way is deleted', async () => {
+    // The periodic resync is far away: only the deletion can bring the deferred resize back (the kubelet's RetryPendingResizes).
+    const s = await sync(['--sync-frequency', '10m']);
+    const node = os.cpus().length * 1000;
+    const half = `${node / 2}m`;
+    const running = (name: string) =>
+      until(`${name} Running`, s, async () => {
+        const p = await podJson(name);
+        return p.status.containerStatuses?.[0]?.state.running ? p : undefined;
+      });
+    const condition = (p: ApiPod) => p.status.conditions?.find((x) => x.type === 'PodResizePending');
+    await createPod('grow', { requests: { cpu: '100m', memory: '32Mi' } });
+    await running('grow');
+    // Ten times the node: Infeasible, so grow still holds 100m.
+    await resize('grow', { requests: { cpu: `${node * 10}m`, memory: '32Mi' } });
+    await until('Infeasible', s, async () => {
+      const p = await podJson('grow');
+      return condition(p)?.reason === 'Infeasible' ? p : undefined;
+    });
+    // Half the node fits beside grow's 100m (admission counts what is allocated, not the 10x its spec asks for).
+    await createPod('other', { requests: { cpu: half, memory: '32Mi' } });
+    const other = await running('other');
+    expect(other.status.phase).toBe('Running');
+    // Half the node and 200m more does not fit beside other: Deferred.
+    const want = `${node / 2 + 200}m`;
+    await resize('grow', { requests: { cpu: want, memory: '32Mi' } });
+    const deferred = await until('Deferred', s, async () => {
+      const p = await podJson('grow');
+      return condition(p)?.reason === 'Deferred' ? p : undefined;
+    });
+    expect(condition(deferred)?.message).toMatch(new RegExp(`^Node didn't have enough resource: cpu, requested: ${node / 2 + 200}, used: \\d+, capacity: ${node}$`));
+    expect(deferred.status.containerStatuses?.[0]?.allocatedResources?.cpu).toBe('100m');
+
+    await cluster.kubectl(['delete', 'pod', '-n', NS, 'other', '--timeout=60s']);
+    const allocated = await until(
+      'the deferred resize allocated once other is gone',
+      s,
+      async () => {
+        const p = await podJson('grow');
+        return p.status.containerStatuses?.[0]?.allocatedResources?.cpu === want && condition(p) === undefined ? p : undefined;
+      },
+      20_000,
+    );
+    expect(allocated.status.containerStatuses?.[0]?.restartCount).toBe(0);
+    await cluster.kubectl(['delete', 'pod', '-n', NS, 'grow', '--timeout=60s']);
     expect((await s.stop()).code, s.tail()).toBe(0);
   }, 240_000);
 

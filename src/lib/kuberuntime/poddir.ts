@@ -200,16 +200,27 @@ export async function otherNodeRecords(rootDir: string, nodeName: string): Promi
 
 export async function readSyncState(rootDir: string, uid: string): Promise<PodSyncState> {
   try {
-    return JSON.parse(await fsp.readFile(path.join(podDir(rootDir, uid), 'sync-state.json'), 'utf8')) as PodSyncState;
+    return JSON.parse(await fsp.readFile(syncStateFile(rootDir, uid), 'utf8')) as PodSyncState;
   } catch {
     return { containers: {} };
   }
 }
 
+/** readSyncState, synchronously (admission, which must answer within one config update). */
+export function readSyncStateSync(rootDir: string, uid: string): PodSyncState {
+  try {
+    return JSON.parse(fs.readFileSync(syncStateFile(rootDir, uid), 'utf8')) as PodSyncState;
+  } catch {
+    return { containers: {} };
+  }
+}
+
+const syncStateFile = (rootDir: string, uid: string) => path.join(podDir(rootDir, uid), 'sync-state.json');
+
 export async function writeSyncState(rootDir: string, uid: string, st: PodSyncState): Promise<void> {
   const dir = podDir(rootDir, uid);
   if (!fs.existsSync(dir)) return;
-  await writeFileAtomic(path.join(dir, 'sync-state.json'), JSON.stringify(st) + '\n', 0o600);
+  await writeFileAtomic(syncStateFile(rootDir, uid), JSON.stringify(st) + '\n', 0o600);
 }
 
 /** The node's hosts file, which a host-network pod's starts from (the kubelet's etcHostsPath). */

@@ -132,6 +132,13 @@ export interface SyncContext {
   resize?: { allocatable: { cpuMilli: number; memoryBytes: number } };
   /** The node's allocatable (cpu millicores, memory bytes, pods): static pods are admitted against it; unchecked without it. */
   allocatable?: AdmissionNode['allocatable'];
+  /**
+   * After each resize check of an API pod: the reason its resize is pending
+   * (Deferred, Infeasible), or undefined when none is. The sync loop retries
+   * the deferred ones when room may have been freed (the kubelet's
+   * RetryPendingResizes).
+   */
+  onResizePending?: (reason: string | undefined) => void;
 }
 
 export interface SyncPodResult {
@@ -702,6 +709,7 @@ async function allocateResources(ctx: SyncContext, pod: V1Pod, state: PodSyncSta
     delete resize.pending;
     changed = true;
   }
+  ctx.onResizePending?.(resize.pending?.reason);
   return { pod: podWithAllocation(pod, state.allocated).pod, changed };
 }
 

@@ -121,6 +121,8 @@ export class Kubelet {
   private readonly cleanupWarned = new Map<string, string>();
   /** Pod dirs under the root dir that are another node name's (recordOfOtherNode): left alone, and not read again. */
   private readonly otherNodeUids = new Set<string>();
+  /** API pods whose resize is Deferred: synced again when a pod goes or a resize completes (RetryPendingResizes). */
+  private readonly deferredResizes = new Set<string>();
   /** Pods whose start kubelet_pod_start_duration_seconds has counted (or that were running already). */
   private readonly podStartObserved = new Set<string>();
   private readonly workers: PodWorkers;
@@ -265,10 +267,17 @@ export class Kubelet {
       ...(this.opts.cgroups ? { cgroups: this.opts.cgroups } : {}),
       ...(this.opts.resize ? { resize: this.opts.resize } : {}),
       ...(this.opts.allocatable ? { allocatable: this.opts.allocatable } : {}),
+      onResizePending: (reason) => {
+        const uid = forPod.metadata?.uid ?? '';
+        if (reason === 'Deferred') this.deferredResizes.add(uid);
+        else this.deferredResizes.delete(uid);
+      },
       onEvent: (e) => {
         // Events carry the UID of the pod being synced (a pod being killed is no longer in `desired`).
         this.opts.bus.emit(e.kind === 'Event' ? { ...e, uid: forPod.metadata?.uid ?? e.uid } : e);
         if (e.kind !== 'Event') return;
+        // A resize done may have freed room (TriggerReasonPodResized).
+        if (e.reason === 'ResizeCompleted') this.retryDeferredResizes();
         const containerType = e.init === true ? 'init_container' : 'container';
         if (e.reason === 'Started') {
           this.opts.metrics?.containerStarted(containerType);
@@ -393,6 +402,24 @@ export class Kubelet {
     }
     await killPod(this.ctx(this.sourceOf(pod), pod), pod, status, { gracePeriodSeconds: grace });
     this.opts.onPodSynced?.(md.uid ?? '');
+    // A deleted pod stopped holds nothing now (TriggerReasonPodsRemoved, once it is really gone from the node).
+    if (!this.desired.has(md.uid ?? '')) this.retryDeferredResizes();
+  }
+
+  /**
+   * RetryPendingResizes: each pod whose resize was deferred is synced now,
+   * its resize admitted again against what the other pods hold. (The
+   * kubelet also retries every 3 minutes; klet at each pod's periodic sync.)
+   */
+  private retryDeferredResizes(): void {
+    for (const uid of this.deferredResizes) {
+      const d = this.desired.get(uid);
+      if (d === undefined) {
+        this.deferredResizes.delete(uid);
+        continue;
+      }
+      if (this.workers.state(uid) === 'SyncPod') this.workers.updatePod({ pod: d.pod, type: 'sync' });
+    }
   }
 
   /**
@@ -463,7 +490,9 @@ export class Kubelet {
         this.desired.delete(uid);
         this.apiObjects?.unregisterPod(uid);
         this.due.delete(uid);
+        this.deferredResizes.delete(uid);
         this.workers.updatePod({ pod, type: 'kill', reason: 'removed from its source' });
+        this.retryDeferredResizes();
         break;
       case 'RECONCILE':
         this.desired.set(uid, { pod, source: u.source });

@@ -13,7 +13,7 @@ import { EventBus } from '../events/bus.js';
 import type { PodEvent } from '../events/types.js';
 import { instanceSelector } from '../kuberuntime/labels.js';
 import { listPodsWithStatus, type StatusContext } from '../status/pods.js';
-import { listPodRecordUids, listPodRecords } from '../kuberuntime/poddir.js';
+import { listPodRecordUids, listPodRecords, readSyncStateSync } from '../kuberuntime/poddir.js';
 import { log } from '../log.js';
 import { instrumentCri } from '../metrics/instrument-cri.js';
 import { KletMetrics } from '../metrics/metrics.js';
@@ -671,7 +671,7 @@ async function nodeAllocatable(opts: SyncOptions): Promise<import('../node/admis
  * the labels and taints it registers with; what is in use counts the static
  * pods (all of them: a finished static pod still holds its place until its
  * manifest goes, which is stricter than the kubelet's active pods) and the
- * API pods already admitted.
+ * API pods already admitted, with their allocated resources.
  */
 async function apiPodSource(
   opts: SyncOptions,
@@ -682,6 +682,7 @@ async function apiPodSource(
   const { readMachineFacts } = await import('../node/machine.js');
   const { allocatableAmounts, defaultLabels } = await import('../node/node-status.js');
   const { admitPods } = await import('../node/admission.js');
+  const { podWithAllocation } = await import('../kuberuntime/resize.js');
   // The kubelet creates its root dir on start; its filesystem is the node's ephemeral storage.
   await (await import('node:fs/promises')).mkdir(opts.rootDir, { recursive: true });
   const m = await readMachineFacts(opts.rootDir);
@@ -704,7 +705,10 @@ async function apiPodSource(
         if (r !== null) refused.push({ pod, reason: r.reason, message: `Pod was rejected: ${r.message}` });
         return r === null;
       });
-      const admitted = admitPods(rest, [...staticPods(), ...running], node, opts.nodeName);
+      // An admitted API pod counts with its allocated resources, not a resize its spec asks for (getAllocatedPods):
+      // a pending resize, Infeasible or Deferred, holds nothing yet.
+      const allocated = running.map((p) => podWithAllocation(p, readSyncStateSync(opts.rootDir, p.metadata?.uid ?? '').allocated).pod);
+      const admitted = admitPods(rest, [...staticPods(), ...allocated], node, opts.nodeName);
       return { admitted: admitted.admitted, rejected: [...refused, ...admitted.rejected] };
     },
   });
