@@ -389,6 +389,8 @@ port: ${server?.port ?? port}
 healthzPort: ${healthz}
 healthzBindAddress: 127.0.0.1
 containerRuntimeEndpoint: ${target.endpoint}
+# Its own: a kubelet removes, once a minute, every dir of its log root whose pod it does not know (klet's in /var/log/pods too).
+podLogsDir: ${path.join(dir, 'pod-logs')}
 ${extraConfig}`,
   );
   const proc = start(kubeletBin, ['--config', config, '--root-dir', path.join(dir, 'root'), '--hostname-override', NODE_NAME, ...(kubeconfig ? ['--kubeconfig', kubeconfig] : []), ...(server ? ['--node-ip', server.address] : [])], { log: path.join(dir, 'kubelet.log') });
