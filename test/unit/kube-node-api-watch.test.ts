@@ -4,7 +4,7 @@
  * aborts, also while the watch request still waits for its response headers
  * (client-node hands over the watch's controller only once they are in);
  * watches share the connection pool of the other requests and last 5 to 10
- * minutes each.
+ * minutes each (ConfigMap and Secret watches 30 to 60).
  */
 import fs from 'node:fs';
 import http from 'node:http';
@@ -98,14 +98,15 @@ async function shortWatchServer(): Promise<{ url: string; connections: () => num
   const sockets = new Set<net.Socket>();
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
-    if (url.pathname !== '/api/v1/pods') return void res.writeHead(404).end();
+    const kind = url.pathname === '/api/v1/pods' ? 'Pod' : url.pathname === '/api/v1/namespaces/ns1/configmaps' ? 'ConfigMap' : undefined;
+    if (kind === undefined) return void res.writeHead(404).end();
     res.writeHead(200, { 'Content-Type': 'application/json' });
     if (url.searchParams.get('watch') !== 'true') {
-      res.end(JSON.stringify({ apiVersion: 'v1', kind: 'PodList', metadata: { resourceVersion: '7' }, items: [] }));
+      res.end(JSON.stringify({ apiVersion: 'v1', kind: `${kind}List`, metadata: { resourceVersion: '7' }, items: [] }));
       return;
     }
     watchTimeouts.push(Number(url.searchParams.get('timeoutSeconds')));
-    res.end(JSON.stringify({ type: 'BOOKMARK', object: { kind: 'Pod', apiVersion: 'v1', metadata: { resourceVersion: String(7 + watchTimeouts.length) } } }) + '\n');
+    res.end(JSON.stringify({ type: 'BOOKMARK', object: { kind, apiVersion: 'v1', metadata: { resourceVersion: String(7 + watchTimeouts.length) } } }) + '\n');
   });
   server.on('connection', (s) => {
     connections++;
@@ -136,6 +137,22 @@ it('watches go over the connection the other requests use, and ask the server fo
   for (const t of srv.watchTimeouts) {
     expect(t).toBeGreaterThanOrEqual(300);
     expect(t).toBeLessThan(600);
+  }
+}, 10_000);
+
+it('a ConfigMap or Secret watch asks the server for 30 to 60 minutes (the kubelet\'s watch-based manager)', async () => {
+  const srv = await shortWatchServer();
+  const api = await connectNodeApi(kubeconfig(srv.url));
+  const ctrl = new AbortController();
+  const errors: string[] = [];
+  const done = api.watchObject('configmaps', 'ns1', 'cm1', { items: () => undefined, error: (m) => errors.push(m) }, ctrl.signal);
+  while (srv.watchTimeouts.length < 4) await new Promise((r) => setTimeout(r, 10));
+  ctrl.abort();
+  await done;
+  expect(errors).toEqual([]);
+  for (const t of srv.watchTimeouts) {
+    expect(t).toBeGreaterThanOrEqual(1800);
+    expect(t).toBeLessThan(3600);
   }
 }, 10_000);
 

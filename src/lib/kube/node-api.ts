@@ -18,15 +18,24 @@ import { ApiServerError, redact, toApiServerError } from './errors.js';
 
 /** Deadline of one API request. */
 export const API_REQUEST_TIMEOUT_MS = 30_000;
+/** The reflector's default minWatchTimeout (5 minutes): the pod and Service watches. */
+export const WATCH_MIN_TIMEOUT_SECONDS = 300;
 /**
- * Server-side length of one watch request: 5 to 10 minutes, drawn per
- * request (the reflector's minWatchTimeout * (1 + rand)), so that watches
+ * The per-object ConfigMap and Secret watches: 30 minutes, as the kubelet's
+ * watch-based manager bumps its reflectors' MinWatchTimeout "to avoid
+ * recreating" one watch per referenced object (pkg/kubelet/util/manager):
+ * 221 watches of 5–10 minutes were ~30 watch requests a minute holding 110 pods.
+ */
+export const OBJECT_WATCH_MIN_TIMEOUT_SECONDS = 1800;
+/**
+ * Server-side length of one watch request: `minSeconds` to twice that, drawn
+ * per request (the reflector's minWatchTimeout * (1 + rand)), so that watches
  * started together do not all end together. It was 25 s, under client-node's
  * inactivity timeout: with a ConfigMap and a Secret per pod that was ~9 new
  * watch requests a second holding 110 pods (bench/cluster-cpu.md).
  */
-export function watchTimeoutSeconds(random: () => number = Math.random): number {
-  return Math.floor(300 * (1 + random()));
+export function watchTimeoutSeconds(random: () => number = Math.random, minSeconds = WATCH_MIN_TIMEOUT_SECONDS): number {
+  return Math.floor(minSeconds * (1 + random()));
 }
 /** Client-side: a watch that brings nothing for this long past its server-side end is dead (a connection lost without a close). */
 const WATCH_GRACE_MS = 30_000;
@@ -210,6 +219,8 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
     fieldSelector: string;
     type: string;
     what: string;
+    /** The watches' minWatchTimeout (WATCH_MIN_TIMEOUT_SECONDS unless given). */
+    minWatchSeconds?: number;
     list: (signal: AbortSignal) => Promise<{ items: T[]; metadata?: { resourceVersion?: string } }>;
     on: { items(items: T[]): void; error(message: string): void };
     signal: AbortSignal;
@@ -244,7 +255,7 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
           emit();
         }
         requests.watch = (requests.watch ?? 0) + 1;
-        const timeoutSeconds = watchTimeoutSeconds();
+        const timeoutSeconds = watchTimeoutSeconds(Math.random, o.minWatchSeconds);
         // client-node's connect and inactivity timeout (private there; 30 s by default).
         (watch as unknown as { requestTimeoutMs: number }).requestTimeoutMs = timeoutSeconds * 1000 + WATCH_GRACE_MS;
         const gone = await new Promise<boolean>((resolve, reject) => {
@@ -371,6 +382,7 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
         fieldSelector,
         type: kind === 'configmaps' ? 'V1ConfigMap' : 'V1Secret',
         what: `${singular} ${namespace}/${name}`,
+        minWatchSeconds: OBJECT_WATCH_MIN_TIMEOUT_SECONDS,
         list,
         on,
         signal,
