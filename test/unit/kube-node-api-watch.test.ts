@@ -161,3 +161,67 @@ it('draws each watch\'s timeoutSeconds between 5 and 10 minutes', () => {
   expect(watchTimeoutSeconds(() => 0.5)).toBe(450);
   expect(watchTimeoutSeconds(() => 0.999)).toBe(599);
 });
+
+it('a watch cut off by the server going away resumes from its resourceVersion once the server is back, without a list (the reflector\'s)', async () => {
+  let lists = 0;
+  const watchRvs: string[] = [];
+  const sockets = new Set<net.Socket>();
+  const servers: http.Server[] = [];
+  let port = 0;
+  const handler: http.RequestListener = (req, res) => {
+    const url = new URL(req.url ?? '/', 'http://x');
+    if (url.pathname !== '/api/v1/pods') return void res.writeHead(404).end();
+    res.writeHead(200, { 'Content-Type': 'application/json' });
+    if (url.searchParams.get('watch') !== 'true') {
+      lists++;
+      res.end(JSON.stringify({ apiVersion: 'v1', kind: 'PodList', metadata: { resourceVersion: '7' }, items: [] }));
+      return;
+    }
+    watchRvs.push(url.searchParams.get('resourceVersion') ?? '');
+    const pod = { kind: 'Pod', apiVersion: 'v1', metadata: { name: 'p1', namespace: 'default', uid: 'u1', resourceVersion: '9' } };
+    if (watchRvs.length > 1) return void res.write(''); // held open
+    // The first watch brings a pod, then the server goes away (the connection cut, nothing listening) and comes back.
+    res.write(JSON.stringify({ type: 'ADDED', object: pod }) + '\n', () => {
+      setTimeout(() => {
+        servers[0]!.close();
+        for (const s of sockets) s.destroy();
+        setTimeout(() => void listen(port), 700);
+      }, 50);
+    });
+  };
+  const listen = (p: number) =>
+    new Promise<void>((r) => {
+      const server = http.createServer(handler);
+      server.on('connection', (s) => {
+        sockets.add(s);
+        s.on('close', () => sockets.delete(s));
+      });
+      servers.push(server);
+      server.listen(p, '127.0.0.1', () => {
+        port = (server.address() as net.AddressInfo).port;
+        r();
+      });
+    });
+  await listen(0);
+  cleanups.push(() => {
+    for (const s of sockets) s.destroy();
+    for (const s of servers) s.close();
+  });
+  const api = await connectNodeApi(kubeconfig(`http://127.0.0.1:${port}`));
+  const ctrl = new AbortController();
+  const errors: string[] = [];
+  const seq: string[] = [];
+  const done = api.watchNodePods('n1', { pods: (p) => seq.push(`pods ${p.length}`), error: (m) => (errors.push(m), seq.push('error')) }, ctrl.signal);
+  while (watchRvs.length < 2) await new Promise((r) => setTimeout(r, 10));
+  await new Promise((r) => setTimeout(r, 100));
+  ctrl.abort();
+  await done;
+  // One list; the watch started again from the pod's resourceVersion once the server was back.
+  expect(lists).toBe(1);
+  expect(watchRvs[0]).toBe('7');
+  expect(watchRvs.at(-1)).toBe('9');
+  expect(errors.length).toBeGreaterThan(0);
+  // The set handed over after the list and after the pod came; and again once the watch ran again (current again).
+  expect(seq.slice(0, 3)).toEqual(['pods 0', 'pods 1', 'error']);
+  expect(seq.at(-1)).toBe('pods 1');
+}, 15_000);
