@@ -12,7 +12,7 @@ import type net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, expect, it } from 'vitest';
-import { WATCH_RETRY_INITIAL_MS, WATCH_RETRY_MAX_MS, connectNodeApi, watchRetryDelayMs, watchTimeoutSeconds } from '../../src/lib/kube/node-api.js';
+import { connectNodeApi, watchTimeoutSeconds } from '../../src/lib/kube/node-api.js';
 
 const cleanups: Array<() => void> = [];
 afterEach(() => {
@@ -225,11 +225,3 @@ it('a watch cut off by the server going away resumes from its resourceVersion on
   expect(seq.slice(0, 3)).toEqual(['pods 0', 'pods 1', 'error']);
   expect(seq.at(-1)).toBe('pods 1');
 }, 15_000);
-
-it("retries a failed list+watch after the reflector's back-off: 800 ms doubling to 30 s, each wait drawn in [d, 2d)", () => {
-  expect(WATCH_RETRY_INITIAL_MS).toBe(800);
-  expect(WATCH_RETRY_MAX_MS).toBe(30_000);
-  expect(watchRetryDelayMs(800, () => 0)).toBe(800);
-  expect(watchRetryDelayMs(800, () => 0.5)).toBe(1200);
-  expect(watchRetryDelayMs(30_000, () => 0.999)).toBe(59_970);
-});
