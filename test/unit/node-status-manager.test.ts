@@ -199,7 +199,7 @@ describe('status manager: API pods, as the kubelet status manager writes them', 
     { type: 'Ready', status: ok ? 'True' : 'False', reason: ok ? undefined : 'ContainersNotReady', lastTransitionTime: at },
   ];
 
-  function setup(opts: { busy?: Set<string> } = {}) {
+  function setup(opts: { busy?: Set<string>; watching?: () => boolean } = {}) {
     const f = fakeApi();
     const server = apiPod('u1', { phase: 'Pending' });
     f.pods.set('p-u1', server);
@@ -216,7 +216,7 @@ describe('status manager: API pods, as the kubelet status manager writes them', 
       },
       localUids: async () => new Set(local.map((p) => p.metadata!.uid!)),
       busy: (uid) => opts.busy?.has(uid) ?? false,
-      remotePods: () => [...f.pods.values()],
+      remotePods: () => (opts.watching?.() === false ? undefined : [...f.pods.values()]),
     });
     return { f, mgr, reads, setLocal: (p: V1Pod[]) => (local = p) };
   }
@@ -329,6 +329,28 @@ describe('status manager: API pods, as the kubelet status manager writes them', 
     f.setDown(false);
     await mgr.syncOnce(s, false);
     expect(f.calls).toEqual(['status:Pending', 'status:Running']);
+  });
+  it('a status signalled while the server is away (its LIST failing) is written by the first pass once it answers, not left to the next full resync', async () => {
+    let watching = true;
+    const { f, mgr, reads, setLocal } = setup({ watching: () => watching });
+    setLocal([apiPod('u1', { phase: 'Running', conditions: ready(true, new Date(0)) }), apiPod('u2', { phase: 'Running' })]);
+    f.pods.set('p-u2', apiPod('u2', { phase: 'Pending' }));
+    await mgr.syncOnce(s);
+    expect(f.calls).toEqual(['status:Running', 'status:Running']);
+    // The server goes away (the watch has no view: passes LIST): u1's container restarts (kick), u2's first
+    // status is handed over; the pass reads them and fails at the LIST.
+    watching = false;
+    f.setDown(true);
+    setLocal([apiPod('u1', { phase: 'Running', conditions: ready(false, new Date(0)) }), apiPod('u2', { phase: 'Running' })]);
+    mgr.kick('u1');
+    mgr.setPodStatus(apiPod('u2', { phase: 'Failed' }));
+    await expect(mgr.syncOnce(s, false)).rejects.toThrow(/connection refused/);
+    // It answers again: the next pass between resyncs reads u1 again and writes both.
+    f.setDown(false);
+    await mgr.syncOnce(s, false);
+    expect(reads.at(-1)).toEqual(['u1']);
+    expect(f.calls).toEqual(['status:Running', 'status:Running', 'status:Running', 'status:Failed']);
+    expect(f.pods.get('p-u1')!.status!.conditions!.find((c) => c.type === 'Ready')!.status).toBe('False');
   });
 });
 

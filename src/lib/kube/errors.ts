@@ -11,10 +11,13 @@ export class ApiServerError extends KletError {
   readonly status: number | undefined;
   /** The Status reason (NotFound, AlreadyExists, Conflict, Gone, …) when the server gave one. */
   readonly reason: string | undefined;
-  constructor(message: string, opts: { status?: number; reason?: string; cause?: unknown } = {}) {
+  /** The connection was refused (the server is not listening: stopped, or not started yet). */
+  readonly refused: boolean;
+  constructor(message: string, opts: { status?: number; reason?: string; cause?: unknown; refused?: boolean } = {}) {
     super(message, { cause: opts.cause });
     this.status = opts.status;
     this.reason = opts.reason;
+    this.refused = opts.refused === true;
   }
 }
 
@@ -81,7 +84,7 @@ export function toApiServerError(err: unknown, where: string, what: string, secr
   if (chain.some((c) => c.name === 'AbortError')) return new ApiServerError(line(`${where}: ${what}: aborted`), { reason: 'Aborted' });
   const coded = chain.find((c) => typeof c.code === 'string');
   const code = coded?.code as string | undefined;
-  if (code === 'ECONNREFUSED') return new ApiServerError(line(`${where}: ${what}: connection refused`), { cause: undefined });
+  if (code === 'ECONNREFUSED') return new ApiServerError(line(`${where}: ${what}: connection refused`), { cause: undefined, refused: true });
   if (code && TLS_CODES.has(code)) {
     return new ApiServerError(
       line(`${where}: ${what}: TLS: the server's certificate is not trusted with the kubeconfig's certificate-authority (${code})`),

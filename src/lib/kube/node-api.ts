@@ -18,15 +18,24 @@ import { ApiServerError, redact, toApiServerError } from './errors.js';
 
 /** Deadline of one API request. */
 export const API_REQUEST_TIMEOUT_MS = 30_000;
+/** The reflector's default minWatchTimeout (5 minutes): the pod and Service watches. */
+export const WATCH_MIN_TIMEOUT_SECONDS = 300;
 /**
- * Server-side length of one watch request: 5 to 10 minutes, drawn per
- * request (the reflector's minWatchTimeout * (1 + rand)), so that watches
+ * The per-object ConfigMap and Secret watches: 30 minutes, as the kubelet's
+ * watch-based manager bumps its reflectors' MinWatchTimeout "to avoid
+ * recreating" one watch per referenced object (pkg/kubelet/util/manager):
+ * 221 watches of 5–10 minutes were ~30 watch requests a minute holding 110 pods.
+ */
+export const OBJECT_WATCH_MIN_TIMEOUT_SECONDS = 1800;
+/**
+ * Server-side length of one watch request: `minSeconds` to twice that, drawn
+ * per request (the reflector's minWatchTimeout * (1 + rand)), so that watches
  * started together do not all end together. It was 25 s, under client-node's
  * inactivity timeout: with a ConfigMap and a Secret per pod that was ~9 new
  * watch requests a second holding 110 pods (bench/cluster-cpu.md).
  */
-export function watchTimeoutSeconds(random: () => number = Math.random): number {
-  return Math.floor(300 * (1 + random()));
+export function watchTimeoutSeconds(random: () => number = Math.random, minSeconds = WATCH_MIN_TIMEOUT_SECONDS): number {
+  return Math.floor(minSeconds * (1 + random()));
 }
 /** Client-side: a watch that brings nothing for this long past its server-side end is dead (a connection lost without a close). */
 const WATCH_GRACE_MS = 30_000;
@@ -203,13 +212,22 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
    * List, then watch from the list's resourceVersion until the signal aborts
    * (the reflector): `items` gets the whole set after the list and after
    * every change; a 410 Gone relists, any failure is reported to `error` and
-   * retried from a fresh list with back-off. Never rejects.
+   * retried with back-off. As the reflector, a watch that ends (also cut off
+   * by the server going away) or that cannot start because the connection is
+   * refused or the server says 429 is started again from the last
+   * resourceVersion, without a list: after an API server restart each watch
+   * resumes where it was (a 410 then relists), rather than every reflector
+   * listing again (the relist storm of apiserver-restart). Other failures
+   * relist. A watch that starts again after a failure was reported hands
+   * `items` the set once more, so the consumer knows it is current. Never rejects.
    */
   async function listWatch<T extends { metadata?: { uid?: string; resourceVersion?: string } }>(o: {
     path: string;
     fieldSelector: string;
     type: string;
     what: string;
+    /** The watches' minWatchTimeout (WATCH_MIN_TIMEOUT_SECONDS unless given). */
+    minWatchSeconds?: number;
     list: (signal: AbortSignal) => Promise<{ items: T[]; metadata?: { resourceVersion?: string } }>;
     on: { items(items: T[]): void; error(message: string): void };
     signal: AbortSignal;
@@ -223,6 +241,8 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
     const items = new Map<string, T>();
     let rv: string | undefined;
     let backoff = WATCH_RETRY_INITIAL_MS;
+    /** A failure was reported to `error` since the set was last handed over. */
+    let failed = false;
     // Changes that arrive together are delivered once (each delivery is a full snapshot the pod
     // config diffs against every pod: 30 pods created at once were 30 snapshots of up to 30 pods).
     let scheduled = false;
@@ -235,16 +255,19 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
       });
     };
     while (!signal.aborted) {
+      let started = false;
+      let serverError = false;
       try {
         if (rv === undefined) {
           const list = await call(`list ${o.what}`, () => o.list(signal));
           items.clear();
           for (const p of list.items) items.set(p.metadata?.uid ?? '', p);
           rv = list.metadata?.resourceVersion;
+          failed = false;
           emit();
         }
         requests.watch = (requests.watch ?? 0) + 1;
-        const timeoutSeconds = watchTimeoutSeconds();
+        const timeoutSeconds = watchTimeoutSeconds(Math.random, o.minWatchSeconds);
         // client-node's connect and inactivity timeout (private there; 30 s by default).
         (watch as unknown as { requestTimeoutMs: number }).requestTimeoutMs = timeoutSeconds * 1000 + WATCH_GRACE_MS;
         const gone = await new Promise<boolean>((resolve, reject) => {
@@ -267,7 +290,10 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
                 const m = obj as { code?: number; metadata?: { resourceVersion?: string; uid?: string } };
                 if (type === 'ERROR') {
                   if (m.code === 410) expired = true;
-                  else reject(new Error(`watch error: ${JSON.stringify(obj)}`));
+                  else {
+                    serverError = true;
+                    reject(new Error(`watch error: ${JSON.stringify(obj)}`));
+                  }
                   return;
                 }
                 if (m.metadata?.resourceVersion) rv = m.metadata.resourceVersion;
@@ -286,7 +312,14 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
             .then(
               (c) => {
                 ctrl = c;
-                if (signal.aborted) c.abort();
+                if (signal.aborted) return c.abort();
+                // The response headers are in: the watch runs.
+                started = true;
+                backoff = WATCH_RETRY_INITIAL_MS;
+                if (failed) {
+                  failed = false;
+                  emit();
+                }
               },
               (err: unknown) => {
                 signal.removeEventListener('abort', onAbort);
@@ -298,8 +331,14 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
         backoff = WATCH_RETRY_INITIAL_MS;
       } catch (err) {
         if (signal.aborted) break;
-        rv = undefined; // after a failure, start again from a fresh list
-        on.error(toApiServerError(err, `API server ${server}`, `watch ${o.what}`, secrets).message);
+        const e = toApiServerError(err, `API server ${server}`, `watch ${o.what}`, secrets);
+        // The reflector's: a watch cut off after it started, or one refused (connection refused, 429), resumes
+        // from its resourceVersion; any other failure (an ERROR event, a list or watch request answered with
+        // an error) starts again from a fresh list.
+        const resume = rv !== undefined && !serverError && (started || e.refused || e.status === 429);
+        if (!resume) rv = undefined;
+        failed = true;
+        on.error(e.message);
         await pause(backoff, signal);
         backoff = Math.min(backoff * 2, WATCH_RETRY_MAX_MS);
       }
@@ -371,6 +410,7 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
         fieldSelector,
         type: kind === 'configmaps' ? 'V1ConfigMap' : 'V1Secret',
         what: `${singular} ${namespace}/${name}`,
+        minWatchSeconds: OBJECT_WATCH_MIN_TIMEOUT_SECONDS,
         list,
         on,
         signal,

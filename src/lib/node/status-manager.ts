@@ -218,6 +218,13 @@ export class PodStatusManager {
     const given = new Map(this.given);
     this.dirty.clear();
     this.given.clear();
+    // A pass that could not read both sides leaves what it took for the next: a status handed over or
+    // signalled while the server was away is written once it answers, not left to the next full pass.
+    const taken = [...dirty];
+    const putBack = () => {
+      for (const u of taken) this.dirty.add(u);
+      for (const [u, p] of given) if (!this.given.has(u)) this.given.set(u, p);
+    };
     let all: V1Pod[];
     let localUids: Set<string>;
     try {
@@ -230,8 +237,7 @@ export class PodStatusManager {
         [all, localUids] = await Promise.all([this.o.localPods(signal, new Set([...dirty, ...this.staticUids])), this.o.localUids(signal)]);
       }
     } catch (err) {
-      for (const u of dirty) this.dirty.add(u);
-      for (const [u, p] of given) if (!this.given.has(u)) this.given.set(u, p);
+      putBack();
       throw err;
     }
     // A status its sync handed over counts unless a later read replaced it.
@@ -252,7 +258,12 @@ export class PodStatusManager {
     const watched = this.passes === 1 ? undefined : this.o.remotePods?.();
     let remote: V1Pod[];
     if (watched === undefined) {
-      remote = await this.o.api.listNodePods(this.o.nodeName, signal);
+      try {
+        remote = await this.o.api.listNodePods(this.o.nodeName, signal);
+      } catch (err) {
+        putBack();
+        throw err;
+      }
       this.created.clear();
     } else {
       const seen = new Set(watched.map(key));
