@@ -2,7 +2,7 @@
 // real kubelet in standalone mode — on ONE private containerd with the same
 // pre-imported images. See bench/README.md for every scenario and the method.
 //
-//   npm run bench -- [scenario...] [--pairs N] [--smoke [kubelet-api|api-steady-110|api-churn|apiserver-restart]]
+//   npm run bench -- [scenario...] [--pairs N] [--smoke [steady-110-qos|kubelet-api|api-steady-110|api-churn|apiserver-restart|eviction]]
 //                    [--no-kubelet] [--steady-seconds S] [--churn-cycles N] [--cpu-prof DIR]
 //                    [--hold S] [--api-churn-cycles N] [--down S]
 //                    [--klet-b OTHER/bin/run.js] [--calibrate] [--variants "A,B"] [--out FILE]
@@ -13,11 +13,14 @@
 import { execFile, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { cgroupTree, makeCgroupRoot, removeCgroupRoot } from '../dist/lib/cm/cgroup-root.js';
+import { hostHierarchies } from '../dist/lib/cm/manager.js';
 import { CriClient } from '../dist/lib/cri/client.js';
 import { shimPids, startManagedRuntime, stopManagedRuntime } from '../dist/lib/runtime/containerd.js';
 import { BUSYBOX_IMAGE } from '../dist/lib/runtime/containerd-config.js';
@@ -31,6 +34,15 @@ const execFileP = promisify(execFile);
 const KLET = path.join(repo, 'bin/run.js');
 /** klet sync as the kubelet here runs (cgroupsPerQOS: false): the runtime's cgroups, none made under the host's /kubepods. */
 const KLET_FLAT_CGROUPS = ['--cgroups-per-qos=false', '--enforce-node-allocatable=none'];
+/**
+ * The *-qos scenarios: pod and QoS cgroups for both agents (cgroupsPerQOS,
+ * cgroupfs, enforceNodeAllocatable [pods]) under this run's own cgroup root,
+ * made in every hierarchy when such a scenario runs (src/lib/cm/cgroup-root.ts,
+ * as test/conformance/run.ts makes its own), emptied between runs and removed
+ * at the end; never the host's /kubepods.
+ */
+const CGROUP_ROOT = `/klet-bench-${process.pid.toString(36)}${Math.random().toString(36).slice(2, 8)}`;
+const kletQosCgroups = () => ['--cgroups-per-qos=true', '--cgroup-driver=cgroupfs', `--cgroup-root=${CGROUP_ROOT}`, '--enforce-node-allocatable=pods'];
 const FLOOR = path.join(repo, 'bench/floor.js');
 const NODE = process.execPath;
 const TAG = String(process.pid % 1000).padStart(3, '0');
@@ -42,9 +54,9 @@ const RUNNING = 1; // CRI ContainerState.CONTAINER_RUNNING
 const SANDBOX_READY = 0; // CRI PodSandboxState.SANDBOX_READY
 
 // ---------------------------------------------------------------- arguments
-const ALL = ['startup-1', 'startup-10', 'startup-30', 'startup-110', 'steady-110', 'probes-110', 'exit-to-restart', 'teardown-30', 'cold-start', 'churn', 'api-start-30', 'api-start-110', 'kubelet-api', 'api-steady-110', 'api-churn', 'apiserver-restart', 'eviction'];
-/** The scenarios `--smoke` runs alone at small sizes, klet only (not in CI's default smoke run: each starts a control plane). */
-const SMOKE_ALONE = ['kubelet-api', 'api-steady-110', 'api-churn', 'apiserver-restart', 'eviction'];
+const ALL = ['startup-1', 'startup-10', 'startup-30', 'startup-110', 'steady-110', 'steady-110-qos', 'probes-110', 'exit-to-restart', 'teardown-30', 'cold-start', 'churn', 'api-start-30', 'api-start-110', 'kubelet-api', 'api-steady-110', 'api-churn', 'apiserver-restart', 'eviction'];
+/** The scenarios `--smoke` runs alone at small sizes, klet only (not in CI's default smoke run: each starts a control plane, or holds pods for a while). */
+const SMOKE_ALONE = ['steady-110-qos', 'kubelet-api', 'api-steady-110', 'api-churn', 'apiserver-restart', 'eviction'];
 function parseArgs(argv) {
   const o = { scenarios: [], pairs: 5, smoke: false, kubelet: true, steadySeconds: 60, churnCycles: 100, exitPods: 20, hold: 600, apiChurnCycles: 300, down: 60, cpuProf: null, out: null, kletNodeFlags: [] };
   const num = (flag, v) => {
@@ -78,7 +90,7 @@ function parseArgs(argv) {
       if (!o.variants.length) fail('--variants: needs a comma-separated list of variant names, e.g. "klet runonce,floor"');
     }
     else if (flag.startsWith('-')) fail(`unknown option ${a} (options: --pairs N --smoke --no-kubelet --steady-seconds S --churn-cycles N --exit-pods N --hold S --api-churn-cycles N --down S --cpu-prof DIR --klet-node-flags FLAGS --klet-b BIN --calibrate --variants LIST --out FILE)`);
-    else if (ALL.includes(a) || /^(startup|steady|probes|teardown|api-start|api-steady|apiserver-restart)-[1-9]\d*$/.test(a)) o.scenarios.push(a); // other sizes: for debugging
+    else if (ALL.includes(a) || /^(startup|steady|probes|teardown|api-start|api-steady|apiserver-restart)-[1-9]\d*$/.test(a) || /^steady-[1-9]\d*-qos$/.test(a)) o.scenarios.push(a); // other sizes: for debugging
     else fail(`unknown scenario ${JSON.stringify(a)} (scenarios: ${ALL.join(', ')})`);
   }
   if (o.smoke) {
@@ -90,6 +102,7 @@ function parseArgs(argv) {
     if (!given('--hold')) o.hold = 20;
     if (!given('--api-churn-cycles')) o.apiChurnCycles = 6;
     if (!given('--down')) o.down = 10;
+    if (!given('--steady-seconds')) o.steadySeconds = 20;
     if (!o.scenarios.length) o.scenarios = ['startup-1', 'cold-start'];
     o.kubelet = false;
   }
@@ -142,6 +155,7 @@ function httpOk(url) {
 }
 
 // ------------------------------------------------------------- environment
+const hierarchies = await hostHierarchies();
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'klet-bench-'));
 const tag = TAG;
 const target = {
@@ -270,6 +284,18 @@ const noSandboxes = async () => (await cri.listPodSandbox({})).items.length === 
 const noReadySandboxes = async () => (await cri.listPodSandbox({})).items.every((s) => s.state !== SANDBOX_READY);
 
 async function removeAllPods() {
+  // On a machine at load 100+ containerd can take over the CRI client's 2 min to stop a sandbox (2026-11-28,
+  // steady-110-qos): the untimed clean-up tries again (twice) before it is a harness error.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await removeAllPodsOnce();
+    } catch (err) {
+      if (attempt >= 3) throw err;
+      process.stderr.write(`bench: removing the pods (attempt ${attempt}): ${err.message}; again\n`);
+    }
+  }
+}
+async function removeAllPodsOnce() {
   const { items } = await cri.listPodSandbox({});
   await Promise.all(
     items.map(async (sb) => {
@@ -291,6 +317,7 @@ async function reset() {
   for (const p of [...children]) await stopProc(p);
   await removeAllPods();
   for (const d of ourLogDirs()) fs.rmSync(path.join('/var/log/pods', d), { recursive: true, force: true });
+  if (cgroupRootMade) await freshCgroupRoot();
   fs.rmSync(`/tmp/klet-floor-floor-${tag}-`, { recursive: true, force: true }); // floor.js --pod-config's files
   await unmountAll(KROOT);
   fs.rmSync(KROOT, { recursive: true, force: true });
@@ -357,9 +384,13 @@ function findKubelet() {
  * ({ address, port, clientCaFile }): its kubelet server there, set up as a
  * kubeadm node's and klet sync --kubeconfig's defaults (client certificates
  * from that CA, bearer tokens by TokenReview, anonymous refused,
- * SubjectAccessReview: test/helpers/kubelet-agent.ts), and --node-ip address.
+ * SubjectAccessReview: test/helpers/kubelet-agent.ts), and --node-ip address;
+ * else its server on 127.0.0.1 at a free port (`proc.port`), anonymous
+ * requests allowed (AlwaysAllow). `qosCgroups`: cgroupsPerQOS under
+ * CGROUP_ROOT with enforceNodeAllocatable [pods] (the *-qos scenarios);
+ * else cgroupsPerQOS false.
  */
-async function startKubelet({ kubeconfig, server, prepareRoot, extraConfig = '' } = {}) {
+async function startKubelet({ kubeconfig, server, prepareRoot, extraConfig = '', qosCgroups = false } = {}) {
   const dir = path.join(tmp, `kubelet-${++kubeletRuns}`);
   fs.mkdirSync(dir, { recursive: true });
   if (prepareRoot) await prepareRoot(path.join(dir, 'root'));
@@ -372,8 +403,7 @@ async function startKubelet({ kubeconfig, server, prepareRoot, extraConfig = '' 
 kind: KubeletConfiguration
 staticPodPath: ${MANIFESTS}
 cgroupDriver: cgroupfs
-cgroupsPerQOS: false
-enforceNodeAllocatable: []
+${qosCgroups ? `cgroupsPerQOS: true\ncgroupRoot: ${CGROUP_ROOT}\nenforceNodeAllocatable: [pods]` : 'cgroupsPerQOS: false\nenforceNodeAllocatable: []'}
 failSwapOn: false
 failCgroupV1: false
 ${
@@ -395,6 +425,7 @@ ${extraConfig}`,
   );
   const proc = start(kubeletBin, ['--config', config, '--root-dir', path.join(dir, 'root'), '--hostname-override', NODE_NAME, ...(kubeconfig ? ['--kubeconfig', kubeconfig] : []), ...(server ? ['--node-ip', server.address] : [])], { log: path.join(dir, 'kubelet.log') });
   proc.healthz = `http://127.0.0.1:${healthz}/healthz`;
+  proc.port = server?.port ?? port;
   proc.dir = dir;
   return proc;
 }
@@ -558,13 +589,23 @@ const startupRatios = [
   ['klet sync (cold)', 'floor'],
 ];
 
-/** steady-110: start with 110 manifests, all running, settle 10 s, then CPU over the window and RSS. */
-function steadyVariants(n, { probes = false } = {}) {
-  const measure = async (p, what) => {
+/**
+ * steady-N: start with N manifests, all running, settle 10 s, then CPU over
+ * the window and RSS. probes-N: each pod with probes. steady-N-qos (`qos`):
+ * both agents with pod and QoS cgroups under CGROUP_ROOT and their kubelet
+ * server on loopback (anonymous, AlwaysAllow), the harness reading each
+ * one's /metrics/resource every 10 s of the window as metrics-server does
+ * (scrapeResourceMetrics); the run fails unless every read answered 200
+ * naming the N pods, and N pod<uid> cgroups are under CGROUP_ROOT in the cpu
+ * hierarchy at the end of the window.
+ */
+function steadyVariants(n, { probes = false, qos = false } = {}) {
+  const measure = async (p, what, statsPort) => {
     await waitFor(what, nRunning(n), { proc: p });
     await sleep(10_000);
     const c0 = procStat(p.pid).ticks;
     const w0 = now();
+    const scrapes = qos ? scrapeResourceMetrics(statsPort, w0, opts.steadySeconds * 1000) : null;
     await sleep(opts.steadySeconds * 1000);
     if (!p.alive) throw new Error(`${what}: exited during the steady window${logTail(p)}`);
     const cpu = ((procStat(p.pid).ticks - c0) / CLK_TCK) * 1000 * 100 / (now() - w0);
@@ -578,6 +619,14 @@ function steadyVariants(n, { probes = false } = {}) {
       rssFileMB: procStatus(p.pid, 'RssFile'),
     };
     if (what.startsWith('klet')) Object.assign(r, await kletHeap());
+    if (qos) {
+      const reads = await scrapes;
+      const bad = reads.find((x) => x.status !== 200 || x.pods < n);
+      if (bad) throw new Error(`${what}: /metrics/resource read ${reads.indexOf(bad) + 1} of the window answered ${bad.status} naming ${bad.pods} of ${n} pods`);
+      Object.assign(r, { statsReads: reads.length, statsReadMs: round(Math.max(...reads.map((x) => x.ms))), statsBytes: reads.at(-1).bytes });
+      r.podCgroups = podCgroupCount();
+      if (r.podCgroups !== n) throw new Error(`${what}: ${r.podCgroups} pod cgroups under ${CGROUP_ROOT} in the cpu hierarchy at the end of the window, not ${n}`);
+    }
     const running = await appContainers(RUNNING);
     if (running.length !== n) throw new Error(`${what}: fewer than ${n} containers running at the end of the window`);
     r.restarts = running.filter((c) => c.metadata.attempt > 0).length; // a failing liveness probe would restart containers
@@ -586,8 +635,11 @@ function steadyVariants(n, { probes = false } = {}) {
   const v = {
     'klet sync': async () => {
       writeManifests(MANIFESTS, n, { probes });
-      const p = start(NODE, [...opts.kletNodeFlags, KLET, 'sync', '--manifest-dir', MANIFESTS, ...KLET_FLAT_CGROUPS, ...kletGlobal()], { log: path.join(tmp, 'klet-sync.log'), env: kletEnv() });
-      const r = await measure(p, 'klet sync');
+      const port = qos ? await freePort() : null;
+      // With qos, its kubelet server as the kubelet's here: loopback, anonymous requests, AlwaysAllow (a self-signed certificate).
+      const cgroupFlags = qos ? [...kletQosCgroups(), '--address=127.0.0.1', `--port=${port}`, '--anonymous-auth=true', '--authorization-mode=AlwaysAllow'] : KLET_FLAT_CGROUPS;
+      const p = start(NODE, [...opts.kletNodeFlags, KLET, 'sync', '--manifest-dir', MANIFESTS, ...cgroupFlags, ...kletGlobal()], { log: path.join(tmp, 'klet-sync.log'), env: kletEnv() });
+      const r = await measure(p, 'klet sync', port);
       await stopProc(p);
       return r;
     },
@@ -595,13 +647,60 @@ function steadyVariants(n, { probes = false } = {}) {
   if (opts.kubelet) {
     v.kubelet = async () => {
       writeManifests(MANIFESTS, n, { probes });
-      const p = await startKubelet();
-      const r = await measure(p, 'kubelet');
+      const p = await startKubelet({ qosCgroups: qos });
+      const r = await measure(p, 'kubelet', p.port);
       await cleanKubelet(p);
       return r;
     };
   }
   return v;
+}
+
+/**
+ * What metrics-server does to a node every 10 s (here from `t0` for
+ * `windowMs`): GET https://127.0.0.1:PORT/metrics/resource, the kubelet's
+ * resource metrics (metrics-server >= 0.6; a keep-alive connection, the
+ * serving certificate not checked: metrics-server's
+ * --kubelet-insecure-tls). Per read: status, ms, bytes, and how many of
+ * the harness's pods container_cpu_usage_seconds_total names.
+ */
+async function scrapeResourceMetrics(port, t0, windowMs, everyMs = 10_000) {
+  const agent = new https.Agent({ keepAlive: true, rejectUnauthorized: false });
+  const reads = [];
+  try {
+    for (let at = 0; at < windowMs; at += everyMs) {
+      await sleep(Math.max(0, t0 + at - now()));
+      const s0 = now();
+      const { status, body } = await new Promise((resolve) => {
+        const req = https.get({ host: '127.0.0.1', port, path: '/metrics/resource', agent }, (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (d) => (text += d));
+          res.on('end', () => resolve({ status: res.statusCode, body: text }));
+        });
+        req.on('error', (err) => resolve({ status: err.code ?? err.message, body: '' }));
+        req.setTimeout(9000, () => req.destroy(new Error('no answer within 9 s')));
+      });
+      const pods = new Set([...body.matchAll(/^container_cpu_usage_seconds_total\{[^}]*\bpod="([^"]+)"/gm)].map((m) => m[1]).filter((x) => x.startsWith(PREFIX)));
+      reads.push({ status, ms: now() - s0, bytes: Buffer.byteLength(body), pods: pods.size });
+    }
+  } finally {
+    agent.destroy();
+  }
+  return reads;
+}
+/** The pod<uid> cgroups under CGROUP_ROOT in the cpu hierarchy (at any depth: kubepods/, burstable/, besteffort/). */
+function podCgroupCount() {
+  const cpu = hierarchies.mounts.get(hierarchies.version === 2 ? '' : 'cpu');
+  return cgroupTree(CGROUP_ROOT, { version: hierarchies.version, mounts: new Map([['cpu', cpu]]) }).filter((d) => /^pod[0-9a-f-]+$/.test(path.basename(d))).length;
+}
+/** Whether the *-qos scenarios' CGROUP_ROOT exists (made by the first of them, emptied by reset(), removed at the end). */
+let cgroupRootMade = false;
+/** CGROUP_ROOT made afresh: what the previous run left under it (the pods' cgroups, kubepods, what the kubelet made beside) is removed first. */
+async function freshCgroupRoot() {
+  if (cgroupRootMade) await removeCgroupRoot(CGROUP_ROOT, hierarchies);
+  cgroupRootMade = true;
+  await makeCgroupRoot(CGROUP_ROOT, hierarchies);
 }
 
 /**
@@ -761,7 +860,12 @@ async function alternate(name, allVariants, pairs, { resetEach = true } = {}) {
       process.stderr.write(`  ${name} ${r === 0 ? 'warm-up' : `round ${r}/${pairs}`} ${k}: ${res.ms.toFixed(1)}\n`);
     }
   }
-  if (resetEach) await reset();
+  if (resetEach) {
+    // The measured runs are kept when the clean-up after the last one fails (the error carries them; main records them).
+    await reset().catch((err) => {
+      throw Object.assign(err, { runs });
+    });
+  }
   return runs;
 }
 /** The variants --variants keeps (all without it); a name the scenario does not have is an error naming it and the scenario's variants. */
@@ -803,6 +907,9 @@ const BUDGETS = [
   { scenario: 'startup-30', klet: 'klet runonce', peer: 'kubelet (cold)', key: 'ms', limit: 0.8 },
   { scenario: 'steady-110', klet: 'klet sync', peer: 'kubelet', key: 'cpuPct', limit: 0.5 },
   { scenario: 'steady-110', klet: 'klet sync', peer: 'kubelet', key: 'rssMB', limit: 1 },
+  // Issue 37's: the same with pod and QoS cgroups and stats read every 10 s.
+  { scenario: 'steady-110-qos', klet: 'klet sync', peer: 'kubelet', key: 'cpuPct', limit: 0.5 },
+  { scenario: 'steady-110-qos', klet: 'klet sync', peer: 'kubelet', key: 'rssMB', limit: 1 },
   { scenario: 'exit-to-restart', klet: 'klet sync', peer: 'kubelet', key: 'p99', limit: 1 },
   { scenario: 'teardown-30', klet: 'klet delete --all', peer: 'floor', key: 'ms', limit: 1.1 },
   // Issue 39's, for cluster mode (api-churn's 0 leaks and apiserver-restart's 30 s are bounds on klet alone: `absolute` in their results).
@@ -1763,13 +1870,16 @@ async function runScenario(s) {
     const runs = await alternate(s, startupVariants(n), opts.pairs);
     return { unit: 'ms', runs, summary: mapValues(runs, (r) => summarize(r)), ratios: startupRatios.map(([a, b]) => ratios(runs, a, b)).filter(Boolean) };
   }
-  const steady = /^(steady|probes)-(\d+)$/.exec(s);
+  const steady = /^(steady|probes)-(\d+)(-qos)?$/.exec(s);
   if (steady) {
-    const runs = await alternate(s, steadyVariants(Number(steady[2]), { probes: steady[1] === 'probes' }), opts.pairs);
+    const qos = steady[3] !== undefined;
+    if (qos && !cgroupRootMade) await freshCgroupRoot();
+    const n = qos && opts.smoke ? 5 : Number(steady[2]);
+    const runs = await alternate(s, steadyVariants(n, { probes: steady[1] === 'probes', qos }), opts.pairs);
     return {
       unit: '% of one core / MB',
       runs,
-      summary: mapValues(runs, (r) => Object.fromEntries(['cpuPct', 'peakRssMB', 'rssMB', 'rssAnonMB', 'rssFileMB', 'heapUsedMB', 'heapTotalMB', 'externalMB', 'restarts'].filter((k) => r[0]?.[k] != null).map((k) => [k, summarize(r, k)]))),
+      summary: mapValues(runs, (r) => Object.fromEntries(['cpuPct', 'peakRssMB', 'rssMB', 'rssAnonMB', 'rssFileMB', 'heapUsedMB', 'heapTotalMB', 'externalMB', 'restarts', 'statsReadMs', 'statsBytes', 'podCgroups'].filter((k) => r[0]?.[k] != null).map((k) => [k, summarize(r, k)]))),
       ratios: ['cpuPct', 'peakRssMB', 'rssMB'].map((k) => ratios(runs, 'klet sync', 'kubelet', k)).filter(Boolean),
     };
   }
@@ -1908,6 +2018,8 @@ async function finalLeaks() {
     logDirs: ourLogDirs().length,
     kletMounts: (await mountsUnder(KROOT)).length,
     processes: children.size,
+    // What is left of CGROUP_ROOT's tree in every hierarchy once removed (the *-qos scenarios').
+    cgroups: cgroupTree(CGROUP_ROOT, hierarchies).length,
   };
 }
 
@@ -1974,6 +2086,7 @@ async function cleanup() {
   }
   await stopManagedRuntime(target).catch((e) => process.stderr.write(`bench: stopping the runtime: ${e.message}\n`));
   spawnSync('ip', ['link', 'del', target.network.bridge]);
+  if (cgroupRootMade) await removeCgroupRoot(CGROUP_ROOT, hierarchies).catch((e) => process.stderr.write(`bench: removing ${CGROUP_ROOT}: ${e.message}\n`));
   for (const d of ourLogDirs()) fs.rmSync(path.join('/var/log/pods', d), { recursive: true, force: true });
   if ((await mountsUnder(tmp)).length === 0) fs.rmSync(tmp, { recursive: true, force: true });
   else process.stderr.write(`bench: mounts left under ${tmp}; not removed\n`);
@@ -2002,7 +2115,7 @@ try {
       results.scenarios[s] = { ...r, ...(r.ratios ? { ratios: withBudgets(s, r.ratios) } : {}), loadBefore };
     } catch (err) {
       status = 1;
-      results.scenarios[s] = { error: err.message, loadBefore };
+      results.scenarios[s] = { error: err.message, ...(err.runs ? { runs: err.runs } : {}), loadBefore };
       process.stderr.write(`bench: ${s}: ${err.message}\n`);
       await reset().catch((e) => process.stderr.write(`bench: reset after the error failed: ${e.message}\n`));
     }
@@ -2011,6 +2124,7 @@ try {
     if (settles.length) results.scenarios[s].settleMs = { min: Math.min(...settles), median: round(median(settles)), max: Math.max(...settles) };
     results.scenarios[s].loadAfter = os.loadavg().map((x) => round(x, 2));
   }
+  if (cgroupRootMade) await removeCgroupRoot(CGROUP_ROOT, hierarchies).catch((e) => process.stderr.write(`bench: removing ${CGROUP_ROOT}: ${e.message}\n`));
   results.leaks = await finalLeaks();
   // churn's leaks (klet's), and api-churn's of klet (the kubelet's are reported, not klet's to answer for).
   const churnLeaks = [...Object.values(results.scenarios.churn?.leaks ?? {}), results.scenarios['api-churn']?.leaks?.['klet sync --kubeconfig'] ?? {}].flatMap((l) => Object.values(l));

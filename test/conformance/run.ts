@@ -25,6 +25,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
+import { makeCgroupRoot, removeCgroupRoot } from '../../src/lib/cm/cgroup-root.js';
 import { CriClient } from '../../src/lib/cri/client.js';
 import { containerdConfig, cniConflist, CNI_CONFLIST } from '../../src/lib/runtime/containerd-config.js';
 import { layoutFor, networkFor, stopManagedRuntime, type RuntimeTarget } from '../../src/lib/runtime/containerd.js';
@@ -190,54 +191,15 @@ async function addNodeIp(cleanup: Cleanup): Promise<void> {
   cleanup.add(`ip addr del ${NODE_IP}/32 dev lo`, async () => void (await execFileP('ip', ['addr', 'del', `${NODE_IP}/32`, 'dev', 'lo'])));
 }
 
-/** Mount points of the cgroup hierarchies of a type: 'cgroup' (v1) or 'cgroup2'. */
-function cgroupHierarchies(type: 'cgroup' | 'cgroup2'): string[] {
-  return fs
-    .readFileSync('/proc/self/mounts', 'utf8')
-    .split('\n')
-    .map((l) => l.split(' '))
-    .filter((f) => f[2] === type)
-    .map((f) => f[1]!);
-}
-
 /**
- * A cgroup root of our own in every v1 hierarchy (cpuset's cpus and mems
- * copied from its parent), or in the v2 one on a v2-only host. On a hybrid
- * host the kubelet also makes it in the v2 hierarchy: that is removed too.
+ * A private cgroup root (src/lib/cm/cgroup-root.ts: every v1 hierarchy with
+ * cpuset's cpus and mems copied, or the v2 one), removed at the end with
+ * everything under it, in every hierarchy (the kubelet also makes it in a
+ * hybrid host's v2 hierarchy).
  */
-async function makeCgroupRoot(name: string, cleanup: Cleanup): Promise<void> {
-  const v1 = cgroupHierarchies('cgroup');
-  const v2 = cgroupHierarchies('cgroup2');
-  const dirs = (v1.length > 0 ? v1 : v2).map((h) => path.join(h, name));
-  const all = [...v1, ...v2].map((h) => path.join(h, name));
-  for (const d of all) {
-    if (fs.existsSync(d)) throw new Error(`cgroup ${d} exists already (not ours)`);
-  }
-  cleanup.add(`remove cgroup ${name}`, async () => {
-    for (const d of all) await removeCgroupTree(d);
-  });
-  for (const d of dirs) {
-    await fsp.mkdir(d);
-    if (path.basename(path.dirname(d)) === 'cpuset') {
-      for (const f of ['cpuset.cpus', 'cpuset.mems']) await fsp.writeFile(path.join(d, f), await fsp.readFile(path.join(path.dirname(d), f)));
-    }
-  }
-}
-
-/** rmdir a cgroup and its children, deepest first (a cgroup dir holds only kernel files besides its children). */
-async function removeCgroupTree(d: string): Promise<void> {
-  let entries: fs.Dirent[];
-  try {
-    entries = await fsp.readdir(d, { withFileTypes: true });
-  } catch {
-    return;
-  }
-  for (const e of entries) if (e.isDirectory()) await removeCgroupTree(path.join(d, e.name));
-  await fsp.rmdir(d).catch(async () => {
-    // Processes may need a moment to leave after their containers were killed.
-    await new Promise((r) => setTimeout(r, 1000));
-    await fsp.rmdir(d);
-  });
+async function makePrivateCgroupRoot(name: string, cleanup: Cleanup): Promise<void> {
+  await makeCgroupRoot(`/${name}`);
+  cleanup.add(`remove cgroup ${name}`, () => removeCgroupRoot(`/${name}`));
 }
 
 /**
@@ -527,7 +489,7 @@ async function runAgent(o: RunOptions): Promise<{ run: AgentRun; verdicts: Map<s
     await fsp.mkdir(nodeDir, { recursive: true });
     const cgroupRoot = `klet-conformance-${randomBytes(3).toString('hex')}`;
     // Both agents make their pod and QoS cgroups under a private cgroup root, never the host's /kubepods.
-    await makeCgroupRoot(cgroupRoot, cleanup);
+    await makePrivateCgroupRoot(cgroupRoot, cleanup);
     const endpoint = await step(startContainerd(path.join(dir, 'runtime'), registry, cleanup));
     const kubeconfig = c.nodes[NODE_NAME]!.kubeconfig;
     const agent =

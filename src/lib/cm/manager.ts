@@ -243,7 +243,7 @@ async function enableControllers(parent: string): Promise<void> {
 }
 
 /** v1 cpuset: a new cgroup starts with no CPUs or memory nodes; it gets its parent's. */
-async function copyCpuset(dir: string): Promise<void> {
+export async function copyCpuset(dir: string): Promise<void> {
   for (const f of ['cpuset.cpus', 'cpuset.mems']) {
     const own = (await fsp.readFile(path.join(dir, f), 'utf8')).trim();
     if (own !== '') continue;
