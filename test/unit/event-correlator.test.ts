@@ -57,6 +57,38 @@ describe('EventCorrelator (client-go events_cache.go)', () => {
 });
 
 describe('EventRecorder', () => {
+  it('stamps an event when it is recorded, not when the sender gets to it', async () => {
+    let clock = 1_000_000;
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((r) => (release = r));
+    const sent: CoreV1Event[] = [];
+    const api: EventApi = {
+      createEvent: async (_ns, e) => {
+        if (sent.length === 0) await gate;
+        sent.push(e);
+        return e;
+      },
+      patchEvent: async () => {
+        throw new Error('no patch expected');
+      },
+    };
+    const ctrl = new AbortController();
+    const r = new EventRecorder({ api, nodeName: 'n1', signal: ctrl.signal, now: () => clock });
+    const obj = { kind: 'Pod', namespace: 'ns', name: 'p', uid: 'u', apiVersion: 'v1' };
+    r.record({ object: obj, type: 'Normal', reason: 'Pulled', message: 'first' });
+    r.record({ object: obj, type: 'Normal', reason: 'Created', message: 'second' });
+    // The sender is held on the first for a minute.
+    clock += 60_000;
+    release();
+    while (sent.length < 2) await new Promise((res) => setTimeout(res, 5));
+    expect(sent.map((e) => [e.reason, e.firstTimestamp?.getTime(), e.lastTimestamp?.getTime()])).toEqual([
+      ['Pulled', 1_000_000, 1_000_000],
+      ['Created', 1_000_000, 1_000_000],
+    ]);
+    ctrl.abort();
+    await r.done;
+  });
+
   it('creates, then patches count; a patch of an expired event creates it again; the caller never waits', async () => {
     const calls: string[] = [];
     const server = new Map<string, CoreV1Event>();

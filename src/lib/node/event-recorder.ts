@@ -92,7 +92,8 @@ export function makeKubeletEvent(e: RecordedEvent, nodeName: string, nowMs: numb
 
 export class EventRecorder {
   private readonly correlator = new EventCorrelator();
-  private readonly queue: RecordedEvent[] = [];
+  /** Events waiting for the sender, each with when it was recorded (its timestamps). */
+  private readonly queue: Array<{ e: RecordedEvent; at: number }> = [];
   private readonly limiter: TokenBucket;
   private wake: (() => void) | null = null;
   private readonly now: () => number;
@@ -113,7 +114,8 @@ export class EventRecorder {
       this.stats.dropped++;
       return;
     }
-    this.queue.push(e);
+    // Stamped now, as the kubelet's recorder makes the Event when it is recorded: a sender busy retrying does not make it late.
+    this.queue.push({ e, at: this.now() });
     this.stats.queued = this.queue.length;
     this.wake?.();
   }
@@ -142,7 +144,7 @@ export class EventRecorder {
       }
       // The client's own rate limit (the kubelet's eventRecordQPS/eventBurst).
       while (!this.limiter.tryAccept(this.now()) && !signal.aborted) await pause(1000 / EVENT_RECORD_QPS, signal);
-      const r = this.correlator.correlate(this.makeEvent(next, this.now()), this.now());
+      const r = this.correlator.correlate(this.makeEvent(next.e, next.at), this.now());
       if (r.skip) {
         this.stats.filtered++;
         continue;
