@@ -706,8 +706,11 @@ async function apiPodSource(
         return r === null;
       });
       // An admitted API pod counts with its allocated resources, not a resize its spec asks for (getAllocatedPods):
-      // a pending resize, Infeasible or Deferred, holds nothing yet.
-      const allocated = running.map((p) => podWithAllocation(p, readSyncStateSync(opts.rootDir, p.metadata?.uid ?? '').allocated).pod);
+      // a pending resize, Infeasible or Deferred, holds nothing yet. A pod at generation 1 has had no spec
+      // change, so no resize: its spec is its allocation, and its sync state is not read (110 reads per admission otherwise).
+      const allocated = running.map((p) =>
+        (p.metadata?.generation ?? 1) <= 1 ? p : podWithAllocation(p, readSyncStateSync(opts.rootDir, p.metadata?.uid ?? '').allocated).pod,
+      );
       const admitted = admitPods(rest, [...staticPods(), ...allocated], node, opts.nodeName);
       return { admitted: admitted.admitted, rejected: [...refused, ...admitted.rejected] };
     },
