@@ -4,7 +4,7 @@
 //
 //   npm run bench -- [scenario...] [--pairs N] [--smoke [steady-110-qos|kubelet-api|api-steady-110|api-churn|apiserver-restart|eviction]]
 //                    [--no-kubelet] [--steady-seconds S] [--churn-cycles N] [--cpu-prof DIR]
-//                    [--hold S] [--api-churn-cycles N] [--down S]
+//                    [--hold S] [--warmup-hold S] [--api-churn-cycles N] [--down S]
 //                    [--klet-b OTHER/bin/run.js] [--calibrate] [--variants "A,B"] [--out FILE]
 //
 // Every timed run starts from an empty runtime (checked, not assumed), and the
@@ -58,7 +58,7 @@ const ALL = ['startup-1', 'startup-10', 'startup-30', 'startup-110', 'steady-110
 /** The scenarios `--smoke` runs alone at small sizes, klet only (not in CI's default smoke run: each starts a control plane, or holds pods for a while). */
 const SMOKE_ALONE = ['steady-110-qos', 'kubelet-api', 'api-steady-110', 'api-churn', 'apiserver-restart', 'eviction'];
 function parseArgs(argv) {
-  const o = { scenarios: [], pairs: 5, smoke: false, kubelet: true, steadySeconds: 60, churnCycles: 100, exitPods: 20, hold: 600, apiChurnCycles: 300, down: 60, cpuProf: null, out: null, kletNodeFlags: [] };
+  const o = { scenarios: [], pairs: 5, smoke: false, kubelet: true, steadySeconds: 60, churnCycles: 100, exitPods: 20, hold: 600, warmupHold: null, apiChurnCycles: 300, down: 60, cpuProf: null, out: null, kletNodeFlags: [] };
   const num = (flag, v) => {
     const n = Number(v);
     if (!Number.isInteger(n) || n < 1) fail(`${flag}: expected a positive integer, got ${JSON.stringify(v)}`);
@@ -75,6 +75,7 @@ function parseArgs(argv) {
     else if (flag === '--churn-cycles') o.churnCycles = num(flag, value());
     else if (flag === '--exit-pods') o.exitPods = num(flag, value());
     else if (flag === '--hold') o.hold = num(flag, value());
+    else if (flag === '--warmup-hold') o.warmupHold = num(flag, value());
     else if (flag === '--api-churn-cycles') o.apiChurnCycles = num(flag, value());
     else if (flag === '--down') o.down = num(flag, value());
     else if (flag === '--cpu-prof') o.cpuProf = path.resolve(value() ?? fail('--cpu-prof: needs a directory'));
@@ -89,7 +90,7 @@ function parseArgs(argv) {
       o.variants = (value() ?? '').split(',').map((x) => x.trim()).filter(Boolean);
       if (!o.variants.length) fail('--variants: needs a comma-separated list of variant names, e.g. "klet runonce,floor"');
     }
-    else if (flag.startsWith('-')) fail(`unknown option ${a} (options: --pairs N --smoke --no-kubelet --steady-seconds S --churn-cycles N --exit-pods N --hold S --api-churn-cycles N --down S --cpu-prof DIR --klet-node-flags FLAGS --klet-b BIN --calibrate --variants LIST --out FILE)`);
+    else if (flag.startsWith('-')) fail(`unknown option ${a} (options: --pairs N --smoke --no-kubelet --steady-seconds S --churn-cycles N --exit-pods N --hold S --warmup-hold S --api-churn-cycles N --down S --cpu-prof DIR --klet-node-flags FLAGS --klet-b BIN --calibrate --variants LIST --out FILE)`);
     else if (ALL.includes(a) || /^(startup|steady|probes|teardown|api-start|api-steady|apiserver-restart)-[1-9]\d*$/.test(a) || /^steady-[1-9]\d*-qos$/.test(a)) o.scenarios.push(a); // other sizes: for debugging
     else fail(`unknown scenario ${JSON.stringify(a)} (scenarios: ${ALL.join(', ')})`);
   }
@@ -261,6 +262,8 @@ const kletGlobal = () => ['--root-dir', KROOT, '--container-runtime-endpoint', t
 
 // -------------------------------------------------------------- the runtime
 let cri;
+/** Whether alternate() is in its warm-up round (api-steady-N holds that round --warmup-hold seconds). */
+let warmUpRound = false;
 let imageId;
 async function appContainers(state) {
   const { containers } = await cri.listContainers(state === undefined ? {} : { filter: { state: { state } } });
@@ -852,6 +855,7 @@ async function alternate(name, allVariants, pairs, { resetEach = true } = {}) {
   let previous = null;
   for (let r = 0; r <= pairs; r++) {
     const order = williamsRow(names.length, r).map((i) => names[i]);
+    warmUpRound = r === 0;
     for (const k of order) {
       if (resetEach) await reset();
       const res = { ...(await variants[k]()), after: previous };
@@ -1624,7 +1628,8 @@ async function apiSteady(n) {
         const t0 = Date.now();
         const w0 = now();
         const rssSeries = [];
-        for (let left = opts.hold * 1000; left > 0; left -= 10_000) {
+        const hold = warmUpRound && opts.warmupHold ? opts.warmupHold : opts.hold;
+        for (let left = hold * 1000; left > 0; left -= 10_000) {
           await sleep(Math.min(10_000, left));
           if (!proc.alive) throw new Error(`${label}: exited during the hold${logTail(proc)}`);
           rssSeries.push(round(procStatus(proc.pid, 'VmRSS')));
