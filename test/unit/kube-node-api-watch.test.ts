@@ -19,12 +19,25 @@ afterEach(() => {
   for (const fn of cleanups.splice(0)) fn();
 });
 
+/**
+ * The fakes below answer as kube-apiserver 1.33 does by default (WatchList
+ * off): a watch asking for its initial events is refused with 422, and klet
+ * lists instead. The watch-list itself is tested at the end.
+ */
+function refuseWatchList(url: URL, res: http.ServerResponse): boolean {
+  if (url.searchParams.get('watch') !== 'true' || url.searchParams.get('sendInitialEvents') === null) return false;
+  res.writeHead(422, { 'Content-Type': 'application/json' });
+  res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'Invalid', code: 422, message: 'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled' }));
+  return true;
+}
+
 /** An API server whose pod list answers and whose watches never do. */
 async function stallingWatchServer(): Promise<{ url: string; watches: () => number }> {
   let watches = 0;
   const sockets = new Set<net.Socket>();
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
+    if (refuseWatchList(url, res)) return;
     if (url.pathname === '/api/v1/pods' && url.searchParams.get('watch') !== 'true') {
       res.writeHead(200, { 'Content-Type': 'application/json' });
       res.end(JSON.stringify({ apiVersion: 'v1', kind: 'PodList', metadata: { resourceVersion: '7' }, items: [] }));
@@ -98,6 +111,7 @@ async function shortWatchServer(): Promise<{ url: string; connections: () => num
   const sockets = new Set<net.Socket>();
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
+    if (refuseWatchList(url, res)) return;
     const kind = url.pathname === '/api/v1/pods' ? 'Pod' : url.pathname === '/api/v1/namespaces/ns1/configmaps' ? 'ConfigMap' : undefined;
     if (kind === undefined) return void res.writeHead(404).end();
     res.writeHead(200, { 'Content-Type': 'application/json' });
@@ -170,6 +184,7 @@ it('a watch cut off by the server going away resumes from its resourceVersion on
   let port = 0;
   const handler: http.RequestListener = (req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
+    if (refuseWatchList(url, res)) return;
     if (url.pathname !== '/api/v1/pods') return void res.writeHead(404).end();
     res.writeHead(200, { 'Content-Type': 'application/json' });
     if (url.searchParams.get('watch') !== 'true') {
@@ -225,3 +240,129 @@ it('a watch cut off by the server going away resumes from its resourceVersion on
   expect(seq.slice(0, 3)).toEqual(['pods 0', 'pods 1', 'error']);
   expect(seq.at(-1)).toBe('pods 1');
 }, 15_000);
+
+/** A fake API server that streams a watch's initial events (WatchList, kube-apiserver 1.34's default); `answer` writes the n-th watch's answer. */
+async function watchListServer(answer: (n: number, url: URL, res: http.ServerResponse) => void): Promise<{ url: string; requests: URL[] }> {
+  const requests: URL[] = [];
+  const sockets = new Set<net.Socket>();
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://x');
+    requests.push(url);
+    if (url.pathname !== '/api/v1/pods') return void res.writeHead(404).end();
+    if (url.searchParams.get('watch') !== 'true') {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end(JSON.stringify({ apiVersion: 'v1', kind: 'PodList', metadata: { resourceVersion: '7' }, items: [ev('', 'p0', '6', undefined, true)] }));
+      return;
+    }
+    answer(requests.filter((u) => u.searchParams.get('watch') === 'true').length, url, res);
+  });
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  cleanups.push(() => {
+    for (const s of sockets) s.destroy();
+    server.close();
+  });
+  return { url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`, requests };
+}
+function ev(type: string, name: string, rv: string, annotations?: Record<string, string>): string;
+function ev(type: string, name: string, rv: string, annotations: Record<string, string> | undefined, bare: true): object;
+function ev(type: string, name: string, rv: string, annotations?: Record<string, string>, bare?: boolean): string | object {
+  const object = { kind: 'Pod', apiVersion: 'v1', metadata: { name, namespace: 'default', uid: `u-${name}`, resourceVersion: rv, ...(annotations ? { annotations } : {}) } };
+  return bare ? object : JSON.stringify({ type, object }) + '\n';
+}
+const END = { 'k8s.io/initial-events-end': 'true' };
+const streaming = (res: http.ServerResponse) => res.writeHead(200, { 'Content-Type': 'application/json' });
+
+it('where the server streams initial events, one watch request gives the whole set (no list), handed over once, and the next watch resumes from the bookmark that ended them', async () => {
+  const srv = await watchListServer((n, _url, res) => {
+    streaming(res);
+    if (n === 1) {
+      res.write(ev('ADDED', 'p1', '11') + ev('ADDED', 'p2', '12') + ev('BOOKMARK', '', '20', END));
+      setTimeout(() => res.end(ev('ADDED', 'p3', '21')), 50); // a change, then the server ends the watch
+    } else res.write(''); // held open
+  });
+  const api = await connectNodeApi(kubeconfig(srv.url));
+  const ctrl = new AbortController();
+  const errors: string[] = [];
+  const seq: string[] = [];
+  const done = api.watchNodePods('n1', { pods: (p) => seq.push(`pods ${p.map((x) => x.metadata?.name).join(',')}`), error: (m) => errors.push(m) }, ctrl.signal);
+  while (srv.requests.length < 2) await new Promise((r) => setTimeout(r, 10));
+  await new Promise((r) => setTimeout(r, 50));
+  ctrl.abort();
+  await done;
+  expect(errors).toEqual([]);
+  expect(srv.requests.every((u) => u.searchParams.get('watch') === 'true')).toBe(true); // no LIST
+  const [first, second] = srv.requests;
+  expect(first!.searchParams.get('sendInitialEvents')).toBe('true');
+  expect(first!.searchParams.get('resourceVersionMatch')).toBe('NotOlderThan');
+  expect(first!.searchParams.get('allowWatchBookmarks')).toBe('true');
+  expect(first!.searchParams.get('resourceVersion')).toBeNull();
+  expect(first!.searchParams.get('fieldSelector')).toBe('spec.nodeName=n1');
+  expect(second!.searchParams.get('sendInitialEvents')).toBeNull();
+  expect(second!.searchParams.get('resourceVersion')).toBe('21');
+  // Never the partial set (p1 alone): the set once the bookmark ended the initial events, then the change.
+  expect(seq).toEqual(['pods p1,p2', 'pods p1,p2,p3']);
+}, 10_000);
+
+it('a watch cut off before its initial events ended hands over nothing and asks for the whole set again', async () => {
+  const srv = await watchListServer((n, _url, res) => {
+    streaming(res);
+    if (n === 1) res.end(ev('ADDED', 'p1', '11')); // cut off before the bookmark
+    else if (n === 2) res.write(ev('ADDED', 'p1', '11') + ev('ADDED', 'p2', '12') + ev('BOOKMARK', '', '20', END));
+    else res.write('');
+  });
+  const api = await connectNodeApi(kubeconfig(srv.url));
+  const ctrl = new AbortController();
+  const errors: string[] = [];
+  const seq: string[] = [];
+  const done = api.watchNodePods('n1', { pods: (p) => seq.push(`pods ${p.length}`), error: (m) => (errors.push(m), seq.push('error')) }, ctrl.signal);
+  while (!seq.includes('pods 2')) await new Promise((r) => setTimeout(r, 10));
+  ctrl.abort();
+  await done;
+  expect(srv.requests.map((u) => u.searchParams.get('sendInitialEvents'))).toEqual(['true', 'true']);
+  expect(seq).toEqual(['error', 'pods 2']);
+  expect(errors[0]).toMatch(/pods on node n1: the watch ended before its initial events were all sent/);
+}, 10_000);
+
+it('a server that refuses initial events (422, as kube-apiserver 1.33) is listed instead, without an error, and not asked for them again', async () => {
+  const srv = await watchListServer((n, url, res) => {
+    if (refuseWatchList(url, res)) return;
+    streaming(res);
+    if (n === 2) res.end(); // the first plain watch ends (its timeoutSeconds): the next resumes from the list's resourceVersion
+    else res.write('');
+  });
+  const api = await connectNodeApi(kubeconfig(srv.url));
+  const ctrl = new AbortController();
+  const errors: string[] = [];
+  const seq: string[] = [];
+  const done = api.watchNodePods('n1', { pods: (p) => seq.push(`pods ${p.length}`), error: (m) => errors.push(m) }, ctrl.signal);
+  while (srv.requests.length < 4) await new Promise((r) => setTimeout(r, 10));
+  ctrl.abort();
+  await done;
+  expect(errors).toEqual([]);
+  expect(seq).toEqual(['pods 1']);
+  const shape = (u: URL) => (u.searchParams.get('watch') !== 'true' ? 'list' : u.searchParams.get('sendInitialEvents') ? 'watch-list' : `watch rv=${u.searchParams.get('resourceVersion')}`);
+  expect(srv.requests.map(shape)).toEqual(['watch-list', 'list', 'watch rv=7', 'watch rv=7']);
+}, 10_000);
+
+it('a watch the server refuses with 429 resumes from its resourceVersion after the back-off, without a list (the reflector\'s)', async () => {
+  const srv = await watchListServer((n, url, res) => {
+    if (refuseWatchList(url, res)) return;
+    if (n === 2) return void res.writeHead(429, { 'Retry-After': '1' }).end(); // too many requests
+    streaming(res);
+    res.write('');
+  });
+  const api = await connectNodeApi(kubeconfig(srv.url));
+  const ctrl = new AbortController();
+  const errors: string[] = [];
+  const done = api.watchNodePods('n1', { pods: () => undefined, error: (m) => errors.push(m) }, ctrl.signal);
+  while (srv.requests.length < 4) await new Promise((r) => setTimeout(r, 10));
+  ctrl.abort();
+  await done;
+  const shape = (u: URL) => (u.searchParams.get('watch') !== 'true' ? 'list' : u.searchParams.get('sendInitialEvents') ? 'watch-list' : `watch rv=${u.searchParams.get('resourceVersion')}`);
+  expect(srv.requests.map(shape)).toEqual(['watch-list', 'list', 'watch rv=7', 'watch rv=7']);
+  expect(errors).toEqual([expect.stringMatching(/watch pods on node n1: 429: Too Many Requests/)]);
+}, 10_000);

@@ -70,11 +70,13 @@ function statusOf(body: unknown): { message?: string; reason?: string } {
 /** Map anything a client-node call threw to an ApiServerError naming `what` and the server. */
 export function toApiServerError(err: unknown, where: string, what: string, secrets: readonly string[]): ApiServerError {
   if (err instanceof ApiServerError) return err;
-  const e = err as { code?: unknown; body?: unknown; name?: unknown; message?: unknown };
+  const e = err as { code?: unknown; statusCode?: unknown; body?: unknown; name?: unknown; message?: unknown };
   const line = (s: string) => redact(s.replace(/\s+/g, ' ').trim(), secrets);
-  if (typeof e?.code === 'number' && e.code >= 100) {
-    const status = e.code;
-    const st = statusOf(e.body);
+  // client-node's API calls throw an ApiException (`code`, `body`); its Watch an Error with `statusCode` and the status text.
+  const watchStatus = typeof e?.statusCode === 'number' && e.statusCode >= 100 ? e.statusCode : undefined;
+  if ((typeof e?.code === 'number' && e.code >= 100) || watchStatus !== undefined) {
+    const status = watchStatus ?? (e.code as number);
+    const st = watchStatus !== undefined ? { message: typeof e.message === 'string' ? e.message : undefined, reason: undefined } : statusOf(e.body);
     let text: string;
     if (status === 401) text = '401 Unauthorized: the server rejected the kubeconfig\'s credentials';
     else text = `${status}${st.reason ? ` ${st.reason}` : ''}${st.message ? `: ${st.message}` : ''}`;

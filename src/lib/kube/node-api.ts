@@ -39,6 +39,8 @@ export function watchTimeoutSeconds(random: () => number = Math.random, minSecon
 }
 /** Client-side: a watch that brings nothing for this long past its server-side end is dead (a connection lost without a close). */
 const WATCH_GRACE_MS = 30_000;
+/** The annotation on the bookmark that ends a watch's initial events (metav1.InitialEventsAnnotationKey). */
+const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
 /** Reconnect back-off of the pod watch: 200 ms doubling to 30 s (the reflector's is similar). */
 const WATCH_RETRY_INITIAL_MS = 200;
 const WATCH_RETRY_MAX_MS = 30_000;
@@ -209,10 +211,24 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
   };
 
   /**
+   * Whether the server streams a watch's initial state (`sendInitialEvents`,
+   * the WatchList feature: on by default in kube-apiserver 1.32 and 1.34, off
+   * in 1.33). Until a server refuses it (422), listWatch gets its set from one
+   * such watch instead of a LIST and a WATCH: one request per object instead
+   * of two at start, and after an API server restart two instead of three
+   * (the resumed watch's 410, then the set again). The kubelet v1.34 still
+   * lists (client-go's WatchListClient is off by default there); what the
+   * consumer sees is the same.
+   */
+  let watchListServed = true;
+
+  /**
    * List, then watch from the list's resourceVersion until the signal aborts
-   * (the reflector): `items` gets the whole set after the list and after
-   * every change; a 410 Gone relists, any failure is reported to `error` and
-   * retried with back-off. As the reflector, a watch that ends (also cut off
+   * (the reflector; where the server streams initial events, one watch-list
+   * request stands for both, see watchListServed): `items` gets the whole
+   * set after the list (or the initial events) and after every change; a
+   * 410 Gone relists, any failure is reported to `error` and retried with
+   * back-off. As the reflector, a watch that ends (also cut off
    * by the server going away) or that cannot start because the connection is
    * refused or the server says 429 is started again from the last
    * resourceVersion, without a list: after an API server restart each watch
@@ -257,8 +273,10 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
     while (!signal.aborted) {
       let started = false;
       let serverError = false;
+      // No resourceVersion to watch from: the set comes first, from a list or as the watch's initial events.
+      const watchList = rv === undefined && watchListServed;
       try {
-        if (rv === undefined) {
+        if (rv === undefined && !watchList) {
           const list = await call(`list ${o.what}`, () => o.list(signal));
           items.clear();
           for (const p of list.items) items.set(p.metadata?.uid ?? '', p);
@@ -270,6 +288,11 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
         const timeoutSeconds = watchTimeoutSeconds(Math.random, o.minWatchSeconds);
         // client-node's connect and inactivity timeout (private there; 30 s by default).
         (watch as unknown as { requestTimeoutMs: number }).requestTimeoutMs = timeoutSeconds * 1000 + WATCH_GRACE_MS;
+        // The watch-list's initial events build the set here; it replaces `items` at the bookmark that ends them.
+        let initial: Map<string, T> | undefined = watchList ? new Map() : undefined;
+        const params = watchList
+          ? { fieldSelector: o.fieldSelector, sendInitialEvents: true, resourceVersionMatch: 'NotOlderThan', allowWatchBookmarks: true, timeoutSeconds }
+          : { fieldSelector: o.fieldSelector, resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds };
         const gone = await new Promise<boolean>((resolve, reject) => {
           let expired = false;
           let ctrl: AbortController | undefined;
@@ -285,15 +308,33 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
             .watch(
               o.path,
               // The server ends the watch after timeoutSeconds (before the client's inactivity timeout); then it resumes from rv.
-              { fieldSelector: o.fieldSelector, resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds },
+              params,
               (type: string, obj: unknown) => {
-                const m = obj as { code?: number; metadata?: { resourceVersion?: string; uid?: string } };
+                const m = obj as { code?: number; metadata?: { resourceVersion?: string; uid?: string; annotations?: Record<string, string> } };
                 if (type === 'ERROR') {
                   if (m.code === 410) expired = true;
                   else {
                     serverError = true;
                     reject(new Error(`watch error: ${JSON.stringify(obj)}`));
                   }
+                  return;
+                }
+                if (initial !== undefined) {
+                  // The initial events carry each object's own resourceVersion, not the set's: the watch can
+                  // resume only from the bookmark that ends them (cut off before it, the set is asked for again).
+                  if (type === 'BOOKMARK') {
+                    if (m.metadata?.annotations?.[INITIAL_EVENTS_END] !== 'true') return;
+                    items.clear();
+                    for (const [k, v] of initial) items.set(k, v);
+                    initial = undefined;
+                    rv = m.metadata.resourceVersion;
+                    failed = false;
+                    emit();
+                    return;
+                  }
+                  const item = ObjectSerializer.deserialize(obj, o.type, '') as T;
+                  if (type === 'DELETED') initial.delete(item.metadata?.uid ?? '');
+                  else initial.set(item.metadata?.uid ?? '', item);
                   return;
                 }
                 if (m.metadata?.resourceVersion) rv = m.metadata.resourceVersion;
@@ -316,7 +357,7 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
                 // The response headers are in: the watch runs.
                 started = true;
                 backoff = WATCH_RETRY_INITIAL_MS;
-                if (failed) {
+                if (failed && initial === undefined) {
                   failed = false;
                   emit();
                 }
@@ -327,11 +368,18 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
               },
             );
         });
+        // Ended before the bookmark that closes the initial events: no set to hand over; ask again after the back-off.
+        if (initial !== undefined && !signal.aborted) throw new Error('the watch ended before its initial events were all sent');
         if (gone) rv = undefined; // 410 Gone: the resourceVersion is too old; relist
         backoff = WATCH_RETRY_INITIAL_MS;
       } catch (err) {
         if (signal.aborted) break;
         const e = toApiServerError(err, `API server ${server}`, `watch ${o.what}`, secrets);
+        if (watchList && !started && (e.status === 422 || e.status === 400)) {
+          // The server does not stream initial events (kube-apiserver 1.33's default; a feature gate off): list, as the reflector falls back.
+          watchListServed = false;
+          continue;
+        }
         // The reflector's: a watch cut off after it started, or one refused (connection refused, 429), resumes
         // from its resourceVersion; any other failure (an ERROR event, a list or watch request answered with
         // an error) starts again from a fresh list.
