@@ -1,6 +1,5 @@
 // Extracts the attribute metadata of the @kubernetes/client-node models klet
-// decodes (everything reachable from V1Pod, V1PodList, V1ConfigMap and
-// V1Secret) into src/lib/pod/gen/k8s-schema.json. Loading that file costs
+// decodes (everything reachable from ROOTS below) into src/lib/pod/gen/k8s-schema.json. Loading that file costs
 // ~1 ms; loading client-node's ObjectSerializer (which imports ~1000 model
 // modules) costs ~0.35 s on every pod command. Run after upgrading
 // client-node: `npm run gen:k8s-schema` (CI checks the file is current).
@@ -10,7 +9,8 @@ import { fileURLToPath } from 'node:url';
 import * as models from '@kubernetes/client-node/dist/gen/models/ObjectSerializer.js';
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
-const ROOTS = ['V1Pod', 'V1PodList', 'V1ConfigMap', 'V1Secret', 'V1ListMeta'];
+// The manifests' kinds, and what the node's API client (lib/kube/node-api.ts) decodes from the API server.
+const ROOTS = ['V1Pod', 'V1PodList', 'V1ConfigMap', 'V1Secret', 'V1ListMeta', 'V1ConfigMapList', 'V1SecretList', 'V1Service', 'V1ServiceList', 'V1Node', 'V1Lease', 'V1CertificateSigningRequest'];
 const schema = {};
 const inner = (t) => {
   if (t.startsWith('Array<')) return inner(t.slice(6, -1));

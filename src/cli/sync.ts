@@ -294,11 +294,11 @@ async function tlsBootstrap(kubeconfig: string, bootstrapKubeconfig: string, hos
  */
 async function certificateRotation(kubeconfig: string, api: { reloadCredentials?(): void }, rootDir: string, host: SyncHost, signal: AbortSignal): Promise<{ done: Promise<void> } | undefined> {
   const path = await import('node:path');
-  const { loadKubeconfig } = await import('../lib/kube/node-api.js');
+  const { loadKubeconfig } = await import('../lib/kube/kubeconfig.js');
   const { currentPairPath } = await import('../lib/kube/tls-bootstrap.js');
   const certDir = path.join(rootDir, 'pki');
-  const user = (await loadKubeconfig(kubeconfig)).kc.getCurrentUser();
-  if (!user?.certFile || path.resolve(user.certFile) !== currentPairPath(certDir)) return undefined;
+  const { user } = await loadKubeconfig(kubeconfig);
+  if (!user.certFile || path.resolve(user.certFile) !== path.resolve(currentPairPath(certDir))) return undefined;
   const { clientCertificate, runCertificateRotation } = await import('../lib/kube/cert-rotation.js');
   const { log } = await import('../lib/log.js');
   const done = runCertificateRotation(

@@ -21,7 +21,7 @@ import {
 import { CLIENT_USAGES, checkIssued, clientConfigStillValid, csrObjectName, issued, makeCsr, nodeClientSubject } from '../../src/lib/kube/tls-bootstrap.js';
 import { retryDelayMs, rotationDeadline } from '../../src/lib/kube/cert-rotation.js';
 import { endpointUrl } from '../../src/lib/kube/discovery.js';
-import { loadKubeconfig } from '../../src/lib/kube/node-api.js';
+import { loadKubeconfig } from '../../src/lib/kube/kubeconfig.js';
 import { checkJoinOptions } from '../../src/lib/services/join.js';
 
 describe('detached JWS (k8s.io/cluster-bootstrap/token/jws test vectors)', () => {

@@ -348,6 +348,26 @@ it('a server that refuses initial events (422, as kube-apiserver 1.33) is listed
   expect(srv.requests.map(shape)).toEqual(['watch-list', 'list', 'watch rv=7', 'watch rv=7']);
 }, 10_000);
 
+it('a server that takes the watch-list but answers with an ERROR event before the initial events end (an etcd without progress notifications) is listed instead, and not asked again', async () => {
+  const srv = await watchListServer((n, url, res) => {
+    streaming(res);
+    if (url.searchParams.get('sendInitialEvents')) {
+      res.end(JSON.stringify({ type: 'ERROR', object: { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'InternalError', code: 500, message: 'a watch stream was requested by the client but the required storage feature RequestWatchProgress is disabled' } }) + '\n');
+    } else res.write('');
+  });
+  const api = await connectNodeApi(kubeconfig(srv.url));
+  const ctrl = new AbortController();
+  const seq: string[] = [];
+  const done = api.watchNodePods('n1', { pods: (p) => seq.push(`pods ${p.length}`), error: () => seq.push('error') }, ctrl.signal);
+  while (srv.requests.length < 3) await new Promise((r) => setTimeout(r, 10));
+  await new Promise((r) => setTimeout(r, 50));
+  ctrl.abort();
+  await done;
+  const shape = (u: URL) => (u.searchParams.get('watch') !== 'true' ? 'list' : u.searchParams.get('sendInitialEvents') ? 'watch-list' : `watch rv=${u.searchParams.get('resourceVersion')}`);
+  expect(srv.requests.map(shape)).toEqual(['watch-list', 'list', 'watch rv=7']);
+  expect(seq).toEqual(['pods 1']);
+}, 10_000);
+
 it('a watch the server refuses with 429 resumes from its resourceVersion after the back-off, without a list (the reflector\'s)', async () => {
   const srv = await watchListServer((n, url, res) => {
     if (refuseWatchList(url, res)) return;

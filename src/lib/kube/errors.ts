@@ -3,6 +3,7 @@
  * server URL and what went wrong — never the credentials: every message is
  * passed through redact() with the kubeconfig's secrets.
  */
+import { STATUS_CODES } from 'node:http';
 import { KletError } from '../errors.js';
 
 export class ApiServerError extends KletError {
@@ -72,11 +73,14 @@ export function toApiServerError(err: unknown, where: string, what: string, secr
   if (err instanceof ApiServerError) return err;
   const e = err as { code?: unknown; statusCode?: unknown; body?: unknown; name?: unknown; message?: unknown };
   const line = (s: string) => redact(s.replace(/\s+/g, ' ').trim(), secrets);
-  // client-node's API calls throw an ApiException (`code`, `body`); its Watch an Error with `statusCode` and the status text.
+  // lib/kube/rest.ts throws an HttpStatusError (`code`, `body`), as client-node's API calls threw an ApiException;
+  // client-node's Watch (still a shape this reads) an Error with `statusCode` and the status text.
   const watchStatus = typeof e?.statusCode === 'number' && e.statusCode >= 100 ? e.statusCode : undefined;
   if ((typeof e?.code === 'number' && e.code >= 100) || watchStatus !== undefined) {
     const status = watchStatus ?? (e.code as number);
     const st = watchStatus !== undefined ? { message: typeof e.message === 'string' ? e.message : undefined, reason: undefined } : statusOf(e.body);
+    // An answer without a Status body (a proxy's, a bare 429): the status line's text.
+    if (!st.message && !st.reason) st.message = STATUS_CODES[status];
     let text: string;
     if (status === 401) text = '401 Unauthorized: the server rejected the kubeconfig\'s credentials';
     else text = `${status}${st.reason ? ` ${st.reason}` : ''}${st.message ? `: ${st.message}` : ''}`;

@@ -1,12 +1,11 @@
 /**
- * NodeApi over @kubernetes/client-node, from a kubeconfig file. Import this
- * module lazily (await import): client-node costs ~0.7 s to load, and only
- * the commands that talk to an API server may pay for it.
+ * NodeApi over klet's REST client (lib/kube/rest.ts), from a kubeconfig file.
+ * The client-node types name the objects; its runtime is not loaded (its
+ * generated API layer was ~26 MB of resident heap, issue 39): answers and
+ * watch events are decoded into the same shapes by the models' schema
+ * (lib/pod/decode.ts deserializeModel).
  */
-import fs from 'node:fs/promises';
 import type { V1ConfigMap, V1Lease, V1Node, V1NodeStatus, V1Pod, V1Secret, V1Service } from '@kubernetes/client-node';
-import { LineCounter, parseDocument } from 'yaml';
-import { InputError, errorMessage } from '../errors.js';
 import type { NodeApi, PodApi } from '../node/api.js';
 import { NODE_LEASE_NAMESPACE } from '../node/api.js';
 import type { ObjectApi } from '../volume/api-objects.js';
@@ -14,7 +13,10 @@ import type { ServiceApi } from '../node/service-lister.js';
 import type { EventApi } from '../node/event-recorder.js';
 import type { ReviewApi } from '../server/kubelet-auth.js';
 import { pause } from '../util/sleep.js';
-import { ApiServerError, redact, toApiServerError } from './errors.js';
+import { ApiServerError, toApiServerError } from './errors.js';
+import { loadKubeconfig } from './kubeconfig.js';
+import { restClient } from './rest.js';
+import { deserializeModel } from '../pod/decode.js';
 
 /** Deadline of one API request. */
 export const API_REQUEST_TIMEOUT_MS = 30_000;
@@ -41,154 +43,26 @@ export function watchTimeoutSeconds(random: () => number = Math.random, minSecon
 const WATCH_GRACE_MS = 30_000;
 /** The annotation on the bookmark that ends a watch's initial events (metav1.InitialEventsAnnotationKey). */
 const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
+/** The node leases' collection. */
+const LEASES = `/apis/coordination.k8s.io/v1/namespaces/${NODE_LEASE_NAMESPACE}/leases`;
 /** Reconnect back-off of the pod watch: 200 ms doubling to 30 s (the reflector's is similar). */
 const WATCH_RETRY_INITIAL_MS = 200;
 const WATCH_RETRY_MAX_MS = 30_000;
 
-type ClientNode = typeof import('@kubernetes/client-node');
-type KubeConfig = import('@kubernetes/client-node').KubeConfig;
-
-export interface LoadedKubeconfig {
-  kc: KubeConfig;
-  server: string;
-  /** Credentials found in it: never to appear in a message. */
-  secrets: string[];
-}
-
-/**
- * Read, parse and check a kubeconfig; errors name the file (and line). A
- * file that is missing or not YAML is refused before client-node is loaded
- * (seconds of CPU and disk on a busy machine, for an error that needs none).
- */
-export async function loadKubeconfig(path: string, k8sModule?: ClientNode): Promise<LoadedKubeconfig> {
-  let text: string;
-  try {
-    text = await fs.readFile(path, 'utf8');
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    throw new InputError(`kubeconfig ${path}: ${code === 'ENOENT' ? 'no such file' : errorMessage(err)}`);
-  }
-  const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { prettyErrors: false, lineCounter });
-  if (doc.errors.length > 0) {
-    const e = doc.errors[0]!;
-    const line = lineCounter.linePos(e.pos[0]).line;
-    throw new InputError(`kubeconfig ${path}${line ? `:${line}` : ''}: not YAML: ${e.message.split('\n')[0]}`);
-  }
-  const obj = doc.toJS() as unknown;
-  if (!obj || typeof obj !== 'object' || Array.isArray(obj)) throw new InputError(`kubeconfig ${path}: not a kubeconfig (expected a mapping with clusters, users and contexts)`);
-  const k8s = k8sModule ?? (await import('@kubernetes/client-node'));
-  const kc = new k8s.KubeConfig();
-  try {
-    kc.loadFromFile(path);
-  } catch (err) {
-    throw new InputError(`kubeconfig ${path}: ${errorMessage(err).split('\n')[0]}`);
-  }
-  const secrets: string[] = [];
-  for (const u of kc.users) {
-    for (const s of [u.token, u.password, u.keyData]) if (typeof s === 'string' && s !== '') secrets.push(s);
-  }
-  if (!kc.currentContext) throw new InputError(`kubeconfig ${path}: no current-context`);
-  const ctx = kc.getContextObject(kc.currentContext);
-  if (!ctx) throw new InputError(`kubeconfig ${path}: current-context "${kc.currentContext}" is not among its contexts`);
-  const cluster = kc.getCurrentCluster();
-  if (!cluster) throw new InputError(`kubeconfig ${path}: context "${ctx.name}" names cluster "${ctx.cluster}", which is not among its clusters`);
-  if (ctx.user && !kc.getCurrentUser()) throw new InputError(`kubeconfig ${path}: context "${ctx.name}" names user "${ctx.user}", which is not among its users`);
-  await checkClientCertificate(path, kc.getCurrentUser());
-  let url: URL;
-  try {
-    url = new URL(cluster.server);
-  } catch {
-    throw new InputError(`kubeconfig ${path}: cluster "${cluster.name}" server "${redact(cluster.server, secrets)}" is not a URL`);
-  }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
-    throw new InputError(`kubeconfig ${path}: cluster "${cluster.name}" server "${cluster.server}" is not an http(s) URL`);
-  }
-  return { kc, server: cluster.server.replace(/\/+$/, ''), secrets };
-}
-
-/**
- * A user with a client certificate (client-certificate/client-key files, as
- * the kubelet's TLS bootstrap writes, or inline data): both halves present,
- * readable and PEM, each error naming the kubeconfig and the file. client-node
- * has made the paths absolute (relative to the kubeconfig's directory).
- */
-async function checkClientCertificate(path: string, user: import('@kubernetes/client-node').User | null): Promise<void> {
-  if (!user) return;
-  const hasCert = Boolean(user.certFile || user.certData);
-  const hasKey = Boolean(user.keyFile || user.keyData);
-  if (hasCert !== hasKey) throw new InputError(`kubeconfig ${path}: user "${user.name}" has a client ${hasCert ? 'certificate without its key' : 'key without its certificate'}`);
-  const read = async (field: string, file: string | undefined, data: string | undefined, check: (pem: string) => unknown) => {
-    let pem: string;
-    if (file) {
-      try {
-        pem = await fs.readFile(file, 'utf8');
-      } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code;
-        throw new InputError(`kubeconfig ${path}: user "${user.name}" ${field} ${file}: ${code === 'ENOENT' ? 'no such file' : errorMessage(err)}`);
-      }
-    } else if (data) {
-      pem = Buffer.from(data, 'base64').toString('utf8');
-    } else {
-      return;
-    }
-    try {
-      check(pem);
-    } catch {
-      throw new InputError(`kubeconfig ${path}: user "${user.name}" ${field}${file ? ` ${file}` : '-data'}: not PEM`);
-    }
-  };
-  const { X509Certificate, createPrivateKey } = await import('node:crypto');
-  await read('client-certificate', user.certFile, user.certData, (pem) => new X509Certificate(pem));
-  await read('client-key', user.keyFile, user.keyData, (pem) => createPrivateKey(pem));
-}
-
 /** Connect to the API server a kubeconfig names (no request is made yet). */
 export async function connectNodeApi(kubeconfigPath: string, opts: { requestTimeoutMs?: number } = {}): Promise<NodeApi & PodApi & ObjectApi & ServiceApi & EventApi & ReviewApi> {
-  const { kc, server, secrets } = await loadKubeconfig(kubeconfigPath);
-  const k8s = await import('@kubernetes/client-node');
-  const core = kc.makeApiClient(k8s.CoreV1Api);
-  const coordination = kc.makeApiClient(k8s.CoordinationV1Api);
-  const authentication = kc.makeApiClient(k8s.AuthenticationV1Api);
-  const authorization = kc.makeApiClient(k8s.AuthorizationV1Api);
+  const loaded = await loadKubeconfig(kubeconfigPath);
+  const { server, secrets } = loaded;
+  const rest = await restClient(loaded);
   const timeoutMs = opts.requestTimeoutMs ?? API_REQUEST_TIMEOUT_MS;
-
-  /**
-   * One connection pool for every request. client-node 2.0 gives each
-   * request a new undici Agent (KubeConfig.applySecurityAuthentication ->
-   * createDispatcher), so each request opened its own TCP+TLS connection:
-   * a handshake on both sides per status patch or event (the TLS code was
-   * the largest CPU item of a 30-pod start after GC; the kubelet keeps one
-   * connection). The first Agent, made from this kubeconfig's TLS settings,
-   * serves them all, with keep-alive.
-   */
-  let dispatcher: ReturnType<import('@kubernetes/client-node').RequestContext['getDispatcher']> | undefined;
-  /** Per-request options: the caller's signal plus a deadline, and an optional Content-Type. */
-  const options = (signal: AbortSignal, contentType?: string) => ({
-    middleware: [
-      {
-        pre: (ctx: import('@kubernetes/client-node').RequestContext) => {
-          if (dispatcher === undefined) dispatcher = ctx.getDispatcher();
-          else ctx.setDispatcher(dispatcher);
-          ctx.setSignal(AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]));
-          if (contentType) ctx.setHeaderParam('Content-Type', contentType);
-          return new k8s.Observable(Promise.resolve(ctx));
-        },
-        post: (res: import('@kubernetes/client-node').ResponseContext) => new k8s.Observable(Promise.resolve(res)),
-      },
-    ],
-    middlewareMergeStrategy: 'append' as const,
-  });
-
-  /** What client-node's Watch needs of a kubeconfig, with the shared pool as every watch's dispatcher. */
-  const watchConfig = {
-    getCurrentCluster: () => kc.getCurrentCluster(),
-    applySecurityAuthentication: async (ctx: import('@kubernetes/client-node').RequestContext) => {
-      await kc.applySecurityAuthentication(ctx);
-      if (dispatcher === undefined) dispatcher = ctx.getDispatcher();
-      else ctx.setDispatcher(dispatcher);
-    },
-  } as unknown as KubeConfig;
+  const STRATEGIC = 'application/strategic-merge-patch+json';
+  const MERGE = 'application/merge-patch+json';
+  const seg = encodeURIComponent;
+  /** One request, its answer decoded as `type` (a client-node model name) when given. */
+  const req = async <T>(method: string, path: string, signal: AbortSignal, o: { query?: Record<string, string>; body?: unknown; contentType?: string; type?: string } = {}): Promise<T> => {
+    const out = await rest.request(method, path, { signal, timeoutMs, ...(o.query ? { query: o.query } : {}), ...(o.body !== undefined ? { body: o.body } : {}), ...(o.contentType ? { contentType: o.contentType } : {}) });
+    return (o.type ? deserializeModel(out, o.type) : out) as T;
+  };
 
   /** Requests made, by verb (the first word of `what`), answered or not. */
   const requests: Record<string, number> = {};
@@ -248,12 +122,9 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
     on: { items(items: T[]): void; error(message: string): void };
     signal: AbortSignal;
   }): Promise<void> {
-    const { ObjectSerializer } = await import('@kubernetes/client-node/dist/gen/models/ObjectSerializer.js');
     const { signal, on } = o;
-    // Watches go over the connection pool every other request uses (HTTP/2: streams on one connection).
-    // client-node's Watch takes the dispatcher from the kubeconfig's authentication, which makes a new
-    // pool per watch: a TCP+TLS handshake for every watch request (bench/cluster-cpu.md).
-    const watch = new k8s.Watch(watchConfig);
+    // Watches are streams on the connection every other request uses (HTTP/2, lib/kube/rest.ts): a
+    // connection per watch was a TCP+TLS handshake for every watch request (bench/cluster-cpu.md).
     const items = new Map<string, T>();
     let rv: string | undefined;
     let backoff = WATCH_RETRY_INITIAL_MS;
@@ -286,88 +157,62 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
         }
         requests.watch = (requests.watch ?? 0) + 1;
         const timeoutSeconds = watchTimeoutSeconds(Math.random, o.minWatchSeconds);
-        // client-node's connect and inactivity timeout (private there; 30 s by default).
-        (watch as unknown as { requestTimeoutMs: number }).requestTimeoutMs = timeoutSeconds * 1000 + WATCH_GRACE_MS;
         // The watch-list's initial events build the set here; it replaces `items` at the bookmark that ends them.
         let initial: Map<string, T> | undefined = watchList ? new Map() : undefined;
         const params = watchList
           ? { fieldSelector: o.fieldSelector, sendInitialEvents: true, resourceVersionMatch: 'NotOlderThan', allowWatchBookmarks: true, timeoutSeconds }
           : { fieldSelector: o.fieldSelector, resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds };
-        const gone = await new Promise<boolean>((resolve, reject) => {
-          let expired = false;
-          let ctrl: AbortController | undefined;
-          // client-node hands over the watch's controller only once the response headers are in:
-          // an abort before that ends this wait at once, and the watch as soon as its controller comes.
-          const onAbort = () => {
-            ctrl?.abort();
-            resolve(expired);
-          };
-          if (signal.aborted) return resolve(false);
-          signal.addEventListener('abort', onAbort, { once: true });
-          watch
-            .watch(
-              o.path,
-              // The server ends the watch after timeoutSeconds (before the client's inactivity timeout); then it resumes from rv.
-              params,
-              (type: string, obj: unknown) => {
-                const m = obj as { code?: number; metadata?: { resourceVersion?: string; uid?: string; annotations?: Record<string, string> } };
-                if (type === 'ERROR') {
-                  if (m.code === 410) expired = true;
-                  else {
-                    serverError = true;
-                    reject(new Error(`watch error: ${JSON.stringify(obj)}`));
-                  }
-                  return;
-                }
-                if (initial !== undefined) {
-                  // The initial events carry each object's own resourceVersion, not the set's: the watch can
-                  // resume only from the bookmark that ends them (cut off before it, the set is asked for again).
-                  if (type === 'BOOKMARK') {
-                    if (m.metadata?.annotations?.[INITIAL_EVENTS_END] !== 'true') return;
-                    items.clear();
-                    for (const [k, v] of initial) items.set(k, v);
-                    initial = undefined;
-                    rv = m.metadata.resourceVersion;
-                    failed = false;
-                    emit();
-                    return;
-                  }
-                  const item = ObjectSerializer.deserialize(obj, o.type, '') as T;
-                  if (type === 'DELETED') initial.delete(item.metadata?.uid ?? '');
-                  else initial.set(item.metadata?.uid ?? '', item);
-                  return;
-                }
-                if (m.metadata?.resourceVersion) rv = m.metadata.resourceVersion;
-                if (type === 'BOOKMARK') return;
-                const item = ObjectSerializer.deserialize(obj, o.type, '') as T;
-                if (type === 'DELETED') items.delete(item.metadata?.uid ?? '');
-                else items.set(item.metadata?.uid ?? '', item);
+        let expired = false;
+        // The server ends the watch after timeoutSeconds; then it resumes from rv.
+        await rest.watch(o.path, params, {
+          signal,
+          timeoutMs: timeoutSeconds * 1000 + WATCH_GRACE_MS,
+          onStart: () => {
+            // The response headers are in: the watch runs.
+            started = true;
+            backoff = WATCH_RETRY_INITIAL_MS;
+            if (failed && initial === undefined) {
+              failed = false;
+              emit();
+            }
+          },
+          onEvent: (type, obj) => {
+            const m = obj as { code?: number; metadata?: { resourceVersion?: string; uid?: string; annotations?: Record<string, string> } } | undefined;
+            if (type === 'ERROR') {
+              if (m?.code === 410) expired = true;
+              else {
+                serverError = true;
+                throw new Error(`watch error: ${JSON.stringify(obj)}`);
+              }
+              return;
+            }
+            if (initial !== undefined) {
+              // The initial events carry each object's own resourceVersion, not the set's: the watch can
+              // resume only from the bookmark that ends them (cut off before it, the set is asked for again).
+              if (type === 'BOOKMARK') {
+                if (m?.metadata?.annotations?.[INITIAL_EVENTS_END] !== 'true') return;
+                items.clear();
+                for (const [k, v] of initial) items.set(k, v);
+                initial = undefined;
+                rv = m.metadata.resourceVersion;
+                failed = false;
                 emit();
-              },
-              (err: unknown) => {
-                signal.removeEventListener('abort', onAbort);
-                if (err && !signal.aborted) reject(err);
-                else resolve(expired);
-              },
-            )
-            .then(
-              (c) => {
-                ctrl = c;
-                if (signal.aborted) return c.abort();
-                // The response headers are in: the watch runs.
-                started = true;
-                backoff = WATCH_RETRY_INITIAL_MS;
-                if (failed && initial === undefined) {
-                  failed = false;
-                  emit();
-                }
-              },
-              (err: unknown) => {
-                signal.removeEventListener('abort', onAbort);
-                reject(err);
-              },
-            );
+                return;
+              }
+              const item = deserializeModel(obj, o.type) as T;
+              if (type === 'DELETED') initial.delete(item.metadata?.uid ?? '');
+              else initial.set(item.metadata?.uid ?? '', item);
+              return;
+            }
+            if (m?.metadata?.resourceVersion) rv = m.metadata.resourceVersion;
+            if (type === 'BOOKMARK') return;
+            const item = deserializeModel(obj, o.type) as T;
+            if (type === 'DELETED') items.delete(item.metadata?.uid ?? '');
+            else items.set(item.metadata?.uid ?? '', item);
+            emit();
+          },
         });
+        const gone = expired;
         // Ended before the bookmark that closes the initial events: no set to hand over; ask again after the back-off.
         if (initial !== undefined && !signal.aborted) throw new Error('the watch ended before its initial events were all sent');
         if (gone) rv = undefined; // 410 Gone: the resourceVersion is too old; relist
@@ -377,6 +222,13 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
         const e = toApiServerError(err, `API server ${server}`, `watch ${o.what}`, secrets);
         if (watchList && !started && (e.status === 422 || e.status === 400)) {
           // The server does not stream initial events (kube-apiserver 1.33's default; a feature gate off): list, as the reflector falls back.
+          watchListServed = false;
+          continue;
+        }
+        if (watchList && serverError && rv === undefined) {
+          // Taken, then an ERROR event before the initial events' end: the server cannot stream them ("the
+          // required storage feature RequestWatchProgress is disabled": an etcd without progress notifications).
+          // List instead from now on, as the reflector falls back to LIST+WATCH.
           watchListServed = false;
           continue;
         }
@@ -396,32 +248,22 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
   return {
     server,
     requests,
-    getNode: (name, signal) => orNull(call(`get node ${name}`, () => core.readNode({ name }, options(signal)))),
-    createNode: (node, signal) => call(`create node ${node.metadata?.name}`, () => core.createNode({ body: node }, options(signal))),
+    getNode: (name, signal) => orNull(call(`get node ${name}`, () => req<V1Node>('GET', `/api/v1/nodes/${seg(name)}`, signal, { type: 'V1Node' }))),
+    createNode: (node, signal) => call(`create node ${node.metadata?.name}`, () => req<V1Node>('POST', '/api/v1/nodes', signal, { body: node, type: 'V1Node' })),
     patchNodeMetadata: (name, meta, signal) =>
-      call(`patch node ${name}`, () =>
-        core.patchNodeStatus({ name, body: { metadata: meta } }, options(signal, k8s.PatchStrategy.StrategicMergePatch)),
-      ),
+      call(`patch node ${name}`, () => req<V1Node>('PATCH', `/api/v1/nodes/${seg(name)}/status`, signal, { body: { metadata: meta }, contentType: STRATEGIC, type: 'V1Node' })),
     patchNodeStatus: (name, status: V1NodeStatus, signal) =>
-      call(`patch node ${name} status`, () =>
-        core.patchNodeStatus({ name, body: { status: JSON.parse(JSON.stringify(status)) as unknown } }, options(signal, k8s.PatchStrategy.MergePatch)),
-      ),
+      call(`patch node ${name} status`, () => req<V1Node>('PATCH', `/api/v1/nodes/${seg(name)}/status`, signal, { body: { status }, contentType: MERGE, type: 'V1Node' })),
     getLease: (name, signal) =>
-      orNull(call(`get lease ${NODE_LEASE_NAMESPACE}/${name}`, () => coordination.readNamespacedLease({ name, namespace: NODE_LEASE_NAMESPACE }, options(signal)))),
+      orNull(call(`get lease ${NODE_LEASE_NAMESPACE}/${name}`, () => req<V1Lease>('GET', `${LEASES}/${seg(name)}`, signal, { type: 'V1Lease' }))),
     createLease: (lease: V1Lease, signal) =>
-      call(`create lease ${NODE_LEASE_NAMESPACE}/${lease.metadata?.name}`, () =>
-        coordination.createNamespacedLease({ namespace: NODE_LEASE_NAMESPACE, body: lease }, options(signal)),
-      ),
+      call(`create lease ${NODE_LEASE_NAMESPACE}/${lease.metadata?.name}`, () => req<V1Lease>('POST', LEASES, signal, { body: lease, type: 'V1Lease' })),
     updateLease: (lease: V1Lease, signal) =>
       call(`update lease ${NODE_LEASE_NAMESPACE}/${lease.metadata?.name}`, () =>
-        coordination.replaceNamespacedLease({ name: lease.metadata?.name ?? '', namespace: NODE_LEASE_NAMESPACE, body: lease }, options(signal)),
+        req<V1Lease>('PUT', `${LEASES}/${seg(lease.metadata?.name ?? '')}`, signal, { body: lease, type: 'V1Lease' }),
       ),
     listNodePods: async (nodeName, signal) =>
-      (
-        await call(`list pods on node ${nodeName}`, () =>
-          core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${nodeName}` }, options(signal)),
-        )
-      ).items,
+      (await call(`list pods on node ${nodeName}`, () => req<{ items: V1Pod[] }>('GET', '/api/v1/pods', signal, { query: { fieldSelector: `spec.nodeName=${nodeName}` }, type: 'V1PodList' }))).items,
     watchNodePods: (nodeName, on, signal) => {
       const fieldSelector = `spec.nodeName=${nodeName}`;
       return listWatch<V1Pod>({
@@ -429,7 +271,7 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
         fieldSelector,
         type: 'V1Pod',
         what: `pods on node ${nodeName}`,
-        list: (s) => core.listPodForAllNamespaces({ fieldSelector }, options(s)),
+        list: (s) => req('GET', '/api/v1/pods', s, { query: { fieldSelector }, type: 'V1PodList' }),
         on: { items: on.pods, error: on.error },
         signal,
       });
@@ -442,7 +284,7 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
         fieldSelector,
         type: 'V1Service',
         what: 'services',
-        list: (s) => core.listServiceForAllNamespaces({ fieldSelector }, options(s)),
+        list: (s) => req('GET', '/api/v1/services', s, { query: { fieldSelector }, type: 'V1ServiceList' }),
         on,
         signal,
       });
@@ -450,98 +292,91 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
     watchObject: (kind, namespace, name, on, signal) => {
       const fieldSelector = `metadata.name=${name}`;
       const singular = kind === 'configmaps' ? 'configmap' : 'secret';
-      const list = kind === 'configmaps'
-        ? (s: AbortSignal) => core.listNamespacedConfigMap({ namespace, fieldSelector }, options(s))
-        : (s: AbortSignal) => core.listNamespacedSecret({ namespace, fieldSelector }, options(s));
+      const path = `/api/v1/namespaces/${seg(namespace)}/${kind}`;
       return listWatch<V1ConfigMap | V1Secret>({
-        path: `/api/v1/namespaces/${namespace}/${kind}`,
+        path,
         fieldSelector,
         type: kind === 'configmaps' ? 'V1ConfigMap' : 'V1Secret',
         what: `${singular} ${namespace}/${name}`,
         minWatchSeconds: OBJECT_WATCH_MIN_TIMEOUT_SECONDS,
-        list,
+        list: (s) => req('GET', path, s, { query: { fieldSelector }, type: kind === 'configmaps' ? 'V1ConfigMapList' : 'V1SecretList' }),
         on,
         signal,
       });
     },
     createServiceAccountToken: async (namespace, serviceAccount, spec, signal) => {
       const tr = await call(`create token for serviceaccount ${namespace}/${serviceAccount}`, () =>
-        core.createNamespacedServiceAccountToken(
-          { name: serviceAccount, namespace, body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec } },
-          options(signal),
-        ),
+        req<{ status?: { token?: string; expirationTimestamp?: string } }>('POST', `/api/v1/namespaces/${seg(namespace)}/serviceaccounts/${seg(serviceAccount)}/token`, signal, {
+          body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec },
+        }),
       );
-      const token = tr.status?.token ?? '';
-      const exp = tr.status?.expirationTimestamp;
+      const token = tr?.status?.token ?? '';
+      const exp = tr?.status?.expirationTimestamp;
       if (token === '' || exp === undefined) throw new ApiServerError(`API server ${server}: create token for serviceaccount ${namespace}/${serviceAccount}: the TokenRequest came back without a token`);
       return { token, expirationTimestamp: new Date(exp) };
     },
     createPod: (pod, signal) =>
       call(`create pod ${pod.metadata?.namespace}/${pod.metadata?.name}`, () =>
-        core.createNamespacedPod({ namespace: pod.metadata?.namespace ?? 'default', body: pod }, options(signal)),
+        req<V1Pod>('POST', `/api/v1/namespaces/${seg(pod.metadata?.namespace ?? 'default')}/pods`, signal, { body: pod, type: 'V1Pod' }),
       ),
     deletePod: async (namespace, name, uid, signal) => {
       await call(`delete pod ${namespace}/${name}`, () =>
-        core.deleteNamespacedPod({ name, namespace, body: { gracePeriodSeconds: 0, preconditions: { uid } } }, options(signal)),
+        req('DELETE', `/api/v1/namespaces/${seg(namespace)}/pods/${seg(name)}`, signal, { body: { gracePeriodSeconds: 0, preconditions: { uid } } }),
       );
     },
     patchPodStatus: (namespace, name, uid, status, signal) =>
       call(`patch pod ${namespace}/${name} status`, () =>
-        core.patchNamespacedPodStatus(
-          { name, namespace, body: JSON.parse(JSON.stringify({ metadata: { uid }, status })) as unknown },
-          options(signal, k8s.PatchStrategy.MergePatch),
-        ),
+        req<V1Pod>('PATCH', `/api/v1/namespaces/${seg(namespace)}/pods/${seg(name)}/status`, signal, { body: { metadata: { uid }, status }, contentType: MERGE, type: 'V1Pod' }),
       ),
     createEvent: (namespace, event, signal) =>
-      call(`create event ${namespace}/${event.metadata?.name}`, () => core.createNamespacedEvent({ namespace, body: event }, options(signal))),
+      call(`create event ${namespace}/${event.metadata?.name}`, () => req('POST', `/api/v1/namespaces/${seg(namespace)}/events`, signal, { body: event })),
     patchEvent: (namespace, name, patch, signal) =>
       call(`patch event ${namespace}/${name}`, () =>
-        core.patchNamespacedEvent(
-          { name, namespace, body: { count: patch.count, lastTimestamp: patch.lastTimestamp.toISOString(), message: patch.message } },
-          options(signal, k8s.PatchStrategy.StrategicMergePatch),
-        ),
+        req('PATCH', `/api/v1/namespaces/${seg(namespace)}/events/${seg(name)}`, signal, {
+          body: { count: patch.count, lastTimestamp: patch.lastTimestamp.toISOString(), message: patch.message },
+          contentType: STRATEGIC,
+        }),
       ),
     // The kubelet server's reviews (its node identity may create both: the Node authorizer's rules).
     reviewToken: async (token, signal) => {
       const r = await call('create tokenreview', () =>
-        authentication.createTokenReview({ body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token } } }, options(signal)),
+        req<{ status?: { authenticated?: boolean; user?: { username?: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> } } }>(
+          'POST',
+          '/apis/authentication.k8s.io/v1/tokenreviews',
+          signal,
+          { body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token } } },
+        ),
       );
-      const u = r.status?.user;
+      const u = r?.status?.user;
       return {
-        authenticated: r.status?.authenticated === true,
+        authenticated: r?.status?.authenticated === true,
         ...(u?.username ? { user: { name: u.username, ...(u.uid ? { uid: u.uid } : {}), groups: u.groups ?? [], ...(u.extra ? { extra: u.extra } : {}) } } : {}),
       };
     },
     reviewNodeAccess: async (q, signal) => {
       const r = await call('create subjectaccessreview', () =>
-        authorization.createSubjectAccessReview(
-          {
-            body: {
-              apiVersion: 'authorization.k8s.io/v1',
-              kind: 'SubjectAccessReview',
-              spec: {
-                user: q.user.name,
-                ...(q.user.uid ? { uid: q.user.uid } : {}),
-                groups: q.user.groups,
-                ...(q.user.extra ? { extra: q.user.extra } : {}),
-                resourceAttributes: { verb: q.verb, group: '', version: 'v1', resource: 'nodes', subresource: q.subresource, name: q.name },
-              },
+        req<{ status?: { allowed?: boolean } }>('POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', signal, {
+          body: {
+            apiVersion: 'authorization.k8s.io/v1',
+            kind: 'SubjectAccessReview',
+            spec: {
+              user: q.user.name,
+              ...(q.user.uid ? { uid: q.user.uid } : {}),
+              groups: q.user.groups,
+              ...(q.user.extra ? { extra: q.user.extra } : {}),
+              resourceAttributes: { verb: q.verb, group: '', version: 'v1', resource: 'nodes', subresource: q.subresource, name: q.name },
             },
           },
-          options(signal),
-        ),
+        }),
       );
-      return r.status?.allowed === true;
+      return r?.status?.allowed === true;
     },
     reloadCredentials: () => {
-      // The next request makes a new pool from the kubeconfig, reading its certificate files anew. The old
-      // pool is left to finish what it carries (a request may still be handed it); its idle connections
-      // close after undici's keep-alive timeout.
-      dispatcher = undefined;
+      // New requests go over a new connection made with the certificate files read anew; the old
+      // connection carries what it has (watches included) to their end, then closes.
+      rest.reloadCredentials();
     },
-    close: () => {
-      // client-node keeps no connection we own (undici's global dispatcher).
-    },
+    close: () => rest.close(),
   };
 }
 

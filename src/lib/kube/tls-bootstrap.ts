@@ -31,7 +31,9 @@ import { InputError, KletError, errorMessage } from '../errors.js';
 import { writeFileAtomic } from '../kuberuntime/poddir.js';
 import { pause } from '../util/sleep.js';
 import { ApiServerError, toApiServerError } from './errors.js';
-import { API_REQUEST_TIMEOUT_MS, loadKubeconfig } from './node-api.js';
+import { loadKubeconfig } from './kubeconfig.js';
+import { API_REQUEST_TIMEOUT_MS } from './node-api.js';
+import { restClient } from './rest.js';
 
 /** certificatesv1.KubeAPIServerClientKubeletSignerName */
 export const KUBELET_CLIENT_SIGNER = 'kubernetes.io/kube-apiserver-client-kubelet';
@@ -113,10 +115,9 @@ export async function makeCsr(keyPem: string, subject: ClientSubject): Promise<s
 
 /** The certificates a kubeconfig's user presents (inline or from client-certificate). */
 async function clientCertificates(kubeconfig: string): Promise<X509Certificate[]> {
-  const { kc } = await loadKubeconfig(kubeconfig);
-  const user = kc.getCurrentUser();
-  let pem = user?.certData ? Buffer.from(user.certData, 'base64').toString('utf8') : '';
-  if (!pem && user?.certFile) pem = await fsp.readFile(path.resolve(path.dirname(kubeconfig), user.certFile), 'utf8');
+  const { user } = await loadKubeconfig(kubeconfig);
+  let pem = user.certData ? Buffer.from(user.certData, 'base64').toString('utf8') : '';
+  if (!pem && user.certFile) pem = await fsp.readFile(user.certFile, 'utf8');
   const { parseCertificates } = await import('./bootstrap-token.js');
   return parseCertificates(pem);
 }
@@ -175,7 +176,7 @@ export async function ensureClientCertificate(opts: TlsBootstrapOptions, signal:
   const now = opts.now ?? (() => new Date());
   if (await clientConfigStillValid(opts.kubeconfig, now())) return { bootstrapped: false };
   const certDir = path.resolve(opts.certDir);
-  const { kc } = await loadKubeconfig(opts.bootstrapKubeconfig);
+  const { cluster } = await loadKubeconfig(opts.bootstrapKubeconfig);
   await fsp.mkdir(certDir, { recursive: true, mode: 0o700 });
   const keyPem = await bootstrapKey(certDir);
   const subject = nodeClientSubject(opts.nodeName);
@@ -187,11 +188,10 @@ export async function ensureClientCertificate(opts: TlsBootstrapOptions, signal:
   );
   const pairFile = await storePair(certDir, certPem, keyPem, now());
   await fsp.rm(path.join(certDir, TMP_KEY), { force: true });
-  const cluster = kc.getCurrentCluster()!;
   await writeCertKubeconfig(opts.kubeconfig, {
     server: cluster.server,
-    ...(cluster.caFile ? { caFile: path.resolve(path.dirname(opts.bootstrapKubeconfig), cluster.caFile) } : cluster.caData ? { caData: cluster.caData } : {}),
-    ...(cluster.skipTLSVerify ? { insecure: true } : {}),
+    ...(cluster.caFile ? { caFile: cluster.caFile } : cluster.caData ? { caData: cluster.caData } : {}),
+    ...(cluster.insecure ? { insecure: true } : {}),
     pairFile: currentPairPath(certDir),
   });
   return { bootstrapped: true, csrName: name, pairFile };
@@ -209,73 +209,67 @@ export async function requestCertificate(
   signal: AbortSignal,
   progress: (line: string) => void = () => {},
 ): Promise<{ name: string; certPem: string }> {
-  const { kc, server, secrets } = await loadKubeconfig(o.kubeconfig);
+  const loaded = await loadKubeconfig(o.kubeconfig);
+  const { server, secrets } = loaded;
   const request = await makeCsr(o.keyPem, o.subject);
   const signerName = o.signerName ?? KUBELET_CLIENT_SIGNER;
   const usages = [...(o.usages ?? CLIENT_USAGES)];
-  const k8s = await import('@kubernetes/client-node');
-  const api = kc.makeApiClient(k8s.CertificatesV1Api);
-  const where = `API server ${server}`;
-  const options = () => ({
-    middleware: [
-      {
-        pre: (ctx: import('@kubernetes/client-node').RequestContext) => {
-          ctx.setSignal(AbortSignal.any([signal, AbortSignal.timeout(API_REQUEST_TIMEOUT_MS)]));
-          return new k8s.Observable(Promise.resolve(ctx));
-        },
-        post: (res: import('@kubernetes/client-node').ResponseContext) => new k8s.Observable(Promise.resolve(res)),
-      },
-    ],
-    middlewareMergeStrategy: 'append' as const,
-  });
-  const call = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {
-    try {
-      return await fn();
-    } catch (err) {
-      throw toApiServerError(err, where, what, secrets);
-    }
-  };
-  let name = o.name ?? '';
-  let uid: string | undefined;
+  const rest = await restClient(loaded);
   try {
-    const created = await call(`create certificatesigningrequest ${name || '(generateName csr-)'}`, () =>
-      api.createCertificateSigningRequest(
-        {
+    const where = `API server ${server}`;
+    const CSRS = '/apis/certificates.k8s.io/v1/certificatesigningrequests';
+    type Csr = { metadata?: { name?: string; uid?: string }; spec: { signerName: string }; status?: unknown };
+    const get = async (n: string) => (await rest.request('GET', `${CSRS}/${encodeURIComponent(n)}`, { signal, timeoutMs: API_REQUEST_TIMEOUT_MS })) as Csr;
+    const call = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {
+      try {
+        return await fn();
+      } catch (err) {
+        throw toApiServerError(err, where, what, secrets);
+      }
+    };
+    let name = o.name ?? '';
+    let uid: string | undefined;
+    try {
+      const created = await call(`create certificatesigningrequest ${name || '(generateName csr-)'}`, () =>
+        rest.request('POST', CSRS, {
+          signal,
+          timeoutMs: API_REQUEST_TIMEOUT_MS,
           body: {
             apiVersion: 'certificates.k8s.io/v1',
             kind: 'CertificateSigningRequest',
             metadata: o.name ? { name: o.name } : { generateName: 'csr-' },
             spec: { request: Buffer.from(request).toString('base64'), signerName, usages },
           },
-        },
-        options(),
-      ),
-    );
-    name = created.metadata?.name ?? name;
-    uid = created.metadata?.uid;
-  } catch (err) {
-    // A retry with the same key: the request is there already (RequestCertificate reuses it).
-    if (!(o.name && err instanceof ApiServerError && err.status === 409)) throw err;
-    const existing = await call(`get certificatesigningrequest ${name}`, () => api.readCertificateSigningRequest({ name }, options()));
-    if (existing.spec.signerName !== signerName) throw new KletError(`${where}: certificatesigningrequest ${name} exists with signer ${existing.spec.signerName}, not ${signerName}`);
-    uid = existing.metadata?.uid;
-  }
+        }) as Promise<Csr>,
+      );
+      name = created.metadata?.name ?? name;
+      uid = created.metadata?.uid;
+    } catch (err) {
+      // A retry with the same key: the request is there already (RequestCertificate reuses it).
+      if (!(o.name && err instanceof ApiServerError && err.status === 409)) throw err;
+      const existing = await call(`get certificatesigningrequest ${name}`, () => get(name));
+      if (existing.spec.signerName !== signerName) throw new KletError(`${where}: certificatesigningrequest ${name} exists with signer ${existing.spec.signerName}, not ${signerName}`);
+      uid = existing.metadata?.uid;
+    }
 
-  progress(`waiting for certificate signing request ${name} to be approved and issued`);
-  const waitMs = o.waitMs ?? WAIT_MS;
-  const deadline = Date.now() + waitMs;
-  let certPem: string | undefined;
-  for (;;) {
-    const csr = await call(`get certificatesigningrequest ${name}`, () => api.readCertificateSigningRequest({ name }, options()));
-    if (uid !== undefined && csr.metadata?.uid !== uid) throw new KletError(`${where}: certificate signing request ${name} was replaced while klet waited for it`);
-    certPem = issued(name, csr.status as CsrStatus | undefined);
-    if (certPem !== undefined) break;
-    if (Date.now() >= deadline) throw new KletError(`${where}: certificate signing request ${name} was not approved and issued within ${Math.round(waitMs / 1000)} s`);
-    await pause(POLL_MS, signal);
-    if (signal.aborted) throw new KletError(`waiting for certificate signing request ${name}: interrupted`);
+    progress(`waiting for certificate signing request ${name} to be approved and issued`);
+    const waitMs = o.waitMs ?? WAIT_MS;
+    const deadline = Date.now() + waitMs;
+    let certPem: string | undefined;
+    for (;;) {
+      const csr = await call(`get certificatesigningrequest ${name}`, () => get(name));
+      if (uid !== undefined && csr.metadata?.uid !== uid) throw new KletError(`${where}: certificate signing request ${name} was replaced while klet waited for it`);
+      certPem = issued(name, csr.status as CsrStatus | undefined);
+      if (certPem !== undefined) break;
+      if (Date.now() >= deadline) throw new KletError(`${where}: certificate signing request ${name} was not approved and issued within ${Math.round(waitMs / 1000)} s`);
+      await pause(POLL_MS, signal);
+      if (signal.aborted) throw new KletError(`waiting for certificate signing request ${name}: interrupted`);
+    }
+    checkIssued(certPem, o.keyPem, o.subject, name);
+    return { name, certPem };
+  } finally {
+    rest.close();
   }
-  checkIssued(certPem, o.keyPem, o.subject, name);
-  return { name, certPem };
 }
 /** The issued certificate, undefined while waiting; a denied or failed request is an error naming it. */
 export function issued(name: string, status: CsrStatus | undefined): string | undefined {

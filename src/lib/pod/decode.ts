@@ -51,7 +51,16 @@ export function modelAttributes(type: string): ReadonlyMap<string, AttributeType
 const ARRAY = /^Array<(.*)>$/;
 const MAP = /^\{ \[key: string\]: (.*); \}$/;
 
-/** ObjectSerializer.deserialize over the schema: wire names → model names, date-time strings → Date. */
+/**
+ * ObjectSerializer.deserialize over the schema: wire names → model names,
+ * date-time strings → Date; what the API server sends, as client-node's
+ * generated clients hand it over (lib/kube/node-api.ts). Not checked: the
+ * server's answers are trusted as client-node trusts them.
+ */
+export function deserializeModel(data: unknown, type: string): unknown {
+  return fromWire(data, type);
+}
+
 function fromWire(data: unknown, type: string): unknown {
   if (data === undefined || data === null) return data;
   const arr = ARRAY.exec(type);
