@@ -2,7 +2,9 @@
  * The node's REST client for the API server: JSON requests and watches over
  * HTTP/2 (one connection carrying every request and watch, as client-go's
  * transport does; another one only when the server's stream limit is
- * reached), HTTP/1.1 with keep-alive for an http:// server. Authentication
+ * reached), HTTP/1.1 with keep-alive for an http:// server and for an
+ * https:// one whose ALPN answer is not h2 (a TLS proxy in front of the API
+ * server; Go's transport falls back the same way). Authentication
  * from the kubeconfig (lib/kube/kubeconfig.ts): a client certificate, a
  * bearer token (tokenFile read again every minute, as client-go does) or
  * basic auth.
@@ -116,14 +118,49 @@ export async function restClient(kc: LoadedKubeconfig): Promise<RestClient> {
   let reload: () => void;
   let closeAll: () => void;
 
+  /** HTTP/1.1 with keep-alive: an http:// server, or an https:// one that does not offer h2 in ALPN (a proxy in front of it). */
+  async function http1(secure: boolean): Promise<{ exchange: typeof exchange; close(): void }> {
+    const mod = secure ? await import('node:https') : await import('node:http');
+    let agent: http.Agent | undefined;
+    let agentReady: Promise<http.Agent> | undefined;
+    const getAgent = (): Promise<http.Agent> => {
+      agentReady ??= (async () => {
+        agent = secure ? new (mod as typeof import('node:https')).Agent({ keepAlive: true, ...(await tlsOptions()) }) : new mod.Agent({ keepAlive: true });
+        return agent;
+      })();
+      return agentReady;
+    };
+    return {
+      exchange: async (method, path, hdrs, body, signal) => {
+        const a = await getAgent();
+        return new Promise<Exchange>((resolve, reject) => {
+          const req = mod.request(origin + base + path, { method, headers: hdrs, agent: a, signal }, (res: http.IncomingMessage) =>
+            resolve({ status: res.statusCode ?? 0, body: res, cancel: () => req.destroy() }),
+          );
+          req.once('error', reject);
+          req.end(body);
+        });
+      },
+      // certificate rotation: the next request makes a new agent with the files read again
+      close: () => {
+        agent?.destroy();
+        agent = undefined;
+        agentReady = undefined;
+      },
+    };
+  }
+
   if (url.protocol === 'https:') {
-    const h2 = await import('node:http2');
+    const [h2, tlsMod, net] = await Promise.all([import('node:http2'), import('node:tls'), import('node:net')]);
     interface Conn {
       session: http2.ClientHttp2Session;
-      ready: Promise<void>;
+      /** The session, or 'http/1.1' when the server did not choose h2 in ALPN. */
+      ready: Promise<'h2' | 'http/1.1'>;
       active: number;
       retired: boolean;
     }
+    /** Set once a server answered ALPN without h2: every request then goes over HTTP/1.1, as Go's transport falls back. */
+    let fallback: Awaited<ReturnType<typeof http1>> | undefined;
     const conns: Conn[] = [];
     const limitOf = (c: Conn) => Math.max(1, Math.min(c.session.remoteSettings?.maxConcurrentStreams ?? 100, 1000) - 1);
     const drop = (c: Conn) => {
@@ -133,16 +170,38 @@ export async function restClient(kc: LoadedKubeconfig): Promise<RestClient> {
     const connect = (): Conn => {
       const ready = tlsOptions().then(
         (tls) =>
-          new Promise<http2.ClientHttp2Session>((resolve, reject) => {
-            const s = h2.connect(origin, tls);
-            c.session = s;
-            s.once('connect', () => resolve(s));
-            s.once('error', reject);
+          new Promise<'h2' | 'http/1.1'>((resolve, reject) => {
+            const host = url.hostname.replace(/^\[|\]$/g, '');
+            const socket = tlsMod.connect({
+              host,
+              port: Number(url.port || 443),
+              ...tls,
+              ...(tls.servername === undefined && net.isIP(host) === 0 ? { servername: host } : {}),
+              ALPNProtocols: ['h2', 'http/1.1'],
+            });
+            socket.once('error', reject);
+            socket.once('secureConnect', () => {
+              if (socket.alpnProtocol !== 'h2') {
+                socket.destroy();
+                resolve('http/1.1');
+                return;
+              }
+              socket.removeListener('error', reject);
+              const s = h2.connect(origin, { createConnection: () => socket });
+              c.session = s;
+              s.once('connect', () => resolve('h2'));
+              s.once('error', reject);
+            });
           }),
       );
-      const c: Conn = { session: undefined as unknown as http2.ClientHttp2Session, ready: ready.then(() => undefined), active: 0, retired: false };
+      const c: Conn = { session: undefined as unknown as http2.ClientHttp2Session, ready, active: 0, retired: false };
       ready.then(
-        (s) => {
+        (proto) => {
+          if (proto !== 'h2') {
+            drop(c);
+            return;
+          }
+          const s = c.session;
           s.on('error', () => drop(c)); // the streams get the error; the next request connects anew
           s.on('close', () => drop(c));
           s.on('goaway', () => {
@@ -160,6 +219,7 @@ export async function restClient(kc: LoadedKubeconfig): Promise<RestClient> {
       return connect();
     };
     exchange = async (method, path, hdrs, body, signal) => {
+      if (fallback) return fallback.exchange(method, path, hdrs, body, signal);
       const c = pick();
       c.active++;
       if (c.active === 1) c.session?.ref();
@@ -174,7 +234,12 @@ export async function restClient(kc: LoadedKubeconfig): Promise<RestClient> {
         }
       };
       try {
-        await c.ready;
+        const proto = await c.ready;
+        if (proto !== 'h2') {
+          release();
+          fallback ??= await http1(true);
+          return await fallback.exchange(method, path, hdrs, body, signal);
+        }
         signal.throwIfAborted();
         const stream = c.session.request({ ':method': method, ':path': base + path, ...hdrs }, { signal, endStream: body === undefined });
         if (body !== undefined) stream.end(body);
@@ -190,27 +255,21 @@ export async function restClient(kc: LoadedKubeconfig): Promise<RestClient> {
       }
     };
     reload = () => {
+      fallback?.close();
       for (const c of conns) {
         c.retired = true;
         if (c.active === 0) c.session?.close();
       }
     };
     closeAll = () => {
+      fallback?.close();
       for (const c of conns.splice(0)) c.session?.destroy();
     };
   } else {
-    const h1 = await import('node:http');
-    const agent = new h1.Agent({ keepAlive: true });
-    exchange = (method, path, hdrs, body, signal) =>
-      new Promise<Exchange>((resolve, reject) => {
-        const req = h1.request(origin + base + path, { method, headers: hdrs, agent, signal }, (res: http.IncomingMessage) =>
-          resolve({ status: res.statusCode ?? 0, body: res, cancel: () => req.destroy() }),
-        );
-        req.once('error', reject);
-        req.end(body);
-      });
+    const plain = await http1(false);
+    exchange = plain.exchange;
     reload = () => {};
-    closeAll = () => agent.destroy();
+    closeAll = () => plain.close();
   }
 
   return {
