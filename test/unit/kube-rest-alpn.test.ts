@@ -24,7 +24,8 @@ const kubeconfig = (port: number): LoadedKubeconfig =>
   ({ server: `https://127.0.0.1:${port}`, cluster: { caData: Buffer.from(pem.cert).toString('base64'), insecure: false }, user: { token: 't0ken' }, secrets: ['t0ken'] }) as unknown as LoadedKubeconfig;
 
 /** Answers a GET with the protocol it came over, a watch with two events. */
-function handler(req: http.IncomingMessage | http2.Http2ServerRequest, res: http.ServerResponse | http2.Http2ServerResponse): void {
+function handler(req: http.IncomingMessage | http2.Http2ServerRequest, r: http.ServerResponse | http2.Http2ServerResponse): void {
+  const res = r as http.ServerResponse;
   const proto = `${req.httpVersion}`;
   if (req.headers.authorization !== 'Bearer t0ken') {
     res.writeHead(401);
