@@ -309,6 +309,34 @@ describe('status manager: API pods, as the kubelet status manager writes them', 
     expect(f.calls).toEqual(['status:Pending', 'status:Running', 'status:Running']);
   });
 
+  it("a resync reads from the runtime only the pods it has no status for (the kubelet's syncBatch works from its cache): 110 pods held read none", async () => {
+    const { f, mgr, reads, setLocal } = setup();
+    const pods = Array.from({ length: 110 }, (_, i) => apiPod(`u${i + 1}`, { phase: 'Running', conditions: ready(true, new Date(0)) }));
+    for (const p of pods.slice(1)) f.pods.set(`p-${p.metadata!.uid}`, apiPod(p.metadata!.uid!, { phase: 'Pending' }));
+    setLocal(pods);
+    // The first pass has no status for any pod: it reads them all, and writes each once.
+    await mgr.syncOnce(s);
+    expect(reads).toHaveLength(1);
+    expect(new Set(reads[0] as string[]).size).toBe(110);
+    expect(f.calls.filter((c) => c === 'status:Running')).toHaveLength(110);
+    // Resyncs with nothing signalled: no runtime read, no write.
+    await mgr.syncOnce(s);
+    await mgr.syncOnce(s);
+    expect(reads).toHaveLength(1);
+    expect(f.calls).toHaveLength(110);
+    // A new pod no sync has reported yet is read by the next resync; a pod gone is forgotten.
+    const u111 = apiPod('u111', { phase: 'Running', conditions: ready(true, new Date(0)) });
+    f.pods.set('p-u111', apiPod('u111', { phase: 'Pending' }));
+    setLocal([...pods.slice(1), u111]);
+    await mgr.syncOnce(s);
+    expect(reads[1]).toEqual(['u111']);
+    expect(f.calls.slice(110)).toEqual(['status:Running']);
+    // A kicked pod is read again on the resync too (its sync ended).
+    mgr.kick('u5');
+    await mgr.syncOnce(s);
+    expect(reads[2]).toEqual(['u5']);
+  });
+
   it('a resync does not write the half-done state of a pod in the middle of a sync; a failed write is retried with the latest status', async () => {
     const busy = new Set<string>();
     const { f, mgr, setLocal } = setup({ busy });
