@@ -80,11 +80,13 @@ describe('klet sync: node pressure and eviction, as the kubelet', () => {
     };
     expect(await poll('the Node with DiskPressure False', 60_000, diskPressure).catch(fail)).toMatchObject({ status: 'False', reason: 'KubeletHasNoDiskPressure', message: 'kubelet has no disk pressure' });
 
-    // 70 MiB into an emptyDir on the 96 MiB root dir: 26 MiB left, under 40 % (38.4 MiB).
+    // 70 MiB into an emptyDir on the 96 MiB root dir: 26 MiB left, under 40 % (38.4 MiB). A line in
+    // its log first: until containerd's snapshot syncer (every 10 s) measures the writable layer its
+    // usage reads 0, and a container using nothing over its request is not named (as by the kubelet).
     await apply(
       pod('filler', {
         volumes: [{ name: 'scratch', emptyDir: {} }],
-        containers: [{ name: 'filler', image: IMAGE, command: ['sh', '-c', 'dd if=/dev/zero of=/scratch/fill bs=1M count=70 2>/dev/null; echo filled; sleep 3600'], volumeMounts: [{ name: 'scratch', mountPath: '/scratch' }] }],
+        containers: [{ name: 'filler', image: IMAGE, command: ['sh', '-c', 'echo filling; dd if=/dev/zero of=/scratch/fill bs=1M count=70 2>/dev/null; echo filled; sleep 3600'], volumeMounts: [{ name: 'scratch', mountPath: '/scratch' }] }],
       }),
     );
     const evicted = await poll('filler Failed', 90_000, async () => {
