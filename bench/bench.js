@@ -635,18 +635,18 @@ function steadyVariants(n, { probes = false, qos = false } = {}) {
     r.restarts = running.filter((c) => c.metadata.attempt > 0).length; // a failing liveness probe would restart containers
     return r;
   };
-  const v = {
-    'klet sync': async () => {
-      writeManifests(MANIFESTS, n, { probes });
-      const port = qos ? await freePort() : null;
-      // With qos, its kubelet server as the kubelet's here: loopback, anonymous requests, AlwaysAllow (a self-signed certificate).
-      const cgroupFlags = qos ? [...kletQosCgroups(), '--address=127.0.0.1', `--port=${port}`, '--anonymous-auth=true', '--authorization-mode=AlwaysAllow'] : KLET_FLAT_CGROUPS;
-      const p = start(NODE, [...opts.kletNodeFlags, KLET, 'sync', '--manifest-dir', MANIFESTS, ...cgroupFlags, ...kletGlobal()], { log: path.join(tmp, 'klet-sync.log'), env: kletEnv() });
-      const r = await measure(p, 'klet sync', port);
-      await stopProc(p);
-      return r;
-    },
+  const kletSync = (bin, what) => async () => {
+    writeManifests(MANIFESTS, n, { probes });
+    const port = qos ? await freePort() : null;
+    // With qos, its kubelet server as the kubelet's here: loopback, anonymous requests, AlwaysAllow (a self-signed certificate).
+    const cgroupFlags = qos ? [...kletQosCgroups(), '--address=127.0.0.1', `--port=${port}`, '--anonymous-auth=true', '--authorization-mode=AlwaysAllow'] : KLET_FLAT_CGROUPS;
+    const p = start(NODE, [...opts.kletNodeFlags, bin, 'sync', '--manifest-dir', MANIFESTS, ...cgroupFlags, ...kletGlobal()], { log: path.join(tmp, 'klet-sync.log'), env: kletEnv() });
+    const r = await measure(p, what, port);
+    await stopProc(p);
+    return r;
   };
+  // Another build of klet (a before/after pair in one alternation): --klet-b OTHER_CHECKOUT/bin/run.js.
+  const v = { 'klet sync': kletSync(KLET, 'klet sync'), ...(opts.kletB ? { 'klet sync (B)': kletSync(opts.kletB, 'klet sync (B)') } : {}) };
   if (opts.kubelet) {
     v.kubelet = async () => {
       writeManifests(MANIFESTS, n, { probes });
@@ -1885,7 +1885,9 @@ async function runScenario(s) {
       unit: '% of one core / MB',
       runs,
       summary: mapValues(runs, (r) => Object.fromEntries(['cpuPct', 'peakRssMB', 'rssMB', 'rssAnonMB', 'rssFileMB', 'heapUsedMB', 'heapTotalMB', 'externalMB', 'restarts', 'statsReadMs', 'statsBytes', 'podCgroups'].filter((k) => r[0]?.[k] != null).map((k) => [k, summarize(r, k)]))),
-      ratios: ['cpuPct', 'peakRssMB', 'rssMB'].map((k) => ratios(runs, 'klet sync', 'kubelet', k)).filter(Boolean),
+      ratios: ['cpuPct', 'peakRssMB', 'rssMB', 'rssAnonMB']
+        .flatMap((k) => [ratios(runs, 'klet sync', 'kubelet', k), ratios(runs, 'klet sync (B)', 'kubelet', k), ratios(runs, 'klet sync (B)', 'klet sync', k)])
+        .filter(Boolean),
     };
   }
   if (s === 'exit-to-restart') {
