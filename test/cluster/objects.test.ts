@@ -62,13 +62,24 @@ const apply = (o: unknown) => cluster.kubectl(['apply', '-f', '-'], { input: JSO
 const podJson = (name: string) => cluster.kubectlJson<ApiPod>(['get', 'pod', '-n', NS, name]);
 const kletLogs = async (pod: string) => (await runKlet(['logs', `${NS}/${pod}`, '--root-dir', rt.rootDir, '--container-runtime-endpoint', rt.endpoint, '--node-name', NODE])).stdout;
 
-/** Watches of one ConfigMap by name open on the API server now (its apiserver_longrunning_requests gauge; the API server watches a few itself). */
-async function configMapWatches(): Promise<number> {
+/** Watches of one object by name open on the API server now (its apiserver_longrunning_requests gauge; the API server watches a few itself). */
+async function objectWatches(resource: 'configmaps' | 'secrets'): Promise<number> {
   const metrics = await cluster.kubectl(['get', '--raw', '/metrics']);
   return metrics
     .split('\n')
-    .filter((l) => l.startsWith('apiserver_longrunning_requests{') && l.includes('resource="configmaps"') && l.includes('scope="resource"') && l.includes('verb="WATCH"'))
+    .filter((l) => l.startsWith('apiserver_longrunning_requests{') && l.includes(`resource="${resource}"`) && l.includes('scope="resource"') && l.includes('verb="WATCH"'))
     .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+}
+const configMapWatches = () => objectWatches('configmaps');
+
+/** The API server's own watches of `resource`, before klet's (the largest of a few samples: one may be reconnecting). */
+async function baselineWatches(resource: 'configmaps' | 'secrets'): Promise<number> {
+  let baseline = 0;
+  for (let i = 0; i < 4; i++) {
+    baseline = Math.max(baseline, await objectWatches(resource));
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return baseline;
 }
 
 /** Every file under dir (not following symlinks), except the subtrees `skip` says to leave out. */
@@ -221,12 +232,7 @@ describe('klet sync --kubeconfig: ConfigMaps, Secrets and tokens from the API se
   }, 300_000);
 
   it('a pod referencing a missing ConfigMap waits with FailedMount `configmap "late" not found` and starts once it exists; optional: true needs none; a missing env Secret is CreateContainerConfigError until it exists', async () => {
-    // The API server's own watches, before klet's (the largest of a few samples: one may be reconnecting).
-    let baseline = 0;
-    for (let i = 0; i < 4; i++) {
-      baseline = Math.max(baseline, await configMapWatches());
-      await new Promise((r) => setTimeout(r, 250));
-    }
+    const baseline = await baselineWatches('configmaps');
     const sync = await startSync({ rootDir: rt.rootDir, endpoint: rt.endpoint, manifestDir: emptyDir, nodeName: NODE, args: ['--kubeconfig', cluster.nodes[NODE]!.kubeconfig] });
     const pod = (name: string, volumes: unknown[]) => ({
       apiVersion: 'v1',
@@ -285,6 +291,52 @@ describe('klet sync --kubeconfig: ConfigMaps, Secrets and tokens from the API se
     // Every read klet made was allowed by the Node authorizer.
     expect(sync.stderr).not.toMatch(/forbidden/i);
   }, 300_000);
+
+  it('a Secret only an env var reads is watched while its container starts, not for the pod\'s life (the kubelet\'s idle watches, 5 × --sync-frequency); a volume\'s ConfigMap stays watched; a restarted container reads the Secret afresh', async () => {
+    await apply({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'rotating', namespace: NS }, stringData: { token: 'first-value' } });
+    await apply({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'idle-vol', namespace: NS }, data: { k: 'v' } });
+    const [secretBase, cmBase] = [await baselineWatches('secrets'), await baselineWatches('configmaps')];
+    // --sync-frequency 4s: a watch unread for 20 s stops at the next minute's check.
+    const sync = await startSync({ rootDir: rt.rootDir, endpoint: rt.endpoint, manifestDir: emptyDir, nodeName: NODE, args: ['--kubeconfig', cluster.nodes[NODE]!.kubeconfig, '--sync-frequency', '4s'] });
+    await apply({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'rotator', namespace: NS },
+      spec: {
+        nodeName: NODE,
+        terminationGracePeriodSeconds: 1,
+        automountServiceAccountToken: false,
+        containers: [
+          {
+            name: 'main',
+            image: 'localhost/klet/busybox:1.36',
+            command: ['sh', '-c', 'echo "token=$TOKEN"; rm -f /tmp/stop; while [ ! -f /tmp/stop ]; do sleep 1; done'],
+            env: [{ name: 'TOKEN', valueFrom: { secretKeyRef: { name: 'rotating', key: 'token' } } }],
+            volumeMounts: [{ name: 'v', mountPath: '/etc/v' }],
+          },
+        ],
+        volumes: [{ name: 'v', configMap: { name: 'idle-vol' } }],
+      },
+    });
+    await poll('rotator prints the first value', 90_000, async () => ((await kletLogs('rotator')).includes('token=first-value') ? true : undefined), sync);
+    // (Each watch is renewed every 25 s: poll past a reconnect.)
+    await poll('the env Secret watched', 30_000, async () => ((await objectWatches('secrets')) === secretBase + 1 ? true : undefined), sync);
+    // Nothing reads the Secret after the start: its watch stops (20 s idle + up to a minute to the check).
+    await poll('the env Secret\'s watch stopped', 120_000, async () => ((await objectWatches('secrets')) === secretBase ? true : undefined), sync);
+    // The volume's ConfigMap is read at every resync: still watched.
+    await poll('the volume\'s ConfigMap still watched', 30_000, async () => ((await configMapWatches()) === cmBase + 1 ? true : undefined), sync);
+    // The Secret changes while nobody watches it; the container exits and is restarted: it gets the new value, not the stopped cache's.
+    await apply({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'rotating', namespace: NS }, stringData: { token: 'second-value' } });
+    const exec = await runKlet(['exec', `${NS}/rotator`, '--root-dir', rt.rootDir, '--container-runtime-endpoint', rt.endpoint, '--node-name', NODE, '--', 'touch', '/tmp/stop']);
+    expect(exec.code, exec.stderr).toBe(0);
+    await poll('the restarted container prints the second value', 90_000, async () => ((await kletLogs('rotator')).includes('token=second-value') ? true : undefined), sync);
+    await cluster.kubectl(['delete', 'pod', '-n', NS, 'rotator', '--wait=false']);
+    await poll('rotator deleted', 40_000, async () => (/rotator/.test(await cluster.kubectl(['get', 'pods', '-n', NS, '-o', 'name'])) ? undefined : true), sync);
+    await poll('watches dropped', 30_000, async () => ((await configMapWatches()) === cmBase && (await objectWatches('secrets')) === secretBase ? true : undefined), sync);
+    const exit = await sync.stop();
+    expect(exit.code, sync.tail()).toBe(0);
+    expect(sync.stderr).not.toMatch(/forbidden/i);
+  }, 360_000);
 
   it('a static pod that references a ConfigMap is refused in cluster mode, with the kubelet\'s message, and gets no mirror pod', async () => {
     const dir = fs.mkdtempSync(path.join(cluster.dir, 'static-'));

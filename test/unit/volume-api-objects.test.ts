@@ -150,6 +150,95 @@ describe('ApiObjectManager', () => {
     expect(done).toBe(true);
   });
 
+  it('a watch not read for 5 minutes is stopped at the next check; ready() is not a read; a read restarts it and waits for its new list', async () => {
+    let now = 1_000_000;
+    const api = new FakeApi(() => now);
+    let changes = 0;
+    const m = new ApiObjectManager({ api, signal: new AbortController().signal, onChange: () => changes++, now: () => now, idleCheckMs: 3_600_000 });
+    const p = pod('u1', {
+      containers: [{ name: 'c', image: 'i', env: [{ name: 'P', valueFrom: { secretKeyRef: { name: 'db', key: 'password' } } }] }],
+      volumes: [{ name: 'a', configMap: { name: 'settings' } }],
+    });
+    m.registerPod(p);
+    // Not stopped before its first list, however long that takes.
+    now += 10 * 60_000;
+    m.stopIdleWatches();
+    expect(m.watching()).toEqual(['configmaps/apps/settings', 'secrets/apps/db']);
+    api.find('configmaps', 'settings').on.items([cm('settings', '5', { k: 'v1' })]);
+    api.find('secrets', 'db').on.items([{ metadata: { name: 'db', namespace: 'apps', resourceVersion: '7' }, data: { password: 'c2VjcmV0' } }]);
+    expect(changes).toBe(2);
+    const readAt = now;
+    await m.readForContainer(p, p.spec!.containers[0]!, undefined, (msg) => new Error(msg));
+    // The volume's object is read at every resync (each minute); the env-only Secret is not.
+    for (let minute = 1; minute <= 6; minute++) {
+      now = readAt + minute * 60_000;
+      await m.source(p).configMap('apps', 'settings');
+      await m.ready(p);
+      m.stopIdleWatches();
+    }
+    expect(m.watching()).toEqual(['configmaps/apps/settings']);
+    expect(api.live()).toEqual(['configmaps/apps/settings']);
+    // ready() neither waits for nor restarts the stopped watch, and objects() still has the Secret.
+    await m.ready(p);
+    expect(api.live()).toEqual(['configmaps/apps/settings']);
+    expect(m.objects(p).secrets.map((x) => x.metadata?.resourceVersion)).toEqual(['7']);
+    // A container start reads it: the watch starts again and the read waits for its list.
+    let read = false;
+    const r = m.readForContainer(p, p.spec!.containers[0]!, undefined, (msg) => new Error(msg)).then((o) => {
+      read = true;
+      return o;
+    });
+    await new Promise((res) => setTimeout(res, 10));
+    expect(read).toBe(false);
+    expect(api.live()).toEqual(['configmaps/apps/settings', 'secrets/apps/db']);
+    // Unchanged meanwhile: its list announces nothing.
+    api.find('secrets', 'db').on.items([{ metadata: { name: 'db', namespace: 'apps', resourceVersion: '7' }, data: { password: 'c2VjcmV0' } }]);
+    expect((await r).secrets.map((x) => x.metadata?.resourceVersion)).toEqual(['7']);
+    expect(changes).toBe(2);
+    // Stopped again, then changed while nobody watched: the restarted list announces it and the read has the new object.
+    now += 6 * 60_000;
+    await m.source(p).configMap('apps', 'settings');
+    m.stopIdleWatches();
+    expect(m.watching()).toEqual(['configmaps/apps/settings']);
+    const r2 = m.readForContainer(p, p.spec!.containers[0]!, undefined, (msg) => new Error(msg));
+    await new Promise((res) => setTimeout(res, 0));
+    api.find('secrets', 'db').on.items([{ metadata: { name: 'db', namespace: 'apps', resourceVersion: '9' }, data: { password: 'bmV3' } }]);
+    expect((await r2).secrets.map((x) => x.data)).toEqual([{ password: 'bmV3' }]);
+    expect(changes).toBe(3);
+  });
+
+  it('a restarted watch that cannot list fails the container\'s read with the kubelet\'s message', async () => {
+    let now = 0;
+    const api = new FakeApi(() => now);
+    const m = new ApiObjectManager({ api, signal: new AbortController().signal, now: () => now, idleCheckMs: 3_600_000, syncTimeoutMs: 50 });
+    const c = { name: 'c', image: 'i', envFrom: [{ configMapRef: { name: 'env-cm' } }] };
+    const p = pod('u1', { containers: [c] });
+    m.registerPod(p);
+    api.find('configmaps', 'env-cm').on.items([cm('env-cm', '1', { A: 'a' })]);
+    now += 6 * 60_000;
+    m.stopIdleWatches();
+    expect(m.watching()).toEqual([]);
+    const r = m.readForContainer(p, c, undefined, (msg) => new Error(msg));
+    await new Promise((res) => setTimeout(res, 0));
+    api.find('configmaps', 'env-cm').on.error('API server https://x: list configmap apps/env-cm: 403 Forbidden');
+    await expect(r).rejects.toThrow('failed to sync configmap cache: API server https://x: list configmap apps/env-cm: 403 Forbidden');
+  });
+
+  it('an immutable object\'s watch stops after its first read and never starts again', async () => {
+    const now = 0;
+    const api = new FakeApi(() => now);
+    const m = new ApiObjectManager({ api, signal: new AbortController().signal, now: () => now, idleCheckMs: 3_600_000 });
+    const p = pod('u1', { containers: [{ name: 'c', image: 'i' }], volumes: [{ name: 'a', configMap: { name: 'frozen' } }] });
+    m.registerPod(p);
+    const first = m.source(p).configMap('apps', 'frozen');
+    api.find('configmaps', 'frozen').on.items([{ ...cm('frozen', '3', { k: 'v' }), immutable: true }]);
+    expect((await first)?.data).toEqual({ k: 'v' });
+    expect(m.watching()).toEqual([]);
+    expect((await m.source(p).configMap('apps', 'frozen'))?.data).toEqual({ k: 'v' });
+    expect(api.live()).toEqual([]);
+    expect(api.watches).toHaveLength(1);
+  });
+
   it('aborting the signal stops every watch', () => {
     const api = new FakeApi(Date.now);
     const ctrl = new AbortController();

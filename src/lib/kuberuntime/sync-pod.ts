@@ -105,6 +105,12 @@ export interface SyncContext {
   rootDir: string;
   nodeName: string;
   objects: LocalObjects;
+  /**
+   * The objects a container's environment references, read afresh at its
+   * start (API pods: the watch-based managers' Get, which restarts an idle
+   * watch). Fails with a ContainerConfigError. Unset: `objects`.
+   */
+  readObjects?: (c: V1Container) => Promise<LocalObjects>;
   /** Root of the pod log dirs (default /var/log/pods). */
   logRoot?: string;
   signal?: AbortSignal;
@@ -522,7 +528,7 @@ async function startContainer(
       podIPs: sc.podIPs,
       hostIPs: nodeHostIPs(ctx),
       nodeName: ctx.nodeName,
-      objects: ctx.objects,
+      objects: ctx.readObjects ? await ctx.readObjects(c) : ctx.objects,
       nodeAllocatable: { cpuMillis: capacity.cpuMillis, memoryBytes: capacity.memoryBytes, ephemeralStorageBytes: 0 },
       ...(ctx.services ? { services: ctx.services } : {}),
     };

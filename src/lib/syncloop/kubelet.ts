@@ -7,7 +7,7 @@
  * kills pods no source wants only once every source has answered.
  */
 import type { PodCgroups } from '../cm/manager.js';
-import type { V1Pod } from '@kubernetes/client-node';
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { CriClient } from '../cri/client.js';
 import type { PodConfig, PodUpdate } from '../config/config.js';
 import { identityKey } from '../config/config.js';
@@ -16,7 +16,7 @@ import { errorMessage } from '../errors.js';
 import type { EventBus } from '../events/bus.js';
 import type { SyncLoopTrigger } from '../events/types.js';
 import { restartPolicy } from '../kuberuntime/actions.js';
-import type { LocalObjects } from '../kuberuntime/env.js';
+import { ContainerConfigError, type LocalObjects } from '../kuberuntime/env.js';
 import { batchAdmissionKeys } from '../kuberuntime/admission.js';
 import { admitPod, markTerminating, removePod, removePodLogDir } from '../kuberuntime/lifecycle.js';
 import { instanceSelector } from '../kuberuntime/labels.js';
@@ -156,6 +156,8 @@ export class Kubelet {
             signal: this.abort.signal,
             onChange: () => this.apiObjectsChanged(),
             onWarning: (m) => log.warn(m),
+            // The kubelet's maxIdleTime: 5 × its resync interval (--sync-frequency).
+            maxIdleMs: 5 * (opts.resyncIntervalMs ?? 60_000),
           });
     this.prober = new ProberManager({
       cri: opts.cri,
@@ -249,12 +251,16 @@ export class Kubelet {
 
   /** The sync context for one pod: its events carry that pod's UID (a pod being killed is no longer in `desired`). */
   private ctx(source: string, forPod: V1Pod, onStarted?: (container: string) => void): SyncContext {
-    const objects: LocalObjects = source === API_SOURCE && this.apiObjects ? this.apiObjects.objects(forPod) : this.opts.config.objects(source);
+    const api = source === API_SOURCE ? this.apiObjects : undefined;
+    const objects: LocalObjects = api ? api.objects(forPod) : this.opts.config.objects(source);
     return {
       cri: this.opts.cri,
       rootDir: this.opts.rootDir,
       nodeName: this.opts.nodeName,
       objects,
+      ...(api
+        ? { readObjects: (c: V1Container) => api.readForContainer(forPod, c, this.abort.signal, (m) => new ContainerConfigError(m)) }
+        : {}),
       logRoot: this.opts.logRoot,
       signal: this.abort.signal,
       backoff: this.opts.backoff,
