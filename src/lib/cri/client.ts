@@ -42,6 +42,8 @@ import {
   StopPodSandboxRequest,
   VersionRequest,
   ContainerEventResponse,
+  Container,
+  PodSandbox,
   type ContainerStatsResponse,
   type ContainerStatusResponse,
   type CreateContainerResponse,
@@ -73,6 +75,7 @@ import {
 } from './gen/api.js';
 import { parseEndpoint } from './endpoint.js';
 import { CriNotFoundError, toCriError } from './errors.js';
+import { MessageMemo, decodeMemoList } from './memo.js';
 import { InterningReader, StringTable } from './strings.js';
 import { GrpcChannel } from './transport.js';
 
@@ -111,6 +114,10 @@ interface MethodDef<Req, Res> {
   readonly responseType: MessageFns<Res>;
 }
 
+/** The map fields of CRI PodSandbox (labels, annotations) and Container (labels, annotations): compared as sets by the memo. */
+const SANDBOX_MAP_FIELDS = [5, 6];
+const CONTAINER_MAP_FIELDS = [8, 9];
+
 const rt = RuntimeServiceDefinition.methods;
 const img = ImageServiceDefinition.methods;
 const RUNTIME_SERVICE = `/${RuntimeServiceDefinition.fullName}/`;
@@ -124,6 +131,9 @@ export class CriClient {
   private readonly channel: GrpcChannel;
   /** Strings of earlier responses, reused by later ones (strings.ts: the relist's IDs and labels repeat every second). */
   private readonly strings = new StringTable();
+  /** Sandboxes and containers of earlier lists, reused by later ones (memo.ts: the relist repeats every second). */
+  private readonly sandboxMemo = new MessageMemo((b) => PodSandbox.decode(new InterningReader(b, this.strings)), SANDBOX_MAP_FIELDS);
+  private readonly containerMemo = new MessageMemo((b) => Container.decode(new InterningReader(b, this.strings)), CONTAINER_MAP_FIELDS);
 
   private constructor(endpoint: string, opts: CriClientOptions) {
     const { uri, socketPath } = parseEndpoint(endpoint);
@@ -183,8 +193,9 @@ export class CriClient {
     return this.unary(RUNTIME_SERVICE, rt.podSandboxStatus, req, opts);
   }
 
+  /** The answer's sandboxes are shared with other answers and frozen (memo.ts): copy one to change it. */
   listPodSandbox(req: Input<ListPodSandboxRequest> = {}, opts?: CallOptions): Promise<ListPodSandboxResponse> {
-    return this.unary(RUNTIME_SERVICE, rt.listPodSandbox, req, opts);
+    return this.unary(RUNTIME_SERVICE, rt.listPodSandbox, req, opts, (buf) => ({ items: decodeMemoList(buf, this.sandboxMemo) }));
   }
 
   createContainer(req: Input<CreateContainerRequest>, opts?: CallOptions): Promise<CreateContainerResponse> {
@@ -222,8 +233,9 @@ export class CriClient {
     );
   }
 
+  /** The answer's containers are shared with other answers and frozen (memo.ts): copy one to change it. */
   listContainers(req: Input<ListContainersRequest> = {}, opts?: CallOptions): Promise<ListContainersResponse> {
-    return this.unary(RUNTIME_SERVICE, rt.listContainers, req, opts);
+    return this.unary(RUNTIME_SERVICE, rt.listContainers, req, opts, (buf) => ({ containers: decodeMemoList(buf, this.containerMemo) }));
   }
 
   containerStatus(req: Input<ContainerStatusRequest>, opts?: CallOptions): Promise<ContainerStatusResponse> {
@@ -340,7 +352,13 @@ export class CriClient {
   // ------------------------------------------------------------ plumbing
 
   /** One unary call: complete and encode the request, set the deadline, wire the signal, map errors. */
-  private unary<Req, Res>(service: string, def: MethodDef<Req, Res>, req: Input<Req>, opts: CallOptions = {}): Promise<Res> {
+  private unary<Req, Res>(
+    service: string,
+    def: MethodDef<Req, Res>,
+    req: Input<Req>,
+    opts: CallOptions = {},
+    decode: (buf: Uint8Array) => Res = (buf) => def.responseType.decode(new InterningReader(buf, this.strings)),
+  ): Promise<Res> {
     const timeoutMs = opts.timeoutMs ?? this.timeoutMs;
     const deadlineAt = Date.now() + timeoutMs;
     let request: Uint8Array;
@@ -350,7 +368,13 @@ export class CriClient {
       return Promise.reject(toCriError(err, { method: def.name, endpoint: this.endpoint }));
     }
     return this.channel.unary(service + def.name, request, { deadlineAt, signal: opts.signal }).then(
-      (buf) => def.responseType.decode(new InterningReader(buf, this.strings)),
+      (buf) => {
+        try {
+          return decode(buf);
+        } catch (err) {
+          throw toCriError(err, { method: def.name, endpoint: this.endpoint });
+        }
+      },
       (err: unknown) => {
         throw toCriError(err, { method: def.name, endpoint: this.endpoint, timeoutMs, deadlineAt });
       },
