@@ -386,3 +386,68 @@ it('a watch the server refuses with 429 resumes from its resourceVersion after t
   expect(srv.requests.map(shape)).toEqual(['watch-list', 'list', 'watch rv=7', 'watch rv=7']);
   expect(errors).toEqual([expect.stringMatching(/watch pods on node n1: 429: Too Many Requests/)]);
 }, 10_000);
+
+/** An API server for ConfigMap cm1 in ns1 whose lists answer `status` for the first `forbidden` of them (the Node authorizer's 403), then the ConfigMap; watches stream nothing. */
+async function authorizerLagServer(forbidden: number, after?: { forbidAgain: () => boolean }): Promise<{ url: string; lists: () => number; watches: () => number; endWatches: () => void }> {
+  let lists = 0;
+  let watches = 0;
+  const open = new Set<http.ServerResponse>();
+  const sockets = new Set<net.Socket>();
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://x');
+    if (refuseWatchList(url, res)) return;
+    if (url.pathname !== '/api/v1/namespaces/ns1/configmaps') return void res.writeHead(404).end();
+    if (url.searchParams.get('watch') === 'true') {
+      watches++;
+      if (after?.forbidAgain()) return void forbid(res);
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.write('');
+      open.add(res);
+      return;
+    }
+    lists++;
+    if (lists <= forbidden || after?.forbidAgain()) return void forbid(res);
+    res.writeHead(200, { 'Content-Type': 'application/json' });
+    res.end(JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMapList', metadata: { resourceVersion: '5' }, items: [{ metadata: { name: 'cm1', namespace: 'ns1', uid: 'u1', resourceVersion: '4' }, data: { k: 'v' } }] }));
+  });
+  const forbid = (res: http.ServerResponse) => {
+    res.writeHead(403, { 'Content-Type': 'application/json' });
+    res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'Forbidden', code: 403, message: 'configmaps "cm1" is forbidden: User "system:node:n1" cannot list resource "configmaps" in API group "" in the namespace "ns1": no relationship found between node \'n1\' and this object' }));
+  };
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  cleanups.push(() => {
+    for (const s of sockets) s.destroy();
+    server.close();
+  });
+  const endWatches = () => {
+    for (const res of open) res.end();
+    open.clear();
+  };
+  return { url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`, lists: () => lists, watches: () => watches, endWatches };
+}
+
+it('a 403 before a ConfigMap was ever listed is the Node authorizer catching up: retried without a word; one after it was listed is reported at once', async () => {
+  let forbidAgain = false;
+  const srv = await authorizerLagServer(2, { forbidAgain: () => forbidAgain });
+  const api = await connectNodeApi(kubeconfig(srv.url));
+  const ctrl = new AbortController();
+  const errors: string[] = [];
+  const sets: number[] = [];
+  const done = api.watchObject('configmaps', 'ns1', 'cm1', { items: (items) => sets.push(items.length), error: (m) => errors.push(m) }, ctrl.signal);
+  while (srv.watches() === 0) await new Promise((r) => setTimeout(r, 10));
+  expect(srv.lists()).toBe(3);
+  expect(errors).toEqual([]);
+  await new Promise((r) => setTimeout(r, 20));
+  expect(sets).toEqual([1]);
+  // Listed once: a later 403 (the pod went, or RBAC changed) is no lag.
+  forbidAgain = true;
+  srv.endWatches();
+  while (errors.length === 0) await new Promise((r) => setTimeout(r, 10));
+  ctrl.abort();
+  await done;
+  expect(errors[0]).toMatch(/403 Forbidden: configmaps "cm1" is forbidden/);
+}, 10_000);

@@ -47,6 +47,14 @@ const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
 const LEASES = `/apis/coordination.k8s.io/v1/namespaces/${NODE_LEASE_NAMESPACE}/leases`;
 /** Reconnect back-off of the pod watch: 200 ms doubling to 30 s (the reflector's is similar). */
 const WATCH_RETRY_INITIAL_MS = 200;
+/**
+ * How long a 403 on a set never listed yet is taken for the Node
+ * authorizer's lag and retried without a word: the authorizer learns that a
+ * pod on this node references a ConfigMap or Secret from its own watch of
+ * pods, which can come after klet's (the kubelet logs "no relationship found
+ * between node … and this object" then; klet says it only when it lasts).
+ */
+const AUTHORIZER_LAG_MS = 5000;
 const WATCH_RETRY_MAX_MS = 30_000;
 
 /** Connect to the API server a kubeconfig names (no request is made yet). */
@@ -130,6 +138,9 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
     let backoff = WATCH_RETRY_INITIAL_MS;
     /** A failure was reported to `error` since the set was last handed over. */
     let failed = false;
+    /** The set was handed over at least once; until then a 403 may be the authorizer's lag. */
+    let listed = false;
+    const firstTry = Date.now();
     // Changes that arrive together are delivered once (each delivery is a full snapshot the pod
     // config diffs against every pod: 30 pods created at once were 30 snapshots of up to 30 pods).
     let scheduled = false;
@@ -153,6 +164,7 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
           for (const p of list.items) items.set(p.metadata?.uid ?? '', p);
           rv = list.metadata?.resourceVersion;
           failed = false;
+          listed = true;
           emit();
         }
         requests.watch = (requests.watch ?? 0) + 1;
@@ -196,6 +208,7 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
                 initial = undefined;
                 rv = m.metadata.resourceVersion;
                 failed = false;
+                listed = true;
                 emit();
                 return;
               }
@@ -237,8 +250,10 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
         // an error) starts again from a fresh list.
         const resume = rv !== undefined && !serverError && (started || e.refused || e.status === 429);
         if (!resume) rv = undefined;
-        failed = true;
-        on.error(e.message);
+        if (!(e.status === 403 && !listed && Date.now() - firstTry < AUTHORIZER_LAG_MS)) {
+          failed = true;
+          on.error(e.message);
+        }
         await pause(backoff, signal);
         backoff = Math.min(backoff * 2, WATCH_RETRY_MAX_MS);
       }
