@@ -31,10 +31,24 @@ function refuseWatchList(url: URL, res: http.ServerResponse): boolean {
   return true;
 }
 
+/** Listens on a loopback port; the test's cleanup closes the server and its connections. Its URL. */
+async function serve(server: http.Server): Promise<string> {
+  const sockets = new Set<net.Socket>();
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  cleanups.push(() => {
+    for (const s of sockets) s.destroy();
+    server.close();
+  });
+  return `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+}
+
 /** An API server whose pod list answers and whose watches never do. */
 async function stallingWatchServer(): Promise<{ url: string; watches: () => number }> {
   let watches = 0;
-  const sockets = new Set<net.Socket>();
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
     if (refuseWatchList(url, res)) return;
@@ -49,16 +63,8 @@ async function stallingWatchServer(): Promise<{ url: string; watches: () => numb
     }
     res.writeHead(404).end();
   });
-  server.on('connection', (s) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  cleanups.push(() => {
-    for (const s of sockets) s.destroy();
-    server.close();
-  });
-  return { url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`, watches: () => watches };
+  const url = await serve(server);
+  return { url, watches: () => watches };
 }
 
 function kubeconfig(server: string): string {
@@ -244,7 +250,6 @@ it('a watch cut off by the server going away resumes from its resourceVersion on
 /** A fake API server that streams a watch's initial events (WatchList, kube-apiserver 1.34's default); `answer` writes the n-th watch's answer. */
 async function watchListServer(answer: (n: number, url: URL, res: http.ServerResponse) => void): Promise<{ url: string; requests: URL[] }> {
   const requests: URL[] = [];
-  const sockets = new Set<net.Socket>();
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
     requests.push(url);
@@ -256,16 +261,8 @@ async function watchListServer(answer: (n: number, url: URL, res: http.ServerRes
     }
     answer(requests.filter((u) => u.searchParams.get('watch') === 'true').length, url, res);
   });
-  server.on('connection', (s) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  cleanups.push(() => {
-    for (const s of sockets) s.destroy();
-    server.close();
-  });
-  return { url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`, requests };
+  const url = await serve(server);
+  return { url, requests };
 }
 function ev(type: string, name: string, rv: string, annotations?: Record<string, string>): string;
 function ev(type: string, name: string, rv: string, annotations: Record<string, string> | undefined, bare: true): object;
@@ -392,7 +389,6 @@ async function authorizerLagServer(forbidden: number, after?: { forbidAgain: () 
   let lists = 0;
   let watches = 0;
   const open = new Set<http.ServerResponse>();
-  const sockets = new Set<net.Socket>();
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
     if (refuseWatchList(url, res)) return;
@@ -414,20 +410,12 @@ async function authorizerLagServer(forbidden: number, after?: { forbidAgain: () 
     res.writeHead(403, { 'Content-Type': 'application/json' });
     res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'Forbidden', code: 403, message: 'configmaps "cm1" is forbidden: User "system:node:n1" cannot list resource "configmaps" in API group "" in the namespace "ns1": no relationship found between node \'n1\' and this object' }));
   };
-  server.on('connection', (s) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  cleanups.push(() => {
-    for (const s of sockets) s.destroy();
-    server.close();
-  });
+  const url = await serve(server);
   const endWatches = () => {
     for (const res of open) res.end();
     open.clear();
   };
-  return { url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`, lists: () => lists, watches: () => watches, endWatches };
+  return { url, lists: () => lists, watches: () => watches, endWatches };
 }
 
 it('a 403 before a ConfigMap was ever listed is the Node authorizer catching up: retried without a word; one after it was listed is reported at once', async () => {
