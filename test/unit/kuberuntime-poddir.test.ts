@@ -1,7 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
@@ -93,11 +92,11 @@ describe('pod dirs', () => {
     // A prober killed between its write and its rename: its temp file (the
     // name it really writes, with its pid now gone) goes with the next record write.
     let tmp = '';
-    const rename = vi.spyOn(fsp, 'rename').mockImplementationOnce(async (from) => {
+    const rename = vi.spyOn(fs, 'renameSync').mockImplementationOnce((from) => {
       tmp = String(from);
       throw Object.assign(new Error('killed'), { code: 'EINTR' });
     });
-    const cleanup = vi.spyOn(fsp, 'rm').mockImplementationOnce(async () => undefined); // the kill: no clean-up either
+    const cleanup = vi.spyOn(fs, 'rmSync').mockImplementationOnce(() => undefined); // the kill: no clean-up either
     await expect(writeProbeResults(root, UID, results)).rejects.toThrow();
     rename.mockRestore();
     cleanup.mockRestore();

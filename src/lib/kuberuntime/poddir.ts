@@ -8,6 +8,17 @@
  *   <root>/pods/<uid>/containers/<name>/<id>          termination-message files
  *   <root>/pods/<uid>/volumes/<plugin>/<volume>       volumes (see volume/manager.ts)
  *   <root>/pods/<uid>/volume-subpaths/<volume>/<container>/<index>  subPath binds
+ *
+ * The small state files here (records, sync states, /etc/hosts, probe
+ * results, termination-message files) are read and written synchronously,
+ * behind async signatures: each is a few kB on the node's own disk, where a
+ * synchronous read costs ~4 µs of CPU and `fs/promises`' open, fstat, read
+ * and close through libuv's thread pool ~145 µs (Node 24, a 3 kB file). A
+ * 110-pod start through the API server reads and writes them thousands of
+ * times; that was ~10 % of klet's CPU over the burst (bench/README.md,
+ * api-start-110). The kubelet, too, reads and writes its pod dir's files
+ * with blocking calls. The root dir belongs on a local filesystem, as the
+ * kubelet's does: one that stalls would stall klet's event loop.
  */
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -108,10 +119,14 @@ export interface PodSyncState {
 export async function writeFileAtomic(file: string, data: string, mode = 0o644): Promise<void> {
   const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
   try {
-    await fsp.writeFile(tmp, data, { mode });
-    await fsp.rename(tmp, file);
+    fs.writeFileSync(tmp, data, { mode });
+    fs.renameSync(tmp, file);
   } catch (err) {
-    await fsp.rm(tmp, { force: true }).catch(() => undefined);
+    try {
+      fs.rmSync(tmp, { force: true });
+    } catch {
+      // Best effort: the write's own error is the one to report.
+    }
     throw new Error(`cannot write ${file}: ${errorMessage(err)}`, { cause: err });
   }
 }
@@ -136,14 +151,14 @@ async function removeStaleTmp(dir: string): Promise<void> {
  */
 export async function writePodRecord(rootDir: string, rec: PodRecord): Promise<void> {
   const dir = podDir(rootDir, rec.pod.metadata?.uid ?? '');
-  const created = await fsp.mkdir(dir, { recursive: true, mode: 0o750 });
+  const created = fs.mkdirSync(dir, { recursive: true, mode: 0o750 });
   await writeFileAtomic(path.join(dir, 'pod.json'), JSON.stringify(rec, null, 2) + '\n', 0o600);
   if (created === undefined) await removeStaleTmp(dir);
 }
 
 export async function readPodRecord(rootDir: string, uid: string): Promise<PodRecord | null> {
   try {
-    return JSON.parse(await fsp.readFile(path.join(podDir(rootDir, uid), 'pod.json'), 'utf8')) as PodRecord;
+    return JSON.parse(fs.readFileSync(path.join(podDir(rootDir, uid), 'pod.json'), 'utf8')) as PodRecord;
   } catch {
     return null;
   }
@@ -152,7 +167,7 @@ export async function readPodRecord(rootDir: string, uid: string): Promise<PodRe
 /** UIDs of the pod dirs under the root dir (one readdir, no file read). */
 export async function listPodRecordUids(rootDir: string): Promise<Set<string>> {
   try {
-    return new Set(await fsp.readdir(podsDir(rootDir)));
+    return new Set(fs.readdirSync(podsDir(rootDir)));
   } catch {
     return new Set();
   }
@@ -173,7 +188,7 @@ export function recordOfOtherNode(rec: PodRecord, nodeName: string): boolean {
 async function readAllPodRecords(rootDir: string): Promise<PodRecord[]> {
   let uids: string[];
   try {
-    uids = await fsp.readdir(podsDir(rootDir));
+    uids = fs.readdirSync(podsDir(rootDir));
   } catch {
     return [];
   }
@@ -199,14 +214,10 @@ export async function otherNodeRecords(rootDir: string, nodeName: string): Promi
 }
 
 export async function readSyncState(rootDir: string, uid: string): Promise<PodSyncState> {
-  try {
-    return JSON.parse(await fsp.readFile(syncStateFile(rootDir, uid), 'utf8')) as PodSyncState;
-  } catch {
-    return { containers: {} };
-  }
+  return readSyncStateSync(rootDir, uid);
 }
 
-/** readSyncState, synchronously (admission, which must answer within one config update). */
+/** readSyncState, as a plain call (admission, which must answer within one config update). */
 export function readSyncStateSync(rootDir: string, uid: string): PodSyncState {
   try {
     return JSON.parse(fs.readFileSync(syncStateFile(rootDir, uid), 'utf8')) as PodSyncState;
@@ -240,7 +251,7 @@ export async function writeEtcHosts(rootDir: string, pod: V1Pod, podIPs: string[
   if (pod.spec?.hostNetwork === true) {
     let nodeHosts: string;
     try {
-      nodeHosts = await fsp.readFile(nodeHostsFile, 'utf8');
+      nodeHosts = fs.readFileSync(nodeHostsFile, 'utf8');
     } catch (err) {
       throw new Error(`open ${nodeHostsFile}: ${fsErrorReason(err)}`, { cause: err });
     }
@@ -248,18 +259,18 @@ export async function writeEtcHosts(rootDir: string, pod: V1Pod, podIPs: string[
   } else {
     content = managedHostsContent(podIPs, hostname, domain, pod.spec?.hostAliases);
   }
-  await fsp.writeFile(file, content, { mode: 0o644 });
-  await fsp.chmod(file, 0o644);
+  fs.writeFileSync(file, content, { mode: 0o644 });
+  fs.chmodSync(file, 0o644);
   return file;
 }
 
 /** A fresh termination-message file for one container instance. */
 export async function newTerminationMessageFile(rootDir: string, uid: string, containerName: string): Promise<string> {
   const dir = path.join(podDir(rootDir, uid), 'containers', containerName);
-  await fsp.mkdir(dir, { recursive: true });
+  fs.mkdirSync(dir, { recursive: true });
   const file = path.join(dir, randomBytes(4).toString('hex'));
-  await fsp.writeFile(file, '', { mode: 0o666 });
-  await fsp.chmod(file, 0o666);
+  fs.writeFileSync(file, '', { mode: 0o666 });
+  fs.chmodSync(file, 0o666);
   return file;
 }
 
@@ -281,7 +292,7 @@ const DEBUG_CONTAINERS_FILE = 'ephemeral-containers.json';
 
 export async function readDebugContainers(rootDir: string, uid: string): Promise<V1EphemeralContainer[]> {
   try {
-    const list = JSON.parse(await fsp.readFile(path.join(podDir(rootDir, uid), DEBUG_CONTAINERS_FILE), 'utf8')) as unknown;
+    const list = JSON.parse(fs.readFileSync(path.join(podDir(rootDir, uid), DEBUG_CONTAINERS_FILE), 'utf8')) as unknown;
     return Array.isArray(list) ? (list as V1EphemeralContainer[]) : [];
   } catch {
     return [];

@@ -7,7 +7,6 @@
  * restarted container has none until its probes run again.
  */
 import fs from 'node:fs';
-import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { V1Container } from '@kubernetes/client-node';
 import { podDir, writeFileAtomic } from '../kuberuntime/poddir.js';
@@ -27,7 +26,8 @@ const FILE = 'probes.json';
 
 export async function readProbeResults(rootDir: string, uid: string): Promise<PodProbeResults> {
   try {
-    return JSON.parse(await fsp.readFile(path.join(podDir(rootDir, uid), FILE), 'utf8')) as PodProbeResults;
+    // Synchronously, as the pod dir's other small files (kuberuntime/poddir.ts).
+    return JSON.parse(fs.readFileSync(path.join(podDir(rootDir, uid), FILE), 'utf8')) as PodProbeResults;
   } catch {
     return {};
   }
