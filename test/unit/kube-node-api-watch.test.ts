@@ -439,3 +439,71 @@ it('a 403 before a ConfigMap was ever listed is the Node authorizer catching up:
   await done;
   expect(errors[0]).toMatch(/403 Forbidden: configmaps "cm1" is forbidden/);
 }, 10_000);
+
+it('after an API server restart, one watch resumes and meets 410 Gone; the others list again without trying to resume', async () => {
+  const names = ['cm1', 'cm2', 'cm3', 'cm4'];
+  let restarted = false;
+  const requests: Array<{ name: string; watch: boolean; rv: string }> = [];
+  const sockets = new Set<net.Socket>();
+  const servers: http.Server[] = [];
+  let port = 0;
+  const handler: http.RequestListener = (req, res) => {
+    const url = new URL(req.url ?? '/', 'http://x');
+    if (refuseWatchList(url, res)) return;
+    const name = (url.searchParams.get('fieldSelector') ?? '').replace('metadata.name=', '');
+    const watch = url.searchParams.get('watch') === 'true';
+    requests.push({ name, watch, rv: url.searchParams.get('resourceVersion') ?? '' });
+    res.writeHead(200, { 'Content-Type': 'application/json' });
+    const item = { kind: 'ConfigMap', apiVersion: 'v1', metadata: { name, namespace: 'ns1', uid: `u-${name}`, resourceVersion: restarted ? '50' : '5' } };
+    if (!watch) return void res.end(JSON.stringify({ kind: 'ConfigMapList', apiVersion: 'v1', metadata: { resourceVersion: restarted ? '50' : '5' }, items: [item] }));
+    // A restarted server's watch cache starts at etcd's revision: an older resourceVersion is too old.
+    if (restarted && Number(url.searchParams.get('resourceVersion')) < 50) {
+      return void res.end(JSON.stringify({ type: 'ERROR', object: { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'Expired', code: 410, message: 'too old resource version: 5 (50)' } }) + '\n');
+    }
+    res.write(''); // held open
+  };
+  const listen = (p: number) =>
+    new Promise<void>((r) => {
+      const server = http.createServer(handler);
+      server.on('connection', (s) => {
+        sockets.add(s);
+        s.on('close', () => sockets.delete(s));
+      });
+      servers.push(server);
+      server.listen(p, '127.0.0.1', () => {
+        port = (server.address() as net.AddressInfo).port;
+        r();
+      });
+    });
+  await listen(0);
+  cleanups.push(() => {
+    for (const s of sockets) s.destroy();
+    for (const s of servers) s.close();
+  });
+  const api = await connectNodeApi(kubeconfig(`http://127.0.0.1:${port}`));
+  const ctrl = new AbortController();
+  const sets = new Map<string, string[]>();
+  const done = names.map((n) =>
+    api.watchObject('configmaps', 'ns1', n, { items: (items) => sets.set(n, [...(sets.get(n) ?? []), items[0]?.metadata?.resourceVersion ?? '']), error: () => undefined }, ctrl.signal),
+  );
+  const watching = () => names.every((n) => requests.some((r) => r.name === n && r.watch));
+  while (!watching()) await new Promise((r) => setTimeout(r, 10));
+  // The server goes away for a while (nothing listening), then comes back restarted.
+  servers[0]!.close();
+  for (const s of sockets) s.destroy();
+  await new Promise((r) => setTimeout(r, 1500));
+  const before = requests.length;
+  restarted = true;
+  await listen(port);
+  const current = () => names.every((n) => sets.get(n)?.at(-1) === '50') && names.every((n) => requests.slice(before).some((r) => r.name === n && r.watch && r.rv === '50'));
+  while (!current()) await new Promise((r) => setTimeout(r, 10));
+  await new Promise((r) => setTimeout(r, 100));
+  ctrl.abort();
+  await Promise.all(done);
+  const after = requests.slice(before);
+  // One resumed watch (from 5: answered 410), then a list and a watch from 50 for each ConfigMap: 9 requests, not 12.
+  expect(after.filter((r) => r.watch && r.rv === '5')).toHaveLength(1);
+  expect(after.filter((r) => !r.watch).map((r) => r.name).sort()).toEqual(names);
+  expect(after.filter((r) => r.watch && r.rv === '50').map((r) => r.name).sort()).toEqual(names);
+  expect(after).toHaveLength(9);
+}, 15_000);

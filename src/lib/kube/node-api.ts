@@ -15,6 +15,7 @@ import type { ReviewApi } from '../server/kubelet-auth.js';
 import { pause } from '../util/sleep.js';
 import { ApiServerError, toApiServerError } from './errors.js';
 import { loadKubeconfig } from './kubeconfig.js';
+import { ResumeGate, type Resumption } from './resume-gate.js';
 import { restClient } from './rest.js';
 import { deserializeModel } from '../pod/decode.js';
 
@@ -56,6 +57,12 @@ const WATCH_RETRY_INITIAL_MS = 200;
  */
 const AUTHORIZER_LAG_MS = 5000;
 const WATCH_RETRY_MAX_MS = 30_000;
+/**
+ * How long the scout's resumed watch (ResumeGate) may run without a 410
+ * before resuming is taken as served: a restarted API server refuses a too
+ * old resourceVersion with an ERROR event as the watch starts.
+ */
+const RESUME_VERDICT_MS = 1000;
 
 /** Connect to the API server a kubeconfig names (no request is made yet). */
 export async function connectNodeApi(kubeconfigPath: string, opts: { requestTimeoutMs?: number } = {}): Promise<NodeApi & PodApi & ObjectApi & ServiceApi & EventApi & ReviewApi> {
@@ -103,6 +110,8 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
    * consumer sees is the same.
    */
   let watchListServed = true;
+  /** After the server was unreachable, one watch resumes first and the others do what it learns (lib/kube/resume-gate.ts). */
+  const resumeGate = new ResumeGate();
 
   /**
    * List, then watch from the list's resourceVersion until the signal aborts
@@ -113,9 +122,12 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
    * back-off. As the reflector, a watch that ends (also cut off
    * by the server going away) or that cannot start because the connection is
    * refused or the server says 429 is started again from the last
-   * resourceVersion, without a list: after an API server restart each watch
-   * resumes where it was (a 410 then relists), rather than every reflector
-   * listing again (the relist storm of apiserver-restart). Other failures
+   * resourceVersion, without a list: after a network cut the server still
+   * has what came since, rather than every reflector listing again (the
+   * relist storm of apiserver-restart). When the server was unreachable,
+   * one watch resumes first and the others wait for what it meets (served,
+   * or 410 Gone after a restart: then they all list again without trying;
+   * lib/kube/resume-gate.ts). Other failures
    * relist. A watch that starts again after a failure was reported hands
    * `items` the set once more, so the consumer knows it is current. Never rejects.
    */
@@ -141,6 +153,15 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
     /** The set was handed over at least once; until then a 403 may be the authorizer's lag. */
     let listed = false;
     const firstTry = Date.now();
+    /** This watch is the connection's scout after an outage (resumeGate): it tells the others what its resumed watch met. */
+    let scout = false;
+    let verdictTimer: NodeJS.Timeout | undefined;
+    const tell = (v: Resumption) => {
+      if (!scout) return;
+      scout = false;
+      clearTimeout(verdictTimer);
+      resumeGate.learned(v);
+    };
     // Changes that arrive together are delivered once (each delivery is a full snapshot the pod
     // config diffs against every pod: 30 pods created at once were 30 snapshots of up to 30 pods).
     let scheduled = false;
@@ -183,6 +204,7 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
             // The response headers are in: the watch runs.
             started = true;
             backoff = WATCH_RETRY_INITIAL_MS;
+            if (scout) verdictTimer = setTimeout(() => tell('resume'), RESUME_VERDICT_MS);
             if (failed && initial === undefined) {
               failed = false;
               emit();
@@ -190,6 +212,7 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
           },
           onEvent: (type, obj) => {
             const m = obj as { code?: number; metadata?: { resourceVersion?: string; uid?: string; annotations?: Record<string, string> } } | undefined;
+            tell(type === 'ERROR' && m?.code === 410 ? 'relist' : 'resume');
             if (type === 'ERROR') {
               if (m?.code === 410) expired = true;
               else {
@@ -226,6 +249,7 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
           },
         });
         const gone = expired;
+        tell(gone ? 'relist' : 'resume');
         // Ended before the bookmark that closes the initial events: no set to hand over; ask again after the back-off.
         if (initial !== undefined && !signal.aborted) throw new Error('the watch ended before its initial events were all sent');
         if (gone) rv = undefined; // 410 Gone: the resourceVersion is too old; relist
@@ -250,14 +274,28 @@ export async function connectNodeApi(kubeconfigPath: string, opts: { requestTime
         // an error) starts again from a fresh list.
         const resume = rv !== undefined && !serverError && (started || e.refused || e.status === 429);
         if (!resume) rv = undefined;
+        // The scout met something other than an unreachable server: the others find out for themselves.
+        if (!e.refused) tell('resume');
         if (!(e.status === 403 && !listed && Date.now() - firstTry < AUTHORIZER_LAG_MS)) {
           failed = true;
           on.error(e.message);
+        }
+        if (e.refused && resume && !scout) {
+          const v = await resumeGate.wait(signal);
+          if (signal.aborted) break;
+          if (v === 'scout') scout = true;
+          else {
+            if (v === 'relist') rv = undefined;
+            backoff = WATCH_RETRY_INITIAL_MS;
+            continue;
+          }
         }
         await pause(backoff, signal);
         backoff = Math.min(backoff * 2, WATCH_RETRY_MAX_MS);
       }
     }
+    clearTimeout(verdictTimer);
+    if (scout) resumeGate.abandon();
   }
 
   return {
