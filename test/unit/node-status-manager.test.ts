@@ -266,9 +266,10 @@ describe('status manager: API pods, as the kubelet status manager writes them', 
     const readyOf = () => f.pods.get('p-u1')!.status!.conditions!.find((c) => c.type === 'Ready')!;
     expect(readyOf().status).toBe('False');
     // Someone patches one gate True: still not Ready, with the kubelet's message about the other.
+    // A change on the server reaches klet as a new object (the watch decodes each event afresh).
     const patchGate = (type: string, status: string) => {
-      const st = f.pods.get('p-u1')!.status!;
-      st.conditions = [...st.conditions!.filter((c) => c.type !== type), { type, status }];
+      const p = f.pods.get('p-u1')!;
+      f.pods.set('p-u1', { ...p, status: { ...p.status, conditions: [...p.status!.conditions!.filter((c) => c.type !== type), { type, status }] } });
     };
     patchGate('k8s.io/c1', 'True');
     mgr.kick();

@@ -33,7 +33,7 @@ import { cloneModel } from '../pod/defaults.js';
 import { type LoadedPod, ManifestError, type ManifestSource } from '../pod/manifest.js';
 import { CONFIG_HASH_ANNOTATION, CONFIG_SEEN_ANNOTATION, CONFIG_SOURCE_ANNOTATION, apiObjectReference } from '../pod/static-pod.js';
 import { API_SOURCE } from './api.js';
-import { canonicalJson } from '../util/json.js';
+import { canonicalJson, jsonEqual } from '../util/json.js';
 import { Channel } from '../util/channel.js';
 import { type PodSource, type SourceSink, type SourceSnapshot, objectKey } from './source.js';
 
@@ -127,11 +127,11 @@ function differSemantically(a: V1Pod, b: V1Pod): boolean {
   const am = a.metadata ?? {};
   const bm = b.metadata ?? {};
   return (
-    canonicalJson(a.spec) !== canonicalJson(b.spec) ||
-    canonicalJson(am.labels ?? {}) !== canonicalJson(bm.labels ?? {}) ||
-    canonicalJson(am.deletionTimestamp) !== canonicalJson(bm.deletionTimestamp) ||
+    !jsonEqual(a.spec, b.spec) ||
+    !jsonEqual(am.labels ?? {}, bm.labels ?? {}) ||
+    !jsonEqual(am.deletionTimestamp, bm.deletionTimestamp) ||
     am.deletionGracePeriodSeconds !== bm.deletionGracePeriodSeconds ||
-    canonicalJson(withoutLocal(am.annotations)) !== canonicalJson(withoutLocal(bm.annotations))
+    !jsonEqual(withoutLocal(am.annotations), withoutLocal(bm.annotations))
   );
 }
 
@@ -499,7 +499,7 @@ export class PodConfig {
         e.pod = p.pod;
         e.key = p.key;
         updates.push(e.pod);
-      } else if (canonicalJson(e.pod.status) !== canonicalJson(p.pod.status)) {
+      } else if (!jsonEqual(e.pod.status, p.pod.status)) {
         e.pod.status = p.pod.status;
         reconciles.push(e.pod);
       }

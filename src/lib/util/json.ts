@@ -22,3 +22,30 @@ export function canonicalJson(value: unknown): string {
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
 }
+
+/**
+ * canonicalJson(a) === canonicalJson(b), without building either string:
+ * change detection of whole pods (the pod config compares every changed
+ * pod's spec and status) allocates nothing when it walks them.
+ */
+export function jsonEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object' || a instanceof Date || b instanceof Date) {
+    return canonicalJson(a) === canonicalJson(b);
+  }
+  if (Array.isArray(a) || Array.isArray(b)) {
+    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!jsonEqual(a[i] === undefined ? null : a[i], b[i] === undefined ? null : b[i])) return false;
+    return true;
+  }
+  const ao = a as Record<string, unknown>;
+  const bo = b as Record<string, unknown>;
+  let n = 0;
+  for (const k in ao) {
+    if (!Object.hasOwn(ao, k) || ao[k] === undefined) continue;
+    n++;
+    if (!Object.hasOwn(bo, k) || bo[k] === undefined || !jsonEqual(ao[k], bo[k])) return false;
+  }
+  for (const k in bo) if (Object.hasOwn(bo, k) && bo[k] !== undefined) n--;
+  return n === 0;
+}
