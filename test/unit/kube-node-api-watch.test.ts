@@ -182,12 +182,38 @@ it('draws each watch\'s timeoutSeconds between 5 and 10 minutes', () => {
   expect(watchTimeoutSeconds(() => 0.999)).toBe(599);
 });
 
+/**
+ * A fake API server that can go away (nothing listening, its connections cut)
+ * and come back on the same port; the test's cleanup closes it.
+ */
+async function restartableServer(handler: http.RequestListener): Promise<{ url: string; down(): void; up(): Promise<void> }> {
+  const sockets = new Set<net.Socket>();
+  let server: http.Server | undefined;
+  let port = 0;
+  const up = () =>
+    new Promise<void>((r) => {
+      server = http.createServer(handler);
+      server.on('connection', (s) => {
+        sockets.add(s);
+        s.on('close', () => sockets.delete(s));
+      });
+      server.listen(port, '127.0.0.1', () => {
+        port = (server!.address() as net.AddressInfo).port;
+        r();
+      });
+    });
+  const down = () => {
+    server?.close();
+    for (const s of sockets) s.destroy();
+  };
+  await up();
+  cleanups.push(down);
+  return { url: `http://127.0.0.1:${port}`, down, up };
+}
+
 it('a watch cut off by the server going away resumes from its resourceVersion once the server is back, without a list (the reflector\'s)', async () => {
   let lists = 0;
   const watchRvs: string[] = [];
-  const sockets = new Set<net.Socket>();
-  const servers: http.Server[] = [];
-  let port = 0;
   const handler: http.RequestListener = (req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
     if (refuseWatchList(url, res)) return;
@@ -204,31 +230,14 @@ it('a watch cut off by the server going away resumes from its resourceVersion on
     // The first watch brings a pod, then the server goes away (the connection cut, nothing listening) and comes back.
     res.write(JSON.stringify({ type: 'ADDED', object: pod }) + '\n', () => {
       setTimeout(() => {
-        servers[0]!.close();
-        for (const s of sockets) s.destroy();
-        setTimeout(() => void listen(port), 700);
+        srv.down();
+        setTimeout(() => void srv.up(), 700);
       }, 50);
     });
   };
-  const listen = (p: number) =>
-    new Promise<void>((r) => {
-      const server = http.createServer(handler);
-      server.on('connection', (s) => {
-        sockets.add(s);
-        s.on('close', () => sockets.delete(s));
-      });
-      servers.push(server);
-      server.listen(p, '127.0.0.1', () => {
-        port = (server.address() as net.AddressInfo).port;
-        r();
-      });
-    });
-  await listen(0);
-  cleanups.push(() => {
-    for (const s of sockets) s.destroy();
-    for (const s of servers) s.close();
-  });
-  const api = await connectNodeApi(kubeconfig(`http://127.0.0.1:${port}`));
+  // The handler's callbacks run once requests come, after srv is set.
+  const srv = await restartableServer(handler);
+  const api = await connectNodeApi(kubeconfig(srv.url));
   const ctrl = new AbortController();
   const errors: string[] = [];
   const seq: string[] = [];
@@ -444,9 +453,6 @@ it('after an API server restart, one watch resumes and meets 410 Gone; the other
   const names = ['cm1', 'cm2', 'cm3', 'cm4'];
   let restarted = false;
   const requests: Array<{ name: string; watch: boolean; rv: string }> = [];
-  const sockets = new Set<net.Socket>();
-  const servers: http.Server[] = [];
-  let port = 0;
   const handler: http.RequestListener = (req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
     if (refuseWatchList(url, res)) return;
@@ -462,25 +468,8 @@ it('after an API server restart, one watch resumes and meets 410 Gone; the other
     }
     res.write(''); // held open
   };
-  const listen = (p: number) =>
-    new Promise<void>((r) => {
-      const server = http.createServer(handler);
-      server.on('connection', (s) => {
-        sockets.add(s);
-        s.on('close', () => sockets.delete(s));
-      });
-      servers.push(server);
-      server.listen(p, '127.0.0.1', () => {
-        port = (server.address() as net.AddressInfo).port;
-        r();
-      });
-    });
-  await listen(0);
-  cleanups.push(() => {
-    for (const s of sockets) s.destroy();
-    for (const s of servers) s.close();
-  });
-  const api = await connectNodeApi(kubeconfig(`http://127.0.0.1:${port}`));
+  const srv = await restartableServer(handler);
+  const api = await connectNodeApi(kubeconfig(srv.url));
   const ctrl = new AbortController();
   const sets = new Map<string, string[]>();
   const done = names.map((n) =>
@@ -489,12 +478,11 @@ it('after an API server restart, one watch resumes and meets 410 Gone; the other
   const watching = () => names.every((n) => requests.some((r) => r.name === n && r.watch));
   while (!watching()) await new Promise((r) => setTimeout(r, 10));
   // The server goes away for a while (nothing listening), then comes back restarted.
-  servers[0]!.close();
-  for (const s of sockets) s.destroy();
+  srv.down();
   await new Promise((r) => setTimeout(r, 1500));
   const before = requests.length;
   restarted = true;
-  await listen(port);
+  await srv.up();
   const current = () => names.every((n) => sets.get(n)?.at(-1) === '50') && names.every((n) => requests.slice(before).some((r) => r.name === n && r.watch && r.rv === '50'));
   while (!current()) await new Promise((r) => setTimeout(r, 10));
   await new Promise((r) => setTimeout(r, 100));
