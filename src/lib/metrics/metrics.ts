@@ -9,7 +9,8 @@
  * dependency registers globally leaks into klet's exposition.
  */
 import { goCodeName } from '../cri/grpc-status.js';
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { createRequire } from 'node:module';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { CriError } from '../cri/errors.js';
 import type { SyncLoopTrigger } from '../events/types.js';
 import type { ProbeMetricLabels, ProbeMetricResult } from '../prober/manager.js';
@@ -43,8 +44,46 @@ export interface KletMetricsOptions {
    * Also collect Node's process metrics (process_cpu_seconds_total,
    * process_resident_memory_bytes, nodejs_*) into the registry. Default true.
    * Turning it off avoids the event-loop delay monitor prom-client starts.
+   * All of prom-client's default metrics but nodejs_gc_duration_seconds
+   * (see PROCESS_METRICS).
    */
   defaultMetrics?: boolean;
+}
+
+/**
+ * prom-client's default metrics (its collectDefaultMetrics' list, v15), each
+ * registered by its own module, all but `gc`: nodejs_gc_duration_seconds
+ * needs a PerformanceObserver on every garbage collection, and with one Node
+ * builds and delivers an entry per collection, ~0.2 ms of CPU each under
+ * klet's small young generation (bin/run.js): ~3 % of klet's CPU over a
+ * 110-pod start through the API server (bench/README.md, api-start-110). The
+ * kubelet's go_gc_duration_seconds has no Node counterpart to follow, and the
+ * process_* figures people alert on stay.
+ */
+export const PROCESS_METRICS = [
+  'processCpuTotal',
+  'processStartTime',
+  'osMemoryHeap',
+  'processOpenFileDescriptors',
+  'processMaxFileDescriptors',
+  'eventLoopLag',
+  'processResources',
+  'processHandles',
+  'processRequests',
+  'heapSizeAndUsed',
+  'heapSpacesSizeAndUsed',
+  'version',
+] as const;
+
+type DefaultMetric = (registry: Registry, config: { eventLoopMonitoringPrecision: number }) => void;
+
+function collectProcessMetrics(registry: Registry): void {
+  const require = createRequire(import.meta.url);
+  for (const name of PROCESS_METRICS) {
+    // process.getActiveResourcesInfo backs processResources; collectDefaultMetrics leaves it out without it too.
+    if (name === 'processResources' && typeof process.getActiveResourcesInfo !== 'function') continue;
+    (require(`prom-client/lib/metrics/${name}.js`) as DefaultMetric)(registry, { eventLoopMonitoringPrecision: 1000 });
+  }
 }
 
 const ms = (durationMs: number): number => Math.max(0, durationMs) / 1000;
@@ -212,7 +251,7 @@ export class KletMetrics {
     this.runningPods.set(0);
     // The event-loop lag monitor samples at 1 s, not prom-client's 10 ms: a
     // node agent must not wake 100 times a second to measure itself.
-    if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 1000 });
+    if (opts.defaultMetrics ?? true) collectProcessMetrics(this.registry);
   }
 
   /** The Content-Type of `text()`. */
