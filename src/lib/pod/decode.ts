@@ -58,29 +58,65 @@ const MAP = /^\{ \[key: string\]: (.*); \}$/;
  * server's answers are trusted as client-node trusts them.
  */
 export function deserializeModel(data: unknown, type: string): unknown {
-  return fromWire(data, type);
+  return decoderFor(type)(data);
 }
 
-function fromWire(data: unknown, type: string): unknown {
-  if (data === undefined || data === null) return data;
+type Decoder = (data: unknown) => unknown;
+
+/**
+ * One decoder per type name, made on first use: a watch decodes every pod of
+ * a 110-pod start several times, and matching each value's type name against
+ * the Array/map patterns again was most of that work (bench/README.md,
+ * api-start-110). Element and field decoders are looked up on first call, so
+ * self-referencing models (V1JSONSchemaProps) need no special case.
+ */
+const decoders = new Map<string, Decoder>();
+
+function decoderFor(type: string): Decoder {
+  const known = decoders.get(type);
+  if (known !== undefined) return known;
+  const decoder = makeDecoder(type);
+  decoders.set(type, decoder);
+  return decoder;
+}
+
+/** A decoder for `type` that resolves its inner decoder on first use. */
+function lazy(type: string): Decoder {
+  let inner: Decoder | undefined;
+  return (data) => (inner ??= decoderFor(type))(data);
+}
+
+function makeDecoder(type: string): Decoder {
   const arr = ARRAY.exec(type);
-  if (arr) return Array.isArray(data) ? data.map((d) => fromWire(d, arr[1] as string)) : data;
+  if (arr) {
+    const elem = lazy(arr[1] as string);
+    return (data) => (data === undefined || data === null || !Array.isArray(data) ? data : data.map(elem));
+  }
   const map = MAP.exec(type);
   if (map) {
+    const value = lazy(map[1] as string);
+    return (data) => {
+      if (!isPlainObject(data)) return data;
+      const out: Record<string, unknown> = {};
+      for (const k of Object.keys(data)) out[k] = value(data[k]);
+      return out;
+    };
+  }
+  if (type === 'Date') return (data) => (typeof data === 'string' || typeof data === 'number' ? new Date(data) : data);
+  const attrs = Object.hasOwn(schema, type) ? schema[type] : undefined;
+  if (!attrs) return (data) => data;
+  const fields = attrs.map((a) => ({ wire: a.baseName, name: a.name, decode: lazy(a.type) }));
+  return (data) => {
     if (!isPlainObject(data)) return data;
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(data)) out[k] = fromWire(v, map[1] as string);
+    for (const f of fields) {
+      const raw = data[f.wire];
+      if (raw === undefined) continue;
+      const v = raw === null ? null : f.decode(raw);
+      if (v !== undefined) out[f.name] = v;
+    }
     return out;
-  }
-  if (type === 'Date') return typeof data === 'string' || typeof data === 'number' ? new Date(data) : data;
-  const attrs = Object.hasOwn(schema, type) ? schema[type] : undefined;
-  if (!attrs || !isPlainObject(data)) return data;
-  const out: Record<string, unknown> = {};
-  for (const a of attrs) {
-    const v = fromWire(data[a.baseName], a.type);
-    if (v !== undefined) out[a.name] = v;
-  }
-  return out;
+  };
 }
 
 /** ObjectSerializer.serialize over the schema: model names → wire names, Date → RFC 3339. */
@@ -338,7 +374,7 @@ export function decodeModel<T>(raw: unknown, type: string, base: FieldPath = Fie
   const walker = new Walker();
   const clean = walker.walk(raw, type, '', base, false);
   if (walker.errors.length > 0) return { value: undefined, errors: walker.errors };
-  const value = fromWire(clean === OMIT ? {} : clean, type) as T;
+  const value = decoderFor(type)(clean === OMIT ? {} : clean) as T;
   return { value, errors: [] };
 }
 
