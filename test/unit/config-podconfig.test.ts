@@ -357,6 +357,13 @@ describe('PodConfig: several sources', () => {
     expect(drain(config).map((u) => `${u.op} ${u.pods.map((p) => p.metadata?.name).join(',')}`)).toEqual(['RECONCILE b-node1']);
     expect(reads.get('a-node1') ?? 0).toBe(0);
     expect(reads.get('b-node1')).toBeGreaterThan(0);
+    // What the config keeps is its own: changing the source's object afterwards changes nothing.
+    b2.pod.status.phase = 'Failed';
+    b2.pod.spec!.containers[0]!.image = 'changed';
+    expect(config.pods().find((p) => p.metadata?.name === 'b-node1')?.status?.phase).toBe('Running');
+    expect(config.pods().find((p) => p.metadata?.name === 'b-node1')?.spec?.containers[0]?.image).toBe('busybox:1.36');
+    b2.pod.status.phase = 'Running';
+    b2.pod.spec!.containers[0]!.image = 'busybox:1.36';
     // The same object again after a change was merged: still nothing to do, and b2 is not read again.
     reads.clear();
     api.snapshot(snap([a!, b2]));

@@ -120,6 +120,12 @@ interface Planned {
   loaded: LoadedPod;
   /** The source handed the very object the running entry was last compared with (pod is then the entry's own). */
   unchanged: boolean;
+  /**
+   * `pod` is the source's own object, not a copy: apply() copies what it keeps. A pod whose
+   * status alone changed (most watch events of a start) then costs a copy of its status, not
+   * two copies of the whole pod.
+   */
+  borrowed: boolean;
 }
 
 /** True when the sync loop must act: the kubelet's podsDifferSemantically. */
@@ -445,8 +451,9 @@ export class PodConfig {
         // re-merged all of them (13 % of klet's CPU over a 110-pod start, bench/cluster-cpu.md).
         const cur = byKey.get(key);
         const unchanged = cur !== undefined && cur.loaded === lp && cur.pod.metadata?.uid === uid;
-        const pod = unchanged ? cur.pod : uid === lp.pod.metadata?.uid ? cloneModel(lp.pod) : withUID(lp.pod, uid);
-        byName.set(key, [uid, { pod, key, manifest: lp.source, loaded: lp, unchanged }]);
+        const borrowed = !unchanged && uid === lp.pod.metadata?.uid;
+        const pod = unchanged ? cur.pod : borrowed ? lp.pod : withUID(lp.pod, uid);
+        byName.set(key, [uid, { pod, key, manifest: lp.source, loaded: lp, unchanged, borrowed }]);
       }
       // In the snapshot's order, which the updates keep.
       const planned = new Map<string, Planned>();
@@ -482,25 +489,28 @@ export class PodConfig {
       s.current.delete(uid);
       removes.push(e.pod);
     }
+    const own = (p: Planned): V1Pod => (p.borrowed ? cloneModel(p.pod) : p.pod);
     for (const [uid, p] of planned) {
       const e = s.current.get(uid);
       if (e === undefined) {
-        s.current.set(uid, { pod: p.pod, key: p.key, manifest: p.manifest, loaded: p.loaded });
-        adds.push(p.pod);
+        const pod = own(p);
+        s.current.set(uid, { pod, key: p.key, manifest: p.manifest, loaded: p.loaded });
+        adds.push(pod);
         continue;
       }
       e.manifest = p.manifest;
       if (p.unchanged && e.pod === p.pod) continue;
       e.loaded = p.loaded;
       if (differSemantically(e.pod, p.pod)) {
+        const pod = own(p);
         // config.seen is when the pod was first seen: keep it (checkAndUpdatePod).
         const seen = e.pod.metadata?.annotations?.[CONFIG_SEEN_ANNOTATION];
-        if (seen !== undefined) p.pod.metadata = { ...p.pod.metadata, annotations: { ...p.pod.metadata?.annotations, [CONFIG_SEEN_ANNOTATION]: seen } };
-        e.pod = p.pod;
+        if (seen !== undefined) pod.metadata = { ...pod.metadata, annotations: { ...pod.metadata?.annotations, [CONFIG_SEEN_ANNOTATION]: seen } };
+        e.pod = pod;
         e.key = p.key;
         updates.push(e.pod);
       } else if (!jsonEqual(e.pod.status, p.pod.status)) {
-        e.pod.status = p.pod.status;
+        e.pod.status = p.borrowed ? cloneModel(p.pod.status) : p.pod.status;
         reconciles.push(e.pod);
       }
     }
