@@ -28,6 +28,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { stringify } from 'yaml';
 import { InputError, KletError, errorMessage } from '../errors.js';
+import { callInChild } from '../util/child-call.js';
 import { writeFileAtomic } from '../kuberuntime/poddir.js';
 import { pause } from '../util/sleep.js';
 import { ApiServerError, toApiServerError } from './errors.js';
@@ -90,27 +91,9 @@ export async function newKey(): Promise<string> {
   return KeyObject.from(privateKey).export({ type: 'sec1', format: 'pem' }) as string;
 }
 
-/** A PKCS#10 request for `subject` signed with `keyPem` (x509.CreateCertificateRequest: its SANs, if any, as the only extension). */
+/** A PKCS#10 request for `subject` signed with `keyPem` (x509.CreateCertificateRequest: its SANs, if any, as the only extension), made in a child process (x509-make.ts). */
 export async function makeCsr(keyPem: string, subject: ClientSubject): Promise<string> {
-  await import('reflect-metadata');
-  const x509 = await import('@peculiar/x509');
-  x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
-  const alg = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' };
-  const priv = createPrivateKey(keyPem);
-  const pkcs8 = priv.export({ type: 'pkcs8', format: 'der' });
-  const spki = createPublicKey(priv).export({ type: 'spki', format: 'der' });
-  const privateKey = await webcrypto.subtle.importKey('pkcs8', pkcs8, alg, false, ['sign']);
-  const publicKey = await webcrypto.subtle.importKey('spki', spki, alg, true, ['verify']);
-  // Go's pkix.Name orders O before CN.
-  const name = [...subject.organization.map((o) => ({ O: [o] })), { CN: [subject.commonName] }];
-  const sans = [...(subject.dnsNames ?? []).map((value) => ({ type: 'dns' as const, value })), ...(subject.ipAddresses ?? []).map((value) => ({ type: 'ip' as const, value }))];
-  const csr = await x509.Pkcs10CertificateRequestGenerator.create({
-    name,
-    keys: { privateKey, publicKey } as unknown as Parameters<typeof x509.Pkcs10CertificateRequestGenerator.create>[0]['keys'],
-    signingAlgorithm: alg,
-    ...(sans.length > 0 ? { extensions: [new x509.SubjectAlternativeNameExtension(sans)] } : {}),
-  });
-  return csr.toString('pem');
+  return callInChild(import.meta.url, './x509-make', 'csrPem', [keyPem, subject]);
 }
 
 /** The certificates a kubeconfig's user presents (inline or from client-certificate). */

@@ -6,11 +6,11 @@
  * and reused until it expires. The key is ECDSA P-256, written 0600 and
  * renamed into place, so a half-written key is never read.
  */
-import { KeyObject, X509Certificate, createPrivateKey, webcrypto } from 'node:crypto';
+import { X509Certificate, createPrivateKey } from 'node:crypto';
 import fsp from 'node:fs/promises';
-import net from 'node:net';
 import path from 'node:path';
 import { InputError, errorMessage } from '../errors.js';
+import { callInChild } from '../util/child-call.js';
 
 export interface ServingCertificate {
   cert: string;
@@ -31,11 +31,6 @@ export interface ServingCertificateOptions {
   addresses: string[];
   now?: Date;
 }
-
-/** How long a generated certificate is valid (the kubelet's self-signed one: a year). */
-const VALIDITY_MS = 365 * 24 * 3600 * 1000;
-/** Valid from an hour back: a clock a little behind the client's must not make it "not yet valid". */
-const BACKDATE_MS = 3600 * 1000;
 
 async function readPair(certFile: string, keyFile: string): Promise<{ cert: string; key: string }> {
   const read = async (file: string, input: string) => {
@@ -106,32 +101,7 @@ async function writeAtomic(file: string, text: string, mode: number): Promise<vo
   }
 }
 
-/** A self-signed ECDSA P-256 serving certificate for `hostname` and `addresses` (CN host@unix-seconds, as the kubelet names its own). */
+/** A self-signed ECDSA P-256 serving certificate for `hostname` and `addresses` (CN host@unix-seconds, as the kubelet names its own), made in a child process (kube/x509-make.ts). */
 export async function selfSigned(hostname: string, addresses: string[], now: Date): Promise<{ cert: string; key: string }> {
-  // @peculiar/x509 (through tsyringe) needs the Reflect metadata polyfill; both load only here.
-  await import('reflect-metadata');
-  const x509 = await import('@peculiar/x509');
-  x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
-  const alg = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' };
-  const keys = (await webcrypto.subtle.generateKey(alg, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
-  const names = [
-    { type: 'dns' as const, value: hostname },
-    ...[...new Set(addresses)].filter((a) => net.isIP(a) !== 0).map((a) => ({ type: 'ip' as const, value: a })),
-  ];
-  const cert = await x509.X509CertificateGenerator.createSelfSigned({
-    serialNumber: Buffer.from(webcrypto.getRandomValues(new Uint8Array(16))).toString('hex').replace(/^[89a-f]/, '1'),
-    name: `CN=${hostname.replace(/[,=+<>#;"\\]/g, '')}@${Math.floor(now.getTime() / 1000)}`,
-    notBefore: new Date(now.getTime() - BACKDATE_MS),
-    notAfter: new Date(now.getTime() + VALIDITY_MS),
-    signingAlgorithm: alg,
-    keys: keys as unknown as Parameters<typeof x509.X509CertificateGenerator.createSelfSigned>[0]['keys'],
-    extensions: [
-      new x509.BasicConstraintsExtension(false, undefined, true),
-      new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment, true),
-      new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
-      new x509.SubjectAlternativeNameExtension(names),
-    ],
-  });
-  const key = KeyObject.from(keys.privateKey).export({ type: 'pkcs8', format: 'pem' }) as string;
-  return { cert: cert.toString('pem'), key };
+  return callInChild(import.meta.url, '../kube/x509-make', 'selfSignedPair', [hostname, addresses, now.toISOString()]);
 }
