@@ -18,6 +18,10 @@ describe('callInChild', () => {
     await expect(callInChild(import.meta.url, './fixtures/no-such-module', 'whoAmI', [])).rejects.toThrow(/Cannot find module|ERR_MODULE_NOT_FOUND/);
   });
 
+  it('rejects with the exit code and the last line of stderr when the child dies without answering', async () => {
+    await expect(callInChild(import.meta.url, './fixtures/child-fn', 'exits', [])).rejects.toThrow(/^exits: its child process exited with code 3: leaving now$/);
+  });
+
   it('makes the self-signed serving certificate without loading @peculiar/x509 here', async () => {
     // reflect-metadata, which @peculiar/x509 needs, installs Reflect.getMetadata when loaded.
     const marker = () => (Reflect as unknown as Record<string, unknown>).getMetadata;

@@ -17,6 +17,9 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+/** Longer than any of these jobs takes on a loaded node (~0.1–0.3 s alone): a child that hangs is stopped. */
+const CHILD_TIMEOUT_MS = 60_000;
+
 /** The child: read {url, name, args} from stdin, call, write {ok} or {error} to stdout. */
 const CHILD = `
 const chunks = [];
@@ -42,11 +45,13 @@ export async function callInChild<T>(callerUrl: string, modulePath: string, name
   const url = new URL(`${modulePath}${ext}`, callerUrl).href;
   // From the sources (tests), the child needs the same TypeScript loader.
   const loader = ext === '.ts' ? ['--import', import.meta.resolve('tsx')] : [];
-  const child = spawn(process.execPath, [...loader, '--input-type=module', '-e', CHILD], { stdio: ['pipe', 'pipe', 'pipe'], signal });
+  const child = spawn(process.execPath, [...loader, '--input-type=module', '-e', CHILD], { stdio: ['pipe', 'pipe', 'pipe'], signal, timeout: CHILD_TIMEOUT_MS });
   const stdout: Buffer[] = [];
   const stderr: Buffer[] = [];
   child.stdout.on('data', (c: Buffer) => stdout.push(c));
   child.stderr.on('data', (c: Buffer) => stderr.push(c));
+  // A child that dies before reading its input is reported below, by its exit.
+  child.stdin.on('error', () => undefined);
   child.stdin.end(JSON.stringify({ url, name, args }));
   const code = await new Promise<number | null>((resolve, reject) => {
     child.once('error', reject);
@@ -57,7 +62,8 @@ export async function callInChild<T>(callerUrl: string, modulePath: string, name
     answer = JSON.parse(Buffer.concat(stdout).toString('utf8')) as { ok?: T; error?: string };
   } catch {
     const why = Buffer.concat(stderr).toString('utf8').trim().split('\n').at(-1) ?? '';
-    throw new Error(`${name}: its child process exited with code ${code ?? 'none'}${why ? `: ${why}` : ''}`);
+    const end = code !== null ? `exited with code ${code}` : `was stopped by ${child.signalCode ?? 'a signal'}${child.signalCode === 'SIGTERM' && !signal?.aborted ? ` after ${CHILD_TIMEOUT_MS / 1000} s` : ''}`;
+    throw new Error(`${name}: its child process ${end}${why ? `: ${why}` : ''}`);
   }
   if (answer.error !== undefined) throw new Error(answer.error);
   return answer.ok as T;
