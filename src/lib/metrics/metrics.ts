@@ -55,7 +55,7 @@ export interface KletMetricsOptions {
  * registered by its own module, all but `gc`: nodejs_gc_duration_seconds
  * needs a PerformanceObserver on every garbage collection, and with one Node
  * builds and delivers an entry per collection, ~0.2 ms of CPU each under
- * klet's small young generation (bin/run.js): ~3 % of klet's CPU over a
+ * klet's small young generation (bin/run.js): ~2.5 % of klet's CPU over a
  * 110-pod start through the API server (bench/README.md, api-start-110). The
  * kubelet's go_gc_duration_seconds has no Node counterpart to follow, and the
  * process_* figures people alert on stay.
