@@ -25,7 +25,7 @@ export const cgroupFlags = {
     options: ['true', 'false'],
   }),
   'cgroup-root': Flags.string({ summary: "Root cgroup (a cgroupfs path that must exist) of the pods' cgroups. Default: /." }),
-  'cgroup-driver': Flags.string({ summary: 'How cgroups are made: cgroupfs (systemd is not supported yet).', options: ['cgroupfs', 'systemd'], default: 'cgroupfs' }),
+  'cgroup-driver': Flags.string({ summary: "How cgroups are made: cgroupfs (directly in /sys/fs/cgroup) or systemd (pod and QoS cgroups as transient systemd slices, e.g. kubepods-burstable-pod<uid>.slice, over D-Bus; the runtime must use systemd cgroups too: SystemdCgroup = true in containerd). Must match the runtime's. Default: cgroupfs.", options: ['cgroupfs', 'systemd'] }),
   'enforce-node-allocatable': Flags.string({
     summary: 'Node allocatable enforcement (enforceNodeAllocatable): pods (kubepods gets the capacity less --kube-reserved and --system-reserved) or none. Default: pods.',
   }),

@@ -48,7 +48,7 @@ export const GLOBAL_FLAGS: Readonly<Record<string, ArgvFlagSpec>> = {
 export const CGROUP_FLAGS: Readonly<Record<string, ArgvFlagSpec>> = {
   'cgroups-per-qos': { type: 'option', options: ['true', 'false'] },
   'cgroup-root': { type: 'string' },
-  'cgroup-driver': { type: 'option', options: ['cgroupfs', 'systemd'], default: 'cgroupfs' },
+  'cgroup-driver': { type: 'option', options: ['cgroupfs', 'systemd'] },
   'enforce-node-allocatable': { type: 'string' },
 };
 

@@ -22,12 +22,13 @@ export async function openCommandCgroups(flags: CgroupFlags, node: { rootDir: st
   const given: CgroupFlags = {
     'cgroups-per-qos': flags['cgroups-per-qos'],
     'cgroup-root': flags['cgroup-root'],
+    'cgroup-driver': flags['cgroup-driver'],
     'enforce-node-allocatable': flags['enforce-node-allocatable'],
     'kube-reserved': flags['kube-reserved'],
     'system-reserved': flags['system-reserved'],
   };
   const built = await syncConfig(given, { nodeName: node.nodeName, globals: {}, notice: () => undefined }, true);
-  const settings = await checkedCgroupSettings(built.config, flags['cgroup-driver'], built.describe);
+  const settings = await checkedCgroupSettings(built.config, built.describe);
   if (settings === null) return undefined;
   const { openCgroups } = await import('../lib/cm/manager.js');
   return openCgroups(settings, node.rootDir);

@@ -55,6 +55,7 @@ export const FLAG_FIELDS = {
   'allowed-unsafe-sysctls': 'allowedUnsafeSysctls',
   'cgroups-per-qos': 'cgroupsPerQOS',
   'cgroup-root': 'cgroupRoot',
+  'cgroup-driver': 'cgroupDriver',
   'enforce-node-allocatable': 'enforceNodeAllocatable',
   'image-gc-high-threshold': 'imageGCHighThresholdPercent',
   'image-gc-low-threshold': 'imageGCLowThresholdPercent',
@@ -109,12 +110,11 @@ export async function syncConfig(flags: Partial<SyncFlags>, host: Pick<SyncHost,
 
 /**
  * The container manager's settings of a configuration (the kubelet's
- * cgroupsPerQOS, cgroupRoot, enforceNodeAllocatable, reservations; the driver
- * is a flag only), its --cgroup-root checked; null without cgroupsPerQOS.
+ * cgroupsPerQOS, cgroupRoot, cgroupDriver, enforceNodeAllocatable,
+ * reservations), its --cgroup-root checked; null without cgroupsPerQOS.
  */
 export async function checkedCgroupSettings(
   config: KubeletConfig,
-  driver: string | undefined,
   describe?: (field: import('../lib/cm/settings.js').CgroupField) => string,
 ): Promise<import('../lib/cm/settings.js').CgroupSettings | null> {
   const { cgroupSettings } = await import('../lib/cm/settings.js');
@@ -122,7 +122,7 @@ export async function checkedCgroupSettings(
   const cgroups = cgroupSettings({
     cgroupsPerQOS: config.cgroupsPerQOS,
     cgroupRoot: config.cgroupRoot,
-    cgroupDriver: driver,
+    cgroupDriver: config.cgroupDriver,
     enforceNodeAllocatable: config.enforceNodeAllocatable,
     kubeReserved: reserved(config.kubeReserved),
     systemReserved: reserved(config.systemReserved),

@@ -186,7 +186,7 @@ async function syncOptions(
     };
   }
   // Checked before the runtime is started for the sync: a bad root leaves nothing behind.
-  const cgroups = await checkedCgroupSettings(config, flags['cgroup-driver'], built.describe);
+  const cgroups = await checkedCgroupSettings(config, built.describe);
   const sysctls = await sysctlFlags(config.allowedUnsafeSysctls, built.describe('allowedUnsafeSysctls'));
   return {
     config,

@@ -52,11 +52,15 @@ volumeStatsAggPeriod: 0s
 `;
 
 /**
- * KUBEADM_CONFIG as kubeadm writes it on this host: its resolvConf is systemd-resolved's file only where
+ * KUBEADM_CONFIG as it is on this host: its resolvConf is systemd-resolved's file only where
  * systemd-resolved runs (kubeadm checks), else /etc/resolv.conf. A resolver file that cannot be read fails
- * every pod's sandbox, with the kubelet as with klet.
+ * every pod's sandbox, with the kubelet as with klet. And its cgroupDriver is systemd only where systemd is
+ * the init (kubeadm always writes systemd; where no systemd runs, the kubelet and klet both refuse to start
+ * with it, so such a node's admin writes cgroupfs, as the runtime's driver).
  */
-export const KUBEADM_CONFIG_HERE = fs.existsSync('/run/systemd/resolve/resolv.conf')
+const SYSTEMD_BOOTED = fs.existsSync('/run/systemd/system');
+export const KUBEADM_CONFIG_HERE = (fs.existsSync('/run/systemd/resolve/resolv.conf')
   ? KUBEADM_CONFIG
-  : KUBEADM_CONFIG.replace('resolvConf: /run/systemd/resolve/resolv.conf', 'resolvConf: /etc/resolv.conf');
+  : KUBEADM_CONFIG.replace('resolvConf: /run/systemd/resolve/resolv.conf', 'resolvConf: /etc/resolv.conf')
+).replace('cgroupDriver: systemd', SYSTEMD_BOOTED ? 'cgroupDriver: systemd' : 'cgroupDriver: cgroupfs');
 

@@ -304,10 +304,13 @@ describe('klet sync: bad cgroup settings', () => {
     expect(cgExists(`${root}/kubepods`)).toBe(false);
   }, 60_000);
 
-  it('--cgroup-driver systemd is not supported yet', async () => {
+  it('--cgroup-driver systemd on a host whose init is not systemd: refused before anything starts', async () => {
+    // This host runs no systemd (test/integration/cgroups-systemd.test.ts runs the driver against a real one).
     const line = await refused(['--cgroup-driver', 'systemd']);
-    expect(line).toContain('--cgroup-driver systemd');
-    expect(line).toContain('not supported');
+    expect(line).toContain('--cgroup-driver systemd: cannot reach systemd over D-Bus');
+    expect(line).toContain('/run/systemd/private');
+    expect(cgExists('/kubepods.slice')).toBe(false);
+    expect(fs.existsSync(path.join(rt.rootDir, 'cgroups', encodeURIComponent('/kubepods.slice')))).toBe(false);
   }, 60_000);
 
   it('--cgroups-per-qos=false with node allocatable enforced on pods (the kubelet refuses it too)', async () => {

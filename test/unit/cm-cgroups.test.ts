@@ -248,7 +248,7 @@ describe('cgroup settings (flags)', () => {
     expect(cgroupSettings({ cgroupsPerQOS: false, enforceNodeAllocatable: [] })).toBeNull();
   });
   it.each([
-    [{ cgroupsPerQOS: true, cgroupDriver: 'systemd' }, '--cgroup-driver systemd: not supported by klet yet'],
+    [{ cgroupsPerQOS: true, cgroupDriver: 'upstart' }, 'cgroupDriver upstart: invalid configuration: cgroupDriver (--cgroup-driver) must be cgroupfs or systemd'],
     [{ cgroupsPerQOS: false }, 'cgroupsPerQOS false, enforceNodeAllocatable pods: invalid configuration: cgroupsPerQOS (--cgroups-per-qos) must be set to true when "pods"'],
     [{ cgroupsPerQOS: true, enforceNodeAllocatable: ['pods', 'pods'] }, 'enforceNodeAllocatable pods,pods: invalid configuration: duplicated enforcements "pods"'],
     [{ cgroupsPerQOS: true, enforceNodeAllocatable: ['pods', 'none'] }, 'may not contain additional enforcements when "none"'],
@@ -264,6 +264,7 @@ describe('cgroup settings (flags)', () => {
     const FLAGS: Record<CgroupField, string> = {
       cgroupsPerQOS: '--cgroups-per-qos',
       cgroupRoot: '--cgroup-root',
+      cgroupDriver: '--cgroup-driver',
       enforceNodeAllocatable: '--enforce-node-allocatable',
       kubeReserved: '--kube-reserved',
       systemReserved: '--system-reserved',
@@ -276,5 +277,7 @@ describe('cgroup settings (flags)', () => {
     expect(() => cgroupSettings({ cgroupsPerQOS: false, describe: flag })).toThrow(/^--cgroups-per-qos false, --enforce-node-allocatable pods: invalid configuration/);
     expect(() => cgroupSettings({ cgroupsPerQOS: true, systemReserved: 'cpu=x', describe: file })).toThrow(/^\/etc\/klet\/config\.yaml:7: systemReserved cpu=x: /);
     expect(cgroupSettings({ cgroupsPerQOS: true, cgroupRoot: '/klet', describe: file })?.cgroupRootName).toBe('/etc/klet/config.yaml:7: cgroupRoot');
+    expect(() => cgroupSettings({ cgroupsPerQOS: true, cgroupDriver: 'upstart', describe: file })).toThrow(/^\/etc\/klet\/config\.yaml:7: cgroupDriver upstart: invalid configuration/);
+    expect(cgroupSettings({ cgroupsPerQOS: true, cgroupDriver: 'systemd', describe: flag })).toMatchObject({ driver: 'systemd', driverName: '--cgroup-driver' });
   });
 });

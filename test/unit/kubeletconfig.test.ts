@@ -41,6 +41,7 @@ describe('a kubeadm-written config.yaml', () => {
     expect(config).toMatchObject({
       enableServer: true,
       staticPodPath: '/etc/kubernetes/manifests',
+      cgroupDriver: 'systemd',
       port: 10250,
       address: '0.0.0.0',
       rotateCertificates: true,
@@ -62,7 +63,6 @@ describe('a kubeadm-written config.yaml', () => {
 
   it('warns once for each field klet does not implement (clusterDNS, clusterDomain and resolvConf it takes), naming file:line and the field; none for zero values', () => {
     expect(warnings).toEqual([
-      `${FILE}:15: cgroupDriver: not implemented by klet; ignored`,
       `${FILE}:24: healthzBindAddress: not implemented by klet; ignored`,
       `${FILE}:25: healthzPort: not implemented by klet; ignored`,
     ]);

@@ -7,9 +7,14 @@ export default class RuntimeStart extends BaseCommand<typeof RuntimeStart> {
   static override examples = [
     '<%= config.bin %> <%= command.id %>',
     '<%= config.bin %> <%= command.id %> --container-runtime-endpoint unix:///run/klet/containerd.sock --root-dir /tmp/klet',
+    '<%= config.bin %> <%= command.id %> --cgroup-driver systemd',
   ];
   static override flags = {
     ...outputFlags,
+    'cgroup-driver': Flags.string({
+      summary: "How runc makes the containers' cgroups: cgroupfs, or systemd (SystemdCgroup = true: systemd scopes). Must be the driver klet runs pods with (--cgroup-driver of runonce and sync). Default: cgroupfs.",
+      options: ['cgroupfs', 'systemd'],
+    }),
     'pod-cidr': Flags.string({
       summary: 'IPv4 range for pod IPs. Default: 10.88.0.0/16 on bridge klet0 for the default root dir, else a /24 in 10.90.0.0/16 derived from the root dir.',
     }),
@@ -23,6 +28,7 @@ export default class RuntimeStart extends BaseCommand<typeof RuntimeStart> {
         endpoint: this.flags['container-runtime-endpoint'],
         rootDir: this.flags['root-dir'],
         network: networkFor(this.flags['root-dir'], cidr),
+        ...(this.flags['cgroup-driver'] === 'systemd' ? { cgroupDriver: 'systemd' as const } : {}),
       },
       { timeoutMs: Math.min(this.runtimeTimeoutMs(), 60_000) },
     );

@@ -3,7 +3,13 @@
  * the cgroupfs driver (--cgroups-per-qos): `<cgroup-root>/kubepods` (node
  * allocatable), its `burstable` and `besteffort` children, and a
  * `pod<uid>` cgroup per pod (Guaranteed pods directly under kubepods), whose
- * name the runtime gets as the sandbox's cgroup_parent.
+ * name the runtime gets as the sandbox's cgroup_parent. With the systemd
+ * driver the same cgroups are systemd slices (kubepods.slice,
+ * kubepods-burstable.slice, kubepods-burstable-pod<uid>.slice: lib/cm/systemd.ts),
+ * started over D-Bus with their settings as unit properties and stopped when
+ * they go; their files are written as with cgroupfs (as libcontainer does).
+ * Names inside this module are the cgroupfs form; `literal()` is the path in
+ * the hierarchies (and the cgroup_parent) that the driver gives them.
  *
  * klet never changes or removes a cgroup it did not create: each cgroup it
  * creates is recorded first (a marker file under <root-dir>/cgroups), and
@@ -18,7 +24,8 @@ import { InputError, errorMessage } from '../errors.js';
 import { qosClass, type QOSClass } from '../kuberuntime/resources.js';
 import { type CgroupVersion, V2_CONTROLLERS, cgroupWrites, kubepodsCgroup, podCgroup, qosCgroup } from './cgroup-files.js';
 import { type PodCgroupOptions, type ResourceConfig, nodeAllocatableConfig, qosCgroupConfigs, resourceConfigForPod } from './resource-config.js';
-import type { CgroupSettings } from './settings.js';
+import type { CgroupDriver, CgroupSettings } from './settings.js';
+import { type Systemd, resourceProperties, sliceProperties, toSystemdPath, unitOf } from './systemd.js';
 import { nodeCapacity } from '../node/machine.js';
 import type { CgroupStatsDirs } from '../stats/node-stats.js';
 
@@ -79,6 +86,15 @@ export interface CgroupManagerOptions {
   pod?: PodCgroupOptions;
   /** The host's hierarchies (hostHierarchies()). */
   hierarchies: Hierarchies;
+  /** Default cgroupfs. */
+  driver?: CgroupDriver;
+  /** systemd's Manager, with the systemd driver. */
+  systemd?: Systemd;
+}
+
+/** A cgroupfs-form name as the driver lays it out: the path in each hierarchy, and the runtime's cgroup_parent. */
+export function literalCgroup(driver: CgroupDriver | undefined, name: string): string {
+  return driver === 'systemd' ? toSystemdPath(name) : name;
 }
 
 /** What the pod sync needs of the container manager. */
@@ -109,7 +125,8 @@ export class CgroupManager implements PodCgroups {
   static async open(opts: CgroupManagerOptions): Promise<CgroupManager> {
     const m = new CgroupManager(opts);
     const rootName = opts.cgroupRootName ?? 'cgroupRoot';
-    assertCgroupRoot(opts.cgroupRoot, rootName, opts.hierarchies);
+    assertCgroupRoot(literalCgroup(opts.driver, opts.cgroupRoot), opts.cgroupRoot, rootName, opts.hierarchies);
+    if (opts.driver === 'systemd' && !opts.systemd) throw new Error('the systemd cgroup driver needs a connection to systemd');
     const created: string[] = [];
     try {
       const kubepods = kubepodsCgroup(opts.cgroupRoot);
@@ -123,16 +140,20 @@ export class CgroupManager implements PodCgroups {
   }
 
   parentOf(pod: V1Pod): string {
-    return podCgroup(this.opts.cgroupRoot, qosClass(pod), pod.metadata?.uid ?? '');
+    return this.literal(podCgroup(this.opts.cgroupRoot, qosClass(pod), pod.metadata?.uid ?? ''));
+  }
+
+  private literal(name: string): string {
+    return literalCgroup(this.opts.driver, name);
   }
 
   async ensurePod(pod: V1Pod): Promise<string> {
-    const name = this.parentOf(pod);
+    const name = podCgroup(this.opts.cgroupRoot, qosClass(pod), pod.metadata?.uid ?? '');
     const uid = pod.metadata?.uid ?? '';
     this.pods.set(uid, pod);
     await this.create(name, resourceConfigForPod(pod, this.opts.pod), []);
     await this.updateQOS();
-    return name;
+    return this.literal(name);
   }
 
   podConfig(pod: V1Pod): ResourceConfig {
@@ -140,7 +161,7 @@ export class CgroupManager implements PodCgroups {
   }
 
   async setPodConfig(pod: V1Pod, rc: ResourceConfig): Promise<void> {
-    const name = this.parentOf(pod);
+    const name = podCgroup(this.opts.cgroupRoot, qosClass(pod), pod.metadata?.uid ?? '');
     if (!fs.existsSync(this.marker(name))) return;
     this.pods.set(pod.metadata?.uid ?? '', pod);
     await this.write(name, rc);
@@ -159,7 +180,7 @@ export class CgroupManager implements PodCgroups {
   /** Where kubepods' figures are read (the Summary's `pods` system container, the eviction manager's allocatable memory). */
   kubepodsStatsDirs(): CgroupStatsDirs {
     const { version, mounts } = this.opts.hierarchies;
-    const name = kubepodsCgroup(this.opts.cgroupRoot);
+    const name = this.literal(kubepodsCgroup(this.opts.cgroupRoot));
     const dir = (mount: string | undefined) => (mount === undefined ? undefined : path.join(mount, name));
     if (version === 2) {
       const unified = dir(mounts.get(''));
@@ -178,11 +199,11 @@ export class CgroupManager implements PodCgroups {
 
   /** The cgroup's directory in each hierarchy. */
   private dirs(name: string): string[] {
-    return [...new Set(this.opts.hierarchies.mounts.values())].map((mount) => path.join(mount, name));
+    return [...new Set(this.opts.hierarchies.mounts.values())].map((mount) => path.join(mount, this.literal(name)));
   }
 
   private marker(name: string): string {
-    return path.join(this.opts.rootDir, 'cgroups', encodeURIComponent(name));
+    return path.join(this.opts.rootDir, 'cgroups', encodeURIComponent(this.literal(name)));
   }
 
   /**
@@ -191,17 +212,23 @@ export class CgroupManager implements PodCgroups {
    */
   private async create(name: string, rc: ResourceConfig, created: string[]): Promise<void> {
     const marker = this.marker(name);
+    const literal = this.literal(name);
     const required = requiredMounts(this.opts.hierarchies);
-    const exists = [...required].every((mount) => fs.existsSync(path.join(mount, name)));
+    const exists = [...required].every((mount) => fs.existsSync(path.join(mount, literal)));
     if (exists && !fs.existsSync(marker)) return; // someone else's: used as it is
     if (!exists) {
       // The record first: a crash after it leaves a cgroup klet knows is its own.
       await fsp.mkdir(path.dirname(marker), { recursive: true, mode: 0o700 });
-      await fsp.writeFile(marker, name + '\n');
+      await fsp.writeFile(marker, literal + '\n');
       created.push(name);
       const { version, mounts } = this.opts.hierarchies;
+      if (this.opts.systemd) {
+        // The slice first (systemd makes its directories in the controllers it manages); the rest below, as libcontainer's joinCgroups.
+        const { unit, parent } = unitOf(literal);
+        await this.opts.systemd.startSlice(unit, [...sliceProperties(unit, parent), ...resourceProperties(version, rc, this.opts.systemd.version)]);
+      }
       for (const mount of new Set(mounts.values())) {
-        const dir = path.join(mount, name);
+        const dir = path.join(mount, literal);
         if (fs.existsSync(dir)) continue;
         // A hierarchy the kubelet does not require, without the parent (a --cgroup-root made in the required ones only): left to the runtime.
         if (!required.has(mount) && !fs.existsSync(path.dirname(dir))) continue;
@@ -218,10 +245,13 @@ export class CgroupManager implements PodCgroups {
 
   private async write(name: string, rc: ResourceConfig): Promise<void> {
     const { version, mounts } = this.opts.hierarchies;
+    const literal = this.literal(name);
+    // systemd's unit gets the settings too, or it would write its own back on its next realisation (libcontainer's Set).
+    if (this.opts.systemd) await this.opts.systemd.setProperties(unitOf(literal).unit, resourceProperties(version, rc, this.opts.systemd.version));
     for (const w of cgroupWrites(version, rc)) {
       const mount = mounts.get(w.controller);
       if (mount === undefined) continue;
-      const file = path.join(mount, name, w.file);
+      const file = path.join(mount, literal, w.file);
       await fsp.writeFile(file, w.value).catch((err) => {
         throw new Error(`cannot write ${w.value} to ${file}: ${errorMessage(err)}`);
       });
@@ -230,6 +260,7 @@ export class CgroupManager implements PodCgroups {
 
   /** Remove a cgroup klet made (and what the runtime left in it), then its record. */
   private async remove(name: string): Promise<void> {
+    if (this.opts.systemd) await this.opts.systemd.stopUnit(unitOf(this.literal(name)).unit);
     for (const dir of this.dirs(name)) await rmdirTree(dir);
     await fsp.rm(this.marker(name), { force: true });
   }
@@ -292,8 +323,8 @@ export function requiredMounts(hierarchies: Hierarchies): Set<string> {
 }
 
 /** --cgroup-root must exist in every required hierarchy (the kubelet's validateSystemRequirements); an InputError names what is missing. */
-function assertCgroupRoot(cgroupRoot: string, name: string, hierarchies: Hierarchies): void {
-  const missing = [...requiredMounts(hierarchies)].map((mount) => path.join(mount, cgroupRoot)).filter((d) => !fs.existsSync(d));
+function assertCgroupRoot(literal: string, cgroupRoot: string, name: string, hierarchies: Hierarchies): void {
+  const missing = [...requiredMounts(hierarchies)].map((mount) => path.join(mount, literal)).filter((d) => !fs.existsSync(d));
   if (missing.length > 0) {
     throw new InputError(`${name} ${cgroupRoot}: invalid configuration: cgroup "${cgroupRoot}" has some missing paths: ${missing.join(', ')}`);
   }
@@ -307,10 +338,21 @@ function assertCgroupRoot(cgroupRoot: string, name: string, hierarchies: Hierarc
  */
 export async function removeRecordedPodCgroups(rootDir: string, uid: string): Promise<void> {
   const dir = path.join(rootDir, 'cgroups');
-  const names = (await fsp.readdir(dir).catch(() => [] as string[])).map((f) => decodeURIComponent(f)).filter((n) => path.posix.basename(n) === `pod${uid}`);
+  const slice = `-pod${uid.replaceAll('-', '_')}.slice`;
+  const names = (await fsp.readdir(dir).catch(() => [] as string[])).map((f) => decodeURIComponent(f)).filter((n) => path.posix.basename(n) === `pod${uid}` || n.endsWith(slice));
   if (names.length === 0) return;
   const { mounts } = await hostHierarchies();
   for (const name of names) {
+    if (name.endsWith('.slice')) {
+      // The systemd driver's slice: stopped by systemd first (rmdir alone would leave the unit behind).
+      const { Systemd } = await import('./systemd.js');
+      const systemd = await Systemd.connect();
+      try {
+        await systemd.stopUnit(unitOf(name).unit);
+      } finally {
+        systemd.close();
+      }
+    }
     for (const mount of new Set(mounts.values())) await rmdirTree(path.join(mount, name));
     await fsp.rm(path.join(dir, encodeURIComponent(name)), { force: true });
   }
@@ -318,7 +360,18 @@ export async function removeRecordedPodCgroups(rootDir: string, uid: string): Pr
 
 /** The --cgroup-root check alone, before anything starts (the runtime, the sync loop): bad input leaves nothing behind. */
 export async function checkCgroupRoot(settings: CgroupSettings): Promise<void> {
-  assertCgroupRoot(settings.cgroupRoot, settings.cgroupRootName, await hostHierarchies());
+  assertCgroupRoot(literalCgroup(settings.driver, settings.cgroupRoot), settings.cgroupRoot, settings.cgroupRootName, await hostHierarchies());
+  if (settings.driver === 'systemd') (await connectSystemd(settings)).close();
+}
+
+/** systemd's Manager for the systemd driver; an InputError naming the driver's setting when it cannot be reached. */
+async function connectSystemd(settings: CgroupSettings): Promise<Systemd> {
+  const { Systemd } = await import('./systemd.js');
+  try {
+    return await Systemd.connect();
+  } catch (err) {
+    throw new InputError(`${settings.driverName} systemd: ${errorMessage(err)} (is systemd the init of this host? --cgroup-driver cgroupfs makes the cgroups directly)`, { cause: err });
+  }
 }
 
 /**
@@ -336,5 +389,7 @@ export async function openCgroups(settings: CgroupSettings, rootDir: string): Pr
     rootDir,
     nodeAllocatable: nodeAllocatableConfig(capacity, [settings.kubeReserved, settings.systemReserved], settings.enforcePods),
     hierarchies: await hostHierarchies(),
+    driver: settings.driver,
+    ...(settings.driver === 'systemd' ? { systemd: await connectSystemd(settings) } : {}),
   });
 }

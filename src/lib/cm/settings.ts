@@ -23,9 +23,15 @@ export interface RawCgroupSettings {
 }
 
 /** The KubeletConfiguration fields of these settings. */
-export type CgroupField = 'cgroupsPerQOS' | 'cgroupRoot' | 'enforceNodeAllocatable' | 'kubeReserved' | 'systemReserved';
+export type CgroupField = 'cgroupsPerQOS' | 'cgroupRoot' | 'cgroupDriver' | 'enforceNodeAllocatable' | 'kubeReserved' | 'systemReserved';
+
+export type CgroupDriver = 'cgroupfs' | 'systemd';
 
 export interface CgroupSettings {
+  /** How cgroups are made: directly in cgroupfs, or as systemd slices (names and paths as the kubelet's drivers give them). */
+  driver: CgroupDriver;
+  /** How errors about the driver name it. */
+  driverName: string;
   cgroupRoot: string;
   /** How errors about cgroupRoot name it (RawCgroupSettings.describe). */
   cgroupRootName: string;
@@ -39,10 +45,9 @@ const LEVELS = ['pods', 'system-reserved', 'system-reserved-compressible', 'kube
 
 /** The settings, or null without cgroupsPerQOS (pods get the runtime's default cgroup parent). */
 export function cgroupSettings(raw: RawCgroupSettings): CgroupSettings | null {
-  const driver = raw.cgroupDriver ?? 'cgroupfs';
-  if (driver === 'systemd') throw new InputError('--cgroup-driver systemd: not supported by klet yet; use cgroupfs (and SystemdCgroup = false in containerd)');
-  if (driver !== 'cgroupfs') throw new InputError(`--cgroup-driver ${driver}: must be cgroupfs or systemd`);
   const name = raw.describe ?? ((f: CgroupField) => f);
+  const driver = raw.cgroupDriver ?? 'cgroupfs';
+  if (driver !== 'cgroupfs' && driver !== 'systemd') throw new InputError(`${name('cgroupDriver')} ${driver}: invalid configuration: cgroupDriver (--cgroup-driver) must be cgroupfs or systemd`);
   const levels = (raw.enforceNodeAllocatable ?? ['pods']).map((l) => l.trim()).filter((l) => l !== '');
   const seen = new Set<string>();
   for (const l of levels) {
@@ -74,6 +79,8 @@ export function cgroupSettings(raw: RawCgroupSettings): CgroupSettings | null {
     }
   };
   return {
+    driver,
+    driverName: name('cgroupDriver'),
     cgroupRoot,
     cgroupRootName: name('cgroupRoot'),
     enforcePods: levels.includes('pods'),

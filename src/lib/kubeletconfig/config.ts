@@ -63,6 +63,7 @@ export interface KubeletConfigInput {
   allowedUnsafeSysctls?: string[];
   cgroupsPerQOS?: boolean;
   cgroupRoot?: string;
+  cgroupDriver?: string;
   enforceNodeAllocatable?: string[];
   imageGCHighThresholdPercent?: number;
   imageGCLowThresholdPercent?: number;
@@ -138,6 +139,8 @@ export interface KubeletConfig {
   allowedUnsafeSysctls: string[];
   cgroupsPerQOS: boolean;
   cgroupRoot: string;
+  /** cgroupfs or systemd (checked with the container manager's settings). */
+  cgroupDriver: string;
   enforceNodeAllocatable: string[];
   imageGCHighThresholdPercent: number;
   imageGCLowThresholdPercent: number;
@@ -194,6 +197,7 @@ export const DEFAULTS = {
   containerRuntimeEndpoint: DEFAULT_RUNTIME_ENDPOINT,
   cgroupsPerQOS: true,
   cgroupRoot: '/',
+  cgroupDriver: 'cgroupfs',
   enforceNodeAllocatable: ['pods'],
   imageGCHighThresholdPercent: 85,
   imageGCLowThresholdPercent: 80,
@@ -432,6 +436,7 @@ export function buildKubeletConfig(o: BuildOptions): BuiltConfig {
     allowedUnsafeSysctls: pick<string[]>('allowedUnsafeSysctls') ?? [],
     cgroupsPerQOS: pick<boolean>('cgroupsPerQOS') ?? DEFAULTS.cgroupsPerQOS,
     cgroupRoot: pick<string>('cgroupRoot') ?? DEFAULTS.cgroupRoot,
+    cgroupDriver: pick<string>('cgroupDriver') ?? DEFAULTS.cgroupDriver,
     enforceNodeAllocatable,
     imageGCHighThresholdPercent: pick<number>('imageGCHighThresholdPercent') ?? DEFAULTS.imageGCHighThresholdPercent,
     imageGCLowThresholdPercent: pick<number>('imageGCLowThresholdPercent') ?? DEFAULTS.imageGCLowThresholdPercent,

@@ -53,6 +53,7 @@ export function toKubeletConfiguration(c: KubeletConfig): Record<string, unknown
     allowedUnsafeSysctls: c.allowedUnsafeSysctls.length > 0 ? c.allowedUnsafeSysctls : undefined,
     cgroupsPerQOS: c.cgroupsPerQOS,
     cgroupRoot: c.cgroupRoot,
+    cgroupDriver: c.cgroupDriver,
     enforceNodeAllocatable: c.enforceNodeAllocatable,
     imageGCHighThresholdPercent: c.imageGCHighThresholdPercent,
     imageGCLowThresholdPercent: c.imageGCLowThresholdPercent,

@@ -39,6 +39,8 @@ export interface ManagedRuntimeLayout {
   /** Where built images are cached before import. */
   imageCacheDir: string;
   network: CniNetwork;
+  /** runc makes the containers' cgroups as systemd scopes (SystemdCgroup = true): what klet's systemd cgroup driver needs. */
+  systemdCgroup: boolean;
 }
 
 /**
@@ -52,6 +54,7 @@ export function managedRuntimeLayout(opts: {
   stateDir?: string;
   cniBinDir?: string;
   network?: CniNetwork;
+  systemdCgroup?: boolean;
 }): ManagedRuntimeLayout {
   const dir = path.resolve(opts.dir);
   return {
@@ -67,6 +70,7 @@ export function managedRuntimeLayout(opts: {
     cniBinDir: opts.cniBinDir ?? '/usr/lib/cni',
     imageCacheDir: path.join(dir, 'images'),
     network: opts.network ?? DEFAULT_NETWORK,
+    systemdCgroup: opts.systemdCgroup ?? false,
   };
 }
 
@@ -115,7 +119,7 @@ ${cri}
       runtime_type = "io.containerd.runc.v2"
 
       ${cri.slice(0, -1)}.containerd.runtimes.runc.options]
-        SystemdCgroup = false
+        SystemdCgroup = ${layout.systemdCgroup}
 
   ${cri.slice(0, -1)}.cni]
     bin_dir = ${tomlString(layout.cniBinDir)}

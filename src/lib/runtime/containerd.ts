@@ -46,6 +46,8 @@ export interface RuntimeTarget {
   /** klet's root dir; the managed runtime lives in `<rootDir>/containerd`. */
   rootDir: string;
   network?: CniNetwork;
+  /** The cgroup driver the runtime's runc uses (default cgroupfs): klet's --cgroup-driver must be the same. */
+  cgroupDriver?: 'cgroupfs' | 'systemd';
 }
 
 export function layoutFor(target: RuntimeTarget): ManagedRuntimeLayout {
@@ -54,6 +56,7 @@ export function layoutFor(target: RuntimeTarget): ManagedRuntimeLayout {
     dir: path.join(target.rootDir, 'containerd'),
     socketPath,
     network: target.network ?? networkFor(target.rootDir),
+    systemdCgroup: target.cgroupDriver === 'systemd',
   });
 }
 
