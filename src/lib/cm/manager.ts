@@ -27,7 +27,7 @@ import { type PodCgroupOptions, type ResourceConfig, nodeAllocatableConfig, qosC
 import type { CgroupDriver, CgroupSettings } from './settings.js';
 import { type Systemd, resourceProperties, sliceProperties, toSystemdPath, unitOf } from './systemd.js';
 import { nodeCapacity } from '../node/machine.js';
-import type { CgroupStatsDirs } from '../stats/node-stats.js';
+import { type CgroupStatsDirs, readMaxPid } from '../stats/node-stats.js';
 
 /** CGROUP2_SUPER_MAGIC: /sys/fs/cgroup is the unified hierarchy. */
 const CGROUP2_MAGIC = 0x63677270;
@@ -381,8 +381,7 @@ async function connectSystemd(settings: CgroupSettings): Promise<Systemd> {
  */
 export async function openCgroups(settings: CgroupSettings, rootDir: string): Promise<CgroupManager> {
   const { cpuMillis, memoryBytes } = nodeCapacity();
-  const pidMax = Number((await fsp.readFile('/proc/sys/kernel/pid_max', 'utf8').catch(() => '0')).trim()) || 0;
-  const capacity = { cpuMilli: cpuMillis, memoryBytes, pid: pidMax };
+  const capacity = { cpuMilli: cpuMillis, memoryBytes, pid: (await readMaxPid()) ?? 0 };
   return CgroupManager.open({
     cgroupRoot: settings.cgroupRoot,
     cgroupRootName: settings.cgroupRootName,

@@ -177,14 +177,31 @@ export async function readFsStats(dir: string): Promise<FsStats | undefined> {
   }
 }
 
-/** The process limit and how many processes run (the node's rlimit figures). */
+/**
+ * The node's task limit, as the kubelet's pidlimit.Stats takes it: the
+ * smaller of kernel.pid_max and kernel.threads-max (both limit the tasks of
+ * the system); undefined when neither can be read.
+ */
+export async function readMaxPid(paths: NodeStatsPaths = HOST_PATHS): Promise<number | undefined> {
+  const limits = await Promise.all(['pid_max', 'threads-max'].map(async (f) => Number((await read(`${paths.proc}/sys/kernel/${f}`))?.trim() || NaN)));
+  const known = limits.filter((n) => Number.isFinite(n));
+  return known.length > 0 ? Math.min(...known) : undefined;
+}
+
+/**
+ * The task limit and how many tasks exist (the node's rlimit figures): the
+ * count is /proc/loadavg's total of scheduling entities (threads included),
+ * as the kubelet reads it, else the processes in /proc.
+ */
 export async function readRlimit(paths: NodeStatsPaths = HOST_PATHS): Promise<{ time: string; maxpid?: number; curproc?: number }> {
-  const max = Number((await read(`${paths.proc}/sys/kernel/pid_max`))?.trim());
-  let cur: number | undefined;
-  try {
-    cur = (await fs.readdir(paths.proc)).filter((n) => /^\d+$/.test(n)).length;
-  } catch {
-    cur = undefined;
+  const max = await readMaxPid(paths);
+  let cur = Number(/^\S+ \S+ \S+ \d+\/(\d+)/.exec((await read(`${paths.proc}/loadavg`)) ?? '')?.[1] ?? NaN);
+  if (!Number.isFinite(cur)) {
+    try {
+      cur = (await fs.readdir(paths.proc)).filter((n) => /^\d+$/.test(n)).length;
+    } catch {
+      cur = NaN;
+    }
   }
-  return { time: new Date().toISOString(), ...(Number.isFinite(max) ? { maxpid: max } : {}), ...(cur !== undefined ? { curproc: cur } : {}) };
+  return { time: new Date().toISOString(), ...(max !== undefined ? { maxpid: max } : {}), ...(Number.isFinite(cur) ? { curproc: cur } : {}) };
 }
