@@ -7,6 +7,7 @@
  * as unit properties and in the cgroup files, their containers are runc's
  * scopes inside them, and a removed pod's slice is stopped.
  */
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -126,4 +127,34 @@ describe('klet with --cgroup-driver systemd on a real systemd', () => {
     }
     expect(fs.readdirSync(path.join(rootDir, 'cgroups')).map(decodeURIComponent).sort()).toEqual(['/kubepods.slice', '/kubepods.slice/kubepods-besteffort.slice', '/kubepods.slice/kubepods-burstable.slice']);
   }, 240_000);
+
+  it('klet sync: a pod added to the manifest dir gets its slice; removed, its slice is stopped', async () => {
+    for (const f of fs.readdirSync(manifests)) fs.rmSync(path.join(manifests, f));
+    const log = path.join(rootDir, 'sync.log');
+    const fd = fs.openSync(log, 'w');
+    const sync = spawn('nsenter', ['-t', String(box.pid), '-a', '--', process.execPath, KLET_BIN, 'sync', '--manifest-dir', manifests, '--file-check-frequency', '1s', '--cgroup-driver', 'systemd', '--root-dir', rootDir, '--container-runtime-endpoint', endpoint, '--node-name', 'sdtest'], { stdio: ['ignore', fd, fd], env: { ...process.env, NO_COLOR: '1' } });
+    fs.closeSync(fd);
+    const burstableDir = path.join(box.cgroupDir('cpu'), 'kubepods.slice/kubepods-burstable.slice');
+    const podSlices = () => fs.readdirSync(burstableDir).filter((n) => /^kubepods-burstable-pod.+\.slice$/.test(n));
+    const until = async (what: string, ok: () => boolean | Promise<boolean>) => {
+      const deadline = Date.now() + 60_000;
+      while (!(await ok())) {
+        if (Date.now() > deadline || sync.exitCode !== null) throw new Error(`${what}; klet sync's log:\n${fs.readFileSync(log, 'utf8')}`);
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    };
+    try {
+      fs.writeFileSync(path.join(manifests, 'web.yaml'), pod('web', ['requests: {cpu: 100m, memory: 32Mi}', 'limits: {memory: 64Mi}']));
+      await until('the pod slice with its two scopes', () => podSlices().length === 1 && fs.readdirSync(path.join(burstableDir, podSlices()[0]!)).filter((n) => n.endsWith('.scope')).length === 2);
+      const unit = podSlices()[0]!;
+      expect(read('memory', `kubepods.slice/kubepods-burstable.slice/${unit}`, 'memory.limit_in_bytes')).toBe(String(64 * 1024 * 1024));
+      expect((await box.run(['systemctl', 'show', '-p', 'ActiveState', '-p', 'MemoryLimit', unit])).stdout.trim().split('\n').sort()).toEqual(['ActiveState=active', `MemoryLimit=${64 * 1024 * 1024}`]);
+      fs.rmSync(path.join(manifests, 'web.yaml'));
+      await until('the pod slice stopped', async () => podSlices().length === 0 && (await box.run(['systemctl', 'list-units', '--all', '--plain', '--no-legend', unit])).stdout.trim() === '');
+    } finally {
+      sync.kill('SIGTERM');
+      await new Promise((r) => sync.once('exit', r));
+    }
+    expect(fs.readFileSync(log, 'utf8')).not.toMatch(/error|Error/);
+  }, 180_000);
 });

@@ -5,8 +5,12 @@
  * D-Bus wire format of the calls (checked against bytes laid out by hand
  * from the D-Bus specification).
  */
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DbusReader, DbusWriter, MESSAGE, decodeMessage, encodeMessage, splitSignature } from '../../src/lib/cm/dbus.js';
+import { DbusConnection, DbusReader, DbusTimeout, DbusWriter, MESSAGE, decodeMessage, encodeMessage, splitSignature } from '../../src/lib/cm/dbus.js';
 import { literalCgroup } from '../../src/lib/cm/manager.js';
 import { cpuQuotaPerSecUSec, expandSlice, resourceProperties, sliceProperties, toSystemdPath, unitOf } from '../../src/lib/cm/systemd.js';
 
@@ -106,5 +110,53 @@ describe('D-Bus wire format', () => {
     const decoded = decodeMessage(Buffer.concat([bytes, Buffer.from('extra')]));
     expect(decoded?.length).toBe(bytes.length);
     expect(decoded?.message).toMatchObject({ type: 1, serial: 7, member: 'StartTransientUnit', destination: 'org.freedesktop.systemd1', signature: 'ssa(sv)a(sa(sv))', body });
+  });
+});
+
+describe('a D-Bus connection (a fake peer on a unix socket)', () => {
+  /** A peer that authenticates, ignores the first `deaf` pings (as systemd may leave a message unread), answers the rest and every other call but `Never`. */
+  async function fakePeer(deaf: number): Promise<{ path: string; pings: () => number; close: () => void }> {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'klet-dbus-'));
+    const sock = path.join(dir, 'bus');
+    let pings = 0;
+    const server = net.createServer((c) => {
+      let authed = false;
+      let buf = Buffer.alloc(0);
+      c.on('data', (chunk: Buffer) => {
+        buf = Buffer.concat([buf, chunk]);
+        if (!authed) {
+          const text = buf.toString('latin1');
+          if (text.includes('AUTH EXTERNAL') && !text.includes('BEGIN\r\n')) c.write('OK 0123456789abcdef0123456789abcdef\r\n');
+          const begin = text.indexOf('BEGIN\r\n');
+          if (begin < 0) return;
+          authed = true;
+          buf = buf.subarray(begin + 'BEGIN\r\n'.length);
+        }
+        for (let d = decodeMessage(buf); d; d = decodeMessage(buf)) {
+          buf = buf.subarray(d.length);
+          const m = d.message;
+          if (m.member === 'Ping' && pings++ < deaf) continue;
+          if (m.member === 'Never') continue;
+          c.write(encodeMessage({ type: MESSAGE.METHOD_RETURN, serial: 1000 + m.serial, replySerial: m.serial, signature: 's', body: [`re:${m.member}`] }));
+        }
+      });
+    });
+    await new Promise<void>((r) => server.listen(sock, r));
+    return { path: sock, pings: () => pings, close: () => { server.close(); fs.rmSync(dir, { recursive: true, force: true }); } };
+  }
+
+  it('pings until the peer answers before the first call; a call without an answer is a DbusTimeout, not a hang', async () => {
+    const peer = await fakePeer(3);
+    try {
+      const conn = await DbusConnection.open(peer.path, false);
+      expect(peer.pings()).toBe(4);
+      expect(await conn.call({ path: '/x', interface: 'x.Y', member: 'Hello2' })).toEqual(['re:Hello2']);
+      await expect(conn.call({ path: '/x', interface: 'x.Y', member: 'Never' }, undefined, 200)).rejects.toThrow(DbusTimeout);
+      await expect(conn.call({ path: '/x', interface: 'x.Y', member: 'Never' }, undefined, 200)).rejects.toThrow('D-Bus call x.Y.Never had no answer in 0.2 s');
+      conn.close();
+      await expect(conn.call({ path: '/x', interface: 'x.Y', member: 'After' })).rejects.toThrow('D-Bus connection closed');
+    } finally {
+      peer.close();
+    }
   });
 });

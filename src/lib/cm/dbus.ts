@@ -359,6 +359,17 @@ export class DbusError extends Error {
   }
 }
 
+/** A call that had no answer in time. */
+export class DbusTimeout extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'DbusTimeout';
+  }
+}
+
+/** How long a method call may wait for its reply (a job's end is waited for separately). */
+const CALL_TIMEOUT_MS = 60_000;
+
 interface Pending {
   resolve(body: DbusValue[]): void;
   reject(err: Error): void;
@@ -406,19 +417,65 @@ export class DbusConnection {
       throw err;
     }
     const conn = new DbusConnection(socket, isBus);
-    if (isBus) await conn.call({ destination: 'org.freedesktop.DBus', path: '/org/freedesktop/DBus', interface: 'org.freedesktop.DBus', member: 'Hello' });
+    try {
+      await conn.live(signal);
+      if (isBus) await conn.call({ destination: 'org.freedesktop.DBus', path: '/org/freedesktop/DBus', interface: 'org.freedesktop.DBus', member: 'Hello' });
+    } catch (err) {
+      conn.close();
+      throw err;
+    }
     return conn;
   }
 
-  call(m: { destination?: string; path: string; interface: string; member: string; signature?: string; body?: DbusValue[] }, signal?: AbortSignal): Promise<DbusValue[]> {
+  /**
+   * Wait until the server handles messages. systemd (v252 measured) may leave
+   * a message that came in with BEGIN unread until more input arrives: busy
+   * with a burst of its own signals (a pod's mounts going), it answered none
+   * of the calls on half of the new connections in a test. So Peer.Ping,
+   * again every 100 ms, until one is answered: pings are harmless, and each
+   * is the input that makes the server read what it holds.
+   */
+  private async live(signal?: AbortSignal): Promise<void> {
+    const ping = { path: '/org/freedesktop/DBus', interface: 'org.freedesktop.DBus.Peer', member: 'Ping', ...(this.isBus ? { destination: 'org.freedesktop.DBus' } : {}) };
+    for (let i = 0; ; i++) {
+      const answered = await this.call(ping, signal, 100).then(
+        () => true,
+        (err: Error) => {
+          if (err instanceof DbusTimeout && i < 100) return false;
+          throw err;
+        },
+      );
+      if (answered) return;
+    }
+  }
+
+  /** One method call and its reply; an ERROR reply is a DbusError; no reply within `timeoutMs` (default 60 s) is a DbusTimeout. */
+  call(m: { destination?: string; path: string; interface: string; member: string; signature?: string; body?: DbusValue[] }, signal?: AbortSignal, timeoutMs = CALL_TIMEOUT_MS): Promise<DbusValue[]> {
     if (this.closed) return Promise.reject(this.closed);
     const serial = ++this.serial;
     const msg = encodeMessage({ type: MESSAGE.METHOD_CALL, serial, ...m, ...(this.isBus ? {} : { destination: undefined }), body: m.body ?? [] });
     return this.hold(
       new Promise<DbusValue[]>((resolve, reject) => {
-        this.pending.set(serial, { resolve, reject });
-        signal?.addEventListener('abort', () => {
+        const settle = () => {
+          clearTimeout(timer);
           this.pending.delete(serial);
+        };
+        const timer = setTimeout(() => {
+          settle();
+          reject(new DbusTimeout(`D-Bus call ${m.interface}.${m.member} had no answer in ${timeoutMs / 1000} s`));
+        }, timeoutMs);
+        this.pending.set(serial, {
+          resolve: (body) => {
+            settle();
+            resolve(body);
+          },
+          reject: (err) => {
+            settle();
+            reject(err);
+          },
+        });
+        signal?.addEventListener('abort', () => {
+          settle();
           reject(signal.reason);
         }, { once: true });
         this.socket.write(msg);
