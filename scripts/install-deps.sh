@@ -19,6 +19,9 @@ pkgs=(containerd runc containernetworking-plugins busybox-static etcd-server gcc
 pkgs+=(ca-certificates)
 # curl: the docs' examples of the local API and port-forward use it (test/docs/docs.test.ts runs them).
 pkgs+=(curl)
+# systemd: the systemd cgroup driver's test runs the real systemd as the init of private namespaces
+# (test/helpers/systemd-box.ts); nothing starts it on the host.
+pkgs+=(systemd)
 # A machine with a Node.js distribution of its own (nodesource, nvm) keeps it:
 # Debian's npm would conflict with nodesource's nodejs, which bundles npm.
 if ! command -v npm >/dev/null 2>&1; then pkgs+=(nodejs npm); fi
