@@ -104,6 +104,22 @@ describe('SpdySession (the frames a spdystream server sees)', () => {
     expect(frames.at(-1)).toMatchObject({ control: true, type: 7 });
   });
 
+  it('a reset connection ends the session and is recorded, never thrown as an unhandled error event (it crashed klet exec)', async () => {
+    const [client] = pair();
+    const session = new SpdySession(client);
+    const closed = new Promise<void>((r) => session.once('close', () => r()));
+    const reset = Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
+    expect(() => client.destroy(reset)).not.toThrow();
+    await closed;
+    expect(session.closed).toBe(true);
+    expect(session.error?.message).toBe('read ECONNRESET');
+    // A listener still hears it.
+    const [client2] = pair();
+    const heard = new Promise<Error>((r) => new SpdySession(client2).once('error', r));
+    client2.destroy(reset);
+    expect((await heard).message).toBe('read ECONNRESET');
+  });
+
   it('keeps what arrives with the reply until a listener comes (a port-forward error stream answers in the same read)', async () => {
     const [client, server] = pair();
     const session = new SpdySession(client);

@@ -97,6 +97,8 @@ export async function runRemoteCommand(url: string, io: RemoteCommandIo, signal:
     }
     const status = await errorText;
     await Promise.race([output, new Promise((r) => setTimeout(r, 2000).unref())]);
+    // No status and a broken connection: the command's end is unknown, not a success.
+    if (status.trim() === '' && session.error) throw new RemoteCommandError(`the connection to the runtime's streaming server broke before the command's exit status: ${session.error.message}`);
     return exitCodeOf(status);
   } finally {
     unsubscribe?.();

@@ -148,11 +148,18 @@ export class SpdySession extends EventEmitter {
   /** Header blocks are compressed one after another in one zlib context: each waits for the one before. */
   private compressing: Promise<unknown> = Promise.resolve();
   closed = false;
+  /** The connection's error, if it ended with one (a reset by the runtime, say). */
+  error: Error | undefined;
 
   constructor(private readonly socket: Duplex, head: Buffer = Buffer.alloc(0)) {
     super();
     socket.on('data', (b: Buffer) => this.onBytes(b));
-    socket.on('error', (err) => this.emit('error', err));
+    // An error ends the session (its streams are reset on 'close'); it is emitted only to a listener,
+    // never thrown as an unhandled 'error' event: a reset after the exit status arrived crashed `klet exec`.
+    socket.on('error', (err) => {
+      this.error ??= err;
+      if (this.listenerCount('error') > 0) this.emit('error', err);
+    });
     socket.on('close', () => this.shutdown());
     if (head.length > 0) this.onBytes(head);
   }
