@@ -105,16 +105,18 @@ describe('SpdySession (the frames a spdystream server sees)', () => {
   });
 
   it('a reset connection ends the session and is recorded, never thrown as an unhandled error event (it crashed klet exec)', async () => {
-    const [client] = pair();
+    /** A socket alone (no inner streams that would report the error themselves). */
+    const socket = () => new Duplex({ read() {}, write(_c, _e, cb) { cb(); } });
+    const reset = Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
+    const client = socket();
     const session = new SpdySession(client);
     const closed = new Promise<void>((r) => session.once('close', () => r()));
-    const reset = Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
-    expect(() => client.destroy(reset)).not.toThrow();
+    client.destroy(reset);
     await closed;
     expect(session.closed).toBe(true);
     expect(session.error?.message).toBe('read ECONNRESET');
     // A listener still hears it.
-    const [client2] = pair();
+    const client2 = socket();
     const heard = new Promise<Error>((r) => new SpdySession(client2).once('error', r));
     client2.destroy(reset);
     expect((await heard).message).toBe('read ECONNRESET');
