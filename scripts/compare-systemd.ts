@@ -21,30 +21,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { k8sBinDir } from '../test/helpers/cluster.js';
 import { KLET_BIN } from '../test/helpers/cli.js';
-import { startSystemdBox, type SystemdBox } from '../test/helpers/systemd-box.js';
+import { sleeperPod, startSystemdBox, type SystemdBox } from '../test/helpers/systemd-box.js';
 
 const out = process.argv[2] ?? fs.mkdtempSync(path.join(os.tmpdir(), 'klet-compare-systemd-'));
 fs.mkdirSync(out, { recursive: true });
 const PROPS = ['Description', 'Wants', 'DefaultDependencies', 'CPUAccounting', 'MemoryAccounting', 'TasksAccounting', 'BlockIOAccounting', 'CPUShares', 'MemoryLimit', 'CPUQuotaPerSecUSec', 'CPUQuotaPeriodUSec', 'TasksMax', 'ActiveState'];
 const FILES: Array<[string, string]> = [['cpu', 'cpu.shares'], ['cpu', 'cpu.cfs_period_us'], ['cpu', 'cpu.cfs_quota_us'], ['memory', 'memory.limit_in_bytes'], ['pids', 'pids.max']];
 
-function pod(name: string, resources: string[]): string {
-  return [
-    'apiVersion: v1',
-    'kind: Pod',
-    'metadata:',
-    `  name: ${name}`,
-    '  namespace: sdcompare',
-    'spec:',
-    '  terminationGracePeriodSeconds: 1',
-    '  containers:',
-    '  - name: c',
-    '    image: localhost/klet/busybox:1.36',
-    '    command: ["sh", "-c", "trap \'exit 0\' TERM; sleep 1000000 & wait"]',
-    ...(resources.length > 0 ? ['    resources:', ...resources.map((r) => `      ${r}`)] : []),
-    '',
-  ].join('\n');
-}
+const pod = (name: string, resources: string[]): string => sleeperPod('sdcompare', name, resources);
 
 const PODS: Record<string, string> = {
   guaranteed: pod('guaranteed', ['requests: {cpu: 500m, memory: 128Mi}', 'limits: {cpu: 500m, memory: 128Mi}']),

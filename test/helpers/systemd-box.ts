@@ -155,3 +155,22 @@ export async function startSystemdBox(): Promise<SystemdBox> {
     stop: cleanup,
   };
 }
+
+/** A one-container busybox pod that sleeps until stopped, with `resources` lines (YAML flow maps) under its container. */
+export function sleeperPod(namespace: string, name: string, resources: string[]): string {
+  return [
+    'apiVersion: v1',
+    'kind: Pod',
+    'metadata:',
+    `  name: ${name}`,
+    `  namespace: ${namespace}`,
+    'spec:',
+    '  terminationGracePeriodSeconds: 1',
+    '  containers:',
+    '  - name: c',
+    '    image: localhost/klet/busybox:1.36',
+    '    command: ["sh", "-c", "trap \'exit 0\' TERM; sleep 1000000 & wait"]',
+    ...(resources.length > 0 ? ['    resources:', ...resources.map((r) => `      ${r}`)] : []),
+    '',
+  ].join('\n');
+}

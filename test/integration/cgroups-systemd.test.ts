@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KLET_BIN } from '../helpers/cli.js';
-import { startSystemdBox, type BoxResult, type SystemdBox } from '../helpers/systemd-box.js';
+import { sleeperPod, startSystemdBox, type BoxResult, type SystemdBox } from '../helpers/systemd-box.js';
 
 let box: SystemdBox;
 let rootDir: string;
@@ -28,23 +28,7 @@ async function klet(args: string[]): Promise<BoxResult> {
   return box.run([process.execPath, KLET_BIN, ...args, '--root-dir', rootDir, '--container-runtime-endpoint', endpoint], { env: { ...process.env, NO_COLOR: '1' } });
 }
 
-function pod(name: string, resources: string[]): string {
-  return [
-    'apiVersion: v1',
-    'kind: Pod',
-    'metadata:',
-    `  name: ${name}`,
-    '  namespace: sdtest',
-    'spec:',
-    '  terminationGracePeriodSeconds: 1',
-    '  containers:',
-    '  - name: c',
-    '    image: localhost/klet/busybox:1.36',
-    '    command: ["sh", "-c", "trap \'exit 0\' TERM; sleep 1000000 & wait"]',
-    ...(resources.length > 0 ? ['    resources:', ...resources.map((r) => `      ${r}`)] : []),
-    '',
-  ].join('\n');
-}
+const pod = (name: string, resources: string[]): string => sleeperPod('sdtest', name, resources);
 
 /** The one child cgroup of `dir` whose name matches. */
 function onlyChild(dir: string, re: RegExp): string {
