@@ -63,6 +63,8 @@ export const SYNC_FLAGS: Readonly<Record<string, ArgvFlagSpec>> = {
   'image-gc-high-threshold': { type: 'integer', min: 0 },
   'image-gc-low-threshold': { type: 'integer', min: 0 },
   'minimum-image-gc-age': { type: 'duration', allowZero: true },
+  'container-log-max-size': { type: 'string' },
+  'container-log-max-files': { type: 'integer', min: -2147483648 },
   'eviction-hard': { type: 'string' },
   'eviction-soft': { type: 'string' },
   'eviction-soft-grace-period': { type: 'string' },

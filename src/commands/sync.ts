@@ -137,6 +137,10 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
     }),
     'eviction-soft': Flags.string({ summary: 'Soft eviction thresholds (evictionSoft), as --eviction-hard; each needs its --eviction-soft-grace-period.' }),
     'eviction-soft-grace-period': Flags.string({ summary: 'How long each soft threshold must hold before a pod is evicted, signal=duration, comma-separated (evictionSoftGracePeriod), e.g. memory.available=1m30s.' }),
+    'container-log-max-size': Flags.string({
+      summary: 'Size (a quantity, e.g. 10Mi; containerLogMaxSize) at which a running container\'s log file is rotated: renamed N.log.<time>, the runtime reopens N.log, older rotated files gzipped. Checked every containerLogMonitorInterval (10s). Negative: no rotation. Default: 10Mi.',
+    }),
+    'container-log-max-files': Flags.integer({ summary: 'Log files kept per container, the live one included (containerLogMaxFiles, at least 2); the oldest rotated ones are removed. Default: 5.', min: -2147483648 }),
     'eviction-minimum-reclaim': Flags.string({ summary: 'How much beyond a threshold to reclaim once it is met, signal=quantity or percentage, comma-separated (evictionMinimumReclaim), e.g. nodefs.available=500Mi.' }),
     'eviction-pressure-transition-period': configDurationFlag({ summary: 'How long a pressure condition (MemoryPressure, DiskPressure, PIDPressure) stays True after its threshold was last met (evictionPressureTransitionPeriod).', shownDefault: '5m' }),
     'eviction-max-pod-grace-period': Flags.integer({ summary: 'The longest grace period (seconds) a pod evicted for a soft threshold gets; its own is used when shorter (evictionMaxPodGracePeriod). Default: 0.', min: -2147483648 }),

@@ -145,6 +145,30 @@ describe('node resources from the file: sysctls, cgroups, image GC', () => {
   });
 });
 
+describe('container log rotation settings', () => {
+  it("the kubelet's defaults; the file sets them; the command line wins; printed as the kubelet prints them", () => {
+    expect(build(header).config).toMatchObject({ containerLogMaxSize: '10Mi', containerLogMaxSizeBytes: 10 * 1024 * 1024, containerLogMaxFiles: 5, containerLogMaxWorkers: 1, containerLogMonitorInterval: 10_000 });
+    const text = `${header}containerLogMaxSize: 200Ki\ncontainerLogMaxFiles: 3\ncontainerLogMaxWorkers: 2\ncontainerLogMonitorInterval: 30s\n`;
+    const { config, warnings } = build(text);
+    expect(warnings).toEqual([]);
+    expect(config).toMatchObject({ containerLogMaxSize: '200Ki', containerLogMaxSizeBytes: 204_800, containerLogMaxFiles: 3, containerLogMaxWorkers: 2, containerLogMonitorInterval: 30_000 });
+    expect(build(text, { containerLogMaxSize: '-1', containerLogMaxFiles: 2 }).config).toMatchObject({ containerLogMaxSizeBytes: -1, containerLogMaxFiles: 2, containerLogMaxWorkers: 2 });
+    expect(toKubeletConfiguration(config)).toMatchObject({ containerLogMaxSize: '200Ki', containerLogMaxFiles: 3, containerLogMaxWorkers: 2, containerLogMonitorInterval: '30s' });
+  });
+
+  it.each([
+    [`${header}containerLogMaxFiles: 1\n`, `${FILE}:3: containerLogMaxFiles 1: must be greater than 1`],
+    [`${header}containerLogMaxWorkers: 0\n`, `${FILE}:3: containerLogMaxWorkers 0: must be greater than or equal to 1`],
+    [`${header}containerLogMaxFiles: 0\n`, `${FILE}:3: containerLogMaxFiles 0: must be greater than 1`],
+    [`${header}containerLogMonitorInterval: 0s\n`, `${FILE}:3: containerLogMonitorInterval 0s: must be a positive time duration greater than or equal to 3s`],
+    [`${header}containerLogMonitorInterval: 2s\n`, `${FILE}:3: containerLogMonitorInterval 2s: must be a positive time duration greater than or equal to 3s`],
+    [`${header}containerLogMaxSize: 10Mb\n`, `${FILE}:3: containerLogMaxSize "10Mb": `],
+    [`${header}containerLogMaxSize: 100m\n`, `${FILE}:3: containerLogMaxSize "100m": must be a whole number of bytes`],
+  ])('refuses %j as the kubelet does', (text, message) => {
+    expect(errorOf(() => build(text))).toContain(message);
+  });
+});
+
 describe('bad input: one line naming file:line and the field path, or the flag', () => {
   it.each([
     [`${header}podManifestPath: /x\n`, `${FILE}:3: unknown field "podManifestPath"`],

@@ -34,6 +34,7 @@ import {
   RemoveContainerRequest,
   RemoveImageRequest,
   RemovePodSandboxRequest,
+  ReopenContainerLogRequest,
   RunPodSandboxRequest,
   RuntimeServiceDefinition,
   StartContainerRequest,
@@ -46,6 +47,7 @@ import {
   PodSandbox,
   type ContainerStatsResponse,
   type ContainerStatusResponse,
+  type ReopenContainerLogResponse,
   type CreateContainerResponse,
   type DeepPartial,
   type AttachResponse,
@@ -240,6 +242,11 @@ export class CriClient {
 
   containerStatus(req: Input<ContainerStatusRequest>, opts?: CallOptions): Promise<ContainerStatusResponse> {
     return this.unary(RUNTIME_SERVICE, rt.containerStatus, req, opts);
+  }
+
+  /** The runtime reopens the container's log path (after log rotation renamed the file). */
+  reopenContainerLog(req: Input<ReopenContainerLogRequest>, opts?: CallOptions): Promise<ReopenContainerLogResponse> {
+    return this.unary(RUNTIME_SERVICE, rt.reopenContainerLog, req, opts);
   }
 
   /**

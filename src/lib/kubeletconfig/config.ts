@@ -18,6 +18,7 @@ import { InputError, errorMessage } from '../errors.js';
 import { validateImageGCPolicy } from '../kuberuntime/image-gc.js';
 import { type Reservation, type Taint, addReservations, parseNodeLabels, parseReservation, parseTaints, validateNodeIP, validateNodeName } from '../node/config.js';
 import { DEFAULT_POD_LOGS_ROOT } from '../logs/paths.js';
+import { parseQuantity, quantityError } from '../pod/quantity.js';
 import { parseListen } from '../server/auth.js';
 import type { ConfigFile } from './file.js';
 import { NOT_ACTED_ON } from './schema.js';
@@ -80,6 +81,9 @@ export interface KubeletConfigInput {
   evictionPressureTransitionPeriod?: number;
   evictionMaxPodGracePeriod?: number;
   mergeDefaultEvictionSettings?: boolean;
+  /** A quantity ("10Mi"); negative turns log rotation off. */
+  containerLogMaxSize?: string;
+  containerLogMaxFiles?: number;
   // The kubelet's flags without a field
   kubeconfig?: string;
   bootstrapKubeconfig?: string;
@@ -97,7 +101,7 @@ export interface KubeletConfigInput {
   crashLoopBackOffReset?: number;
 }
 
-export type ConfigPath = keyof KubeletConfigInput | 'authentication.webhook.cacheTTL' | 'authorization.webhook.cacheAuthorizedTTL' | 'authorization.webhook.cacheUnauthorizedTTL' | 'nodeStatusUpdateFrequency' | 'nodeStatusReportFrequency' | 'registerNode';
+export type ConfigPath = keyof KubeletConfigInput | 'containerLogMaxWorkers' | 'containerLogMonitorInterval' | 'authentication.webhook.cacheTTL' | 'authorization.webhook.cacheAuthorizedTTL' | 'authorization.webhook.cacheUnauthorizedTTL' | 'nodeStatusUpdateFrequency' | 'nodeStatusReportFrequency' | 'registerNode';
 
 /** The effective configuration. Durations in milliseconds. */
 export interface KubeletConfig {
@@ -155,6 +159,12 @@ export interface KubeletConfig {
   mergeDefaultEvictionSettings: boolean;
   /** The thresholds parsed from the eviction fields (lib/eviction). */
   evictionThresholds: Threshold[];
+  /** Container log rotation (lib/logs/rotation.ts): the quantity as given, and in bytes (negative: off). */
+  containerLogMaxSize: string;
+  containerLogMaxSizeBytes: number;
+  containerLogMaxFiles: number;
+  containerLogMaxWorkers: number;
+  containerLogMonitorInterval: number;
   /** The kubelet's flags without a KubeletConfiguration field, and klet's own settings. */
   flags: {
     /** The --config file read, if any. */
@@ -203,6 +213,10 @@ export const DEFAULTS = {
   imageGCLowThresholdPercent: 80,
   imageMinimumGCAge: 2 * 60_000,
   evictionPressureTransitionPeriod: DEFAULT_PRESSURE_TRANSITION_PERIOD_MS,
+  containerLogMaxSize: '10Mi',
+  containerLogMaxFiles: 5,
+  containerLogMaxWorkers: 1,
+  containerLogMonitorInterval: 10_000,
   /** klet: the manifest directory kubeadm writes, unless only a URL is given. */
   staticPodPath: '/etc/kubernetes/manifests',
   plegRelistPeriod: 1000,
@@ -393,6 +407,22 @@ export function buildKubeletConfig(o: BuildOptions): BuiltConfig {
   const evictionMaxPodGracePeriod = pick<number>('evictionMaxPodGracePeriod') ?? 0;
   if (!Number.isInteger(evictionMaxPodGracePeriod)) fail('evictionMaxPodGracePeriod', `${evictionMaxPodGracePeriod}: expected an integer`);
 
+  // Container log rotation, checked as the kubelet's validation and its log manager's constructor check it.
+  const containerLogMaxSize = String(pick<string | number>('containerLogMaxSize') ?? DEFAULTS.containerLogMaxSize);
+  const containerLogMaxSizeBytes = ((): number => {
+    const bad = quantityError(containerLogMaxSize);
+    if (bad !== undefined) return fail('containerLogMaxSize', `"${containerLogMaxSize}": ${bad}`);
+    const bytes = parseQuantity(containerLogMaxSize).toNumber();
+    if (!Number.isSafeInteger(bytes)) return fail('containerLogMaxSize', `"${containerLogMaxSize}": must be a whole number of bytes`);
+    return bytes;
+  })();
+  const containerLogMaxFiles = pick<number>('containerLogMaxFiles') ?? DEFAULTS.containerLogMaxFiles;
+  if (!Number.isInteger(containerLogMaxFiles) || containerLogMaxFiles <= 1) fail('containerLogMaxFiles', `${containerLogMaxFiles}: must be greater than 1`);
+  const containerLogMaxWorkers = pick<number>('containerLogMaxWorkers') ?? DEFAULTS.containerLogMaxWorkers;
+  if (!Number.isInteger(containerLogMaxWorkers) || containerLogMaxWorkers < 1) fail('containerLogMaxWorkers', `${containerLogMaxWorkers}: must be greater than or equal to 1`);
+  const containerLogMonitorInterval = pick<number>('containerLogMonitorInterval') ?? DEFAULTS.containerLogMonitorInterval;
+  if (!(containerLogMonitorInterval >= 3000)) fail('containerLogMonitorInterval', `${containerLogMonitorInterval / 1000}s: must be a positive time duration greater than or equal to 3s`);
+
   const config: KubeletConfig = {
     enableServer,
     ...(staticPodPath !== undefined ? { staticPodPath } : {}),
@@ -446,6 +476,11 @@ export function buildKubeletConfig(o: BuildOptions): BuiltConfig {
     evictionMaxPodGracePeriod,
     mergeDefaultEvictionSettings,
     evictionThresholds,
+    containerLogMaxSize,
+    containerLogMaxSizeBytes,
+    containerLogMaxFiles,
+    containerLogMaxWorkers,
+    containerLogMonitorInterval,
     flags: {
       ...optional('config', file?.path),
       ...optional('kubeconfig', kubeconfig),

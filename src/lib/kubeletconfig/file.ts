@@ -137,16 +137,21 @@ function convert(kind: FieldKind, v: unknown, bad: (why: string) => InputError):
       if (v === null || v === '') return undefined;
       if (typeof v !== 'string') throw bad(`expected a string, got ${JSON.stringify(v)}`);
       return v;
+    case 'intPtr':
+      if (v === null) return undefined;
+      if (typeof v !== 'number' || !Number.isInteger(v)) throw bad(`expected an integer, got ${JSON.stringify(v)}`);
+      return v;
     case 'int':
       if (v === null || v === 0) return undefined;
       if (typeof v !== 'number' || !Number.isInteger(v)) throw bad(`expected an integer, got ${JSON.stringify(v)}`);
       return v;
+    case 'durationPtr':
     case 'duration': {
-      if (v === null || v === '' || v === 0) return undefined;
+      if (v === null || v === '' || (v === 0 && kind === 'duration')) return undefined;
       if (typeof v !== 'string') throw bad(`expected a duration such as 20s or 1m0s, got ${JSON.stringify(v)}`);
       const ms = parseDuration(v);
       if (ms === null || ms < 0) throw bad(`"${v}": not a duration (e.g. 20s, 1m0s)`);
-      return ms === 0 ? undefined : ms;
+      return ms === 0 && kind === 'duration' ? undefined : ms;
     }
     case 'strings':
       if (v === null) return undefined;

@@ -65,6 +65,10 @@ export function toKubeletConfiguration(c: KubeletConfig): Record<string, unknown
     evictionMaxPodGracePeriod: c.evictionMaxPodGracePeriod !== 0 ? c.evictionMaxPodGracePeriod : undefined,
     evictionMinimumReclaim: Object.keys(c.evictionMinimumReclaim).length > 0 ? c.evictionMinimumReclaim : undefined,
     mergeDefaultEvictionSettings: c.mergeDefaultEvictionSettings,
+    containerLogMaxSize: c.containerLogMaxSize,
+    containerLogMaxFiles: c.containerLogMaxFiles,
+    containerLogMaxWorkers: c.containerLogMaxWorkers,
+    containerLogMonitorInterval: d(c.containerLogMonitorInterval),
   };
   // Unset optional fields are left out, as the kubelet's omitempty does.
   return JSON.parse(JSON.stringify(out)) as Record<string, unknown>;

@@ -19,7 +19,9 @@ export type FieldKind =
   | 'string'
   | 'path' // a string; relative paths are taken relative to the file's directory
   | 'int'
+  | 'intPtr' // *int32 in the Go type: 0 is a value (the kubelet's validation judges it)
   | 'duration'
+  | 'durationPtr' // *metav1.Duration: 0s is a value
   | 'strings'
   | 'stringMap'
   | 'headers' // map[string][]string
@@ -75,6 +77,10 @@ export const FILE_FIELDS: Readonly<Record<string, FieldKind>> = {
   evictionPressureTransitionPeriod: 'duration',
   evictionMaxPodGracePeriod: 'int',
   mergeDefaultEvictionSettings: 'bool',
+  containerLogMaxSize: 'string',
+  containerLogMaxFiles: 'intPtr',
+  containerLogMaxWorkers: 'intPtr',
+  containerLogMonitorInterval: 'durationPtr',
 };
 
 /** The structs klet reads field by field: any other key in them is unknown. */
@@ -150,10 +156,6 @@ export const NOT_IMPLEMENTED: readonly string[] = [
   'featureGates',
   'failSwapOn',
   'memorySwap',
-  'containerLogMaxSize',
-  'containerLogMaxFiles',
-  'containerLogMaxWorkers',
-  'containerLogMonitorInterval',
   'configMapAndSecretChangeDetectionStrategy',
   'reservedSystemCPUs',
   'showHiddenMetricsForVersion',

@@ -24,6 +24,7 @@ import { StatsProvider } from '../stats/provider.js';
 import type { ClusterStatus, NodeStatus, RuntimeCondition } from '../server/node-status.js';
 import { DEFAULT_IMAGE_GC_POLICY } from '../kuberuntime/image-gc.js';
 import { GarbageCollector } from './gc.js';
+import { ContainerLogManager } from '../logs/rotation.js';
 import { type KubeletConfig, toKubeletConfiguration } from '../kubeletconfig/index.js';
 import { Kubelet } from './kubelet.js';
 import { EvictionManager } from '../eviction/manager.js';
@@ -282,6 +283,14 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
   const statsTimer = setInterval(sampleStats, STATS_SAMPLE_MS);
   statsTimer.unref();
   const eviction = evictionManager(opts, { cri, kubelet, gc, bus, stats });
+  const logRotation = new ContainerLogManager({
+    cri,
+    owner: instanceSelector(opts),
+    logRoot: opts.config.podLogsDir,
+    policy: { maxSize: opts.config.containerLogMaxSizeBytes, maxFiles: opts.config.containerLogMaxFiles },
+    monitorInterval: opts.config.containerLogMonitorInterval,
+    maxWorkers: opts.config.containerLogMaxWorkers,
+  });
   const transitions = new Map<string, string>();
   pressure.admit = (pod) => eviction.admit(pod);
   pressure.conditions = () => {
@@ -381,6 +390,7 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
       stop.track('sync loop (pod sources, PLEG)', kubelet.run(signal)),
       stop.track('garbage collection', gc.run(signal)),
       stop.track('eviction manager', eviction.run(signal)),
+      stop.track('container log rotation', logRotation.run(signal)),
       registration,
     ]);
   } catch (err) {

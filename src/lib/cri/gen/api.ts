@@ -1101,6 +1101,13 @@ export interface UpdateContainerResourcesRequest {
 export interface UpdateContainerResourcesResponse {
 }
 
+export interface ReopenContainerLogRequest {
+  containerId: string;
+}
+
+export interface ReopenContainerLogResponse {
+}
+
 function createBaseVersionRequest(): VersionRequest {
   return { version: "" };
 }
@@ -15054,6 +15061,131 @@ export const UpdateContainerResourcesResponse: MessageFns<UpdateContainerResourc
   },
 };
 
+function createBaseReopenContainerLogRequest(): ReopenContainerLogRequest {
+  return { containerId: "" };
+}
+
+export const ReopenContainerLogRequest: MessageFns<ReopenContainerLogRequest> = {
+  encode(message: ReopenContainerLogRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.containerId !== "") {
+      writer.uint32(10).string(message.containerId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReopenContainerLogRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReopenContainerLogRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.containerId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ReopenContainerLogRequest {
+    return {
+      containerId: isSet(object.containerId)
+        ? globalThis.String(object.containerId)
+        : isSet(object.container_id)
+        ? globalThis.String(object.container_id)
+        : "",
+    };
+  },
+
+  toJSON(message: ReopenContainerLogRequest): unknown {
+    const obj: any = {};
+    if (message.containerId !== "") {
+      obj.containerId = message.containerId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ReopenContainerLogRequest>): ReopenContainerLogRequest {
+    return ReopenContainerLogRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ReopenContainerLogRequest>): ReopenContainerLogRequest {
+    const message = createBaseReopenContainerLogRequest();
+    message.containerId = object.containerId ?? "";
+    return message;
+  },
+};
+
+function createBaseReopenContainerLogResponse(): ReopenContainerLogResponse {
+  return {};
+}
+
+export const ReopenContainerLogResponse: MessageFns<ReopenContainerLogResponse> = {
+  encode(_: ReopenContainerLogResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReopenContainerLogResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReopenContainerLogResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): ReopenContainerLogResponse {
+    return {};
+  },
+
+  toJSON(_: ReopenContainerLogResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create(base?: DeepPartial<ReopenContainerLogResponse>): ReopenContainerLogResponse {
+    return ReopenContainerLogResponse.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<ReopenContainerLogResponse>): ReopenContainerLogResponse {
+    const message = createBaseReopenContainerLogResponse();
+    return message;
+  },
+};
+
 /** Pod sandboxes and containers. */
 export type RuntimeServiceDefinition = typeof RuntimeServiceDefinition;
 export const RuntimeServiceDefinition = {
@@ -15221,6 +15353,18 @@ export const RuntimeServiceDefinition = {
       requestType: StatusRequest as typeof StatusRequest,
       requestStream: false,
       responseType: StatusResponse as typeof StatusResponse,
+      responseStream: false,
+      options: {},
+    },
+    /**
+     * Container log rotation: the runtime reopens a container's log path
+     * after the kubelet renamed the full file.
+     */
+    reopenContainerLog: {
+      name: "ReopenContainerLog",
+      requestType: ReopenContainerLogRequest as typeof ReopenContainerLogRequest,
+      requestStream: false,
+      responseType: ReopenContainerLogResponse as typeof ReopenContainerLogResponse,
       responseStream: false,
       options: {},
     },
