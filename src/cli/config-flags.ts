@@ -60,6 +60,8 @@ export const FLAG_FIELDS = {
   'image-gc-high-threshold': 'imageGCHighThresholdPercent',
   'image-gc-low-threshold': 'imageGCLowThresholdPercent',
   'minimum-image-gc-age': 'imageMinimumGCAge',
+  'healthz-port': 'healthzPort',
+  'healthz-bind-address': 'healthzBindAddress',
   'container-log-max-size': 'containerLogMaxSize',
   'container-log-max-files': 'containerLogMaxFiles',
   'eviction-hard': 'evictionHard',

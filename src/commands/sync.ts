@@ -137,6 +137,11 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
     }),
     'eviction-soft': Flags.string({ summary: 'Soft eviction thresholds (evictionSoft), as --eviction-hard; each needs its --eviction-soft-grace-period.' }),
     'eviction-soft-grace-period': Flags.string({ summary: 'How long each soft threshold must hold before a pod is evicted, signal=duration, comma-separated (evictionSoftGracePeriod), e.g. memory.available=1m30s.' }),
+    'healthz-port': Flags.integer({
+      summary: 'Port of the localhost healthz endpoint (plain HTTP /healthz, what kubeadm waits on; healthzPort); 0 turns it off. Default 10248 with --kubeconfig; standalone it serves only when given.',
+      min: -2147483648,
+    }),
+    'healthz-bind-address': Flags.string({ summary: 'IP address the healthz endpoint listens on (healthzBindAddress). Default: 127.0.0.1.' }),
     'container-log-max-size': Flags.string({
       summary: 'Size (a quantity, e.g. 10Mi; containerLogMaxSize) at which a running container\'s log file is rotated: renamed N.log.<time>, the runtime reopens N.log, older rotated files gzipped. Checked every containerLogMonitorInterval (10s). Negative: no rotation. Default: 10Mi.',
     }),

@@ -95,14 +95,15 @@ describe('klet sync --kubeconfig', () => {
     expect(sync.stderr).not.toContain(cluster.nodes[NODE]!.token);
   }, 90_000);
 
-  it('with kubeadm\'s config.yaml (--config): its maxPods, port and clientCAFile take effect on the Node and the kubelet server', async () => {
-    const port = await freePort();
+  it('with kubeadm\'s config.yaml (--config): its maxPods, port, healthzPort and clientCAFile take effect on the Node and the kubelet server', async () => {
+    const [port, healthzPort] = [await freePort(), await freePort()];
     // The API server's node proxy refuses loopback addresses: the host's own (traffic never leaves the machine).
     const nodeIP = hostIPs()[0] ?? '127.0.0.1';
     const file = path.join(cluster.dir, 'kubelet-config.yaml');
     fs.writeFileSync(
       file,
       KUBEADM_CONFIG.replace('clientCAFile: /etc/kubernetes/pki/ca.crt', `clientCAFile: ${cluster.caFile}`)
+        .replace('healthzPort: 10248', `healthzPort: ${healthzPort}`)
         .replace('staticPodPath: /etc/kubernetes/manifests', `staticPodPath: ${manifests}`)
         .replace('kind: KubeletConfiguration', `kind: KubeletConfiguration\nmaxPods: 42\nport: ${port}\naddress: ${nodeIP}`),
     );
@@ -115,7 +116,10 @@ describe('klet sync --kubeconfig', () => {
     expect(node.status.capacity.pods).toBe('42');
     // The API server reaches it with its client certificate, which the file's clientCAFile verifies.
     const configz = await cluster.kubectl(['get', '--raw', `/api/v1/nodes/${NODE}/proxy/configz`]);
-    expect(JSON.parse(configz).kubeletconfig).toMatchObject({ maxPods: 42, port, address: nodeIP, authentication: { x509: { clientCAFile: cluster.caFile } } });
+    expect(JSON.parse(configz).kubeletconfig).toMatchObject({ maxPods: 42, port, address: nodeIP, healthzPort, healthzBindAddress: '127.0.0.1', authentication: { x509: { clientCAFile: cluster.caFile } } });
+    // kubeadm join's kubelet-check: the localhost healthz endpoint answers.
+    const healthz = await fetch(`http://127.0.0.1:${healthzPort}/healthz`);
+    expect([healthz.status, await healthz.text()]).toEqual([200, 'ok']);
     const exit = await sync.stop();
     expect(exit.code, sync.tail()).toBe(0);
   }, 90_000);

@@ -184,6 +184,8 @@ export function syncArgs(opts: SyncOptions): string[] {
     // A cluster-mode sync serves the kubelet server on 0.0.0.0:10250 by default: tests that do not ask for it
     // leave it off (a test with --config sets its port in the file, which a --port flag would override).
     ...(opts.args?.includes('--kubeconfig') && !opts.args.includes('--port') && !opts.args.includes('--config') ? ['--port', '0'] : []),
+    // So does the localhost healthz endpoint, on 127.0.0.1:10248.
+    ...(opts.args?.includes('--kubeconfig') && !opts.args.some((a) => a.startsWith('--healthz-port')) && !opts.args.includes('--config') ? ['--healthz-port', '0'] : []),
   ];
 }
 

@@ -61,10 +61,15 @@ describe('a kubeadm-written config.yaml', () => {
     });
   });
 
-  it('warns once for each field klet does not implement (clusterDNS, clusterDomain and resolvConf it takes), naming file:line and the field; none for zero values', () => {
-    expect(warnings).toEqual([
-      `${FILE}:24: healthzBindAddress: not implemented by klet; ignored`,
-      `${FILE}:25: healthzPort: not implemented by klet; ignored`,
+  it('takes every field it sets (healthzPort and healthzBindAddress too): no warning; none for zero values', () => {
+    expect(warnings).toEqual([]);
+    expect(config).toMatchObject({ healthzPort: 10248, healthzBindAddress: '127.0.0.1' });
+  });
+
+  it('warns once for each field klet does not implement, naming file:line and the field', () => {
+    expect(build(`${header}podPidsLimit: 100\nshutdownGracePeriod: 30s\n`).warnings).toEqual([
+      `${FILE}:3: podPidsLimit: not implemented by klet; ignored`,
+      `${FILE}:4: shutdownGracePeriod: not implemented by klet; ignored`,
     ]);
   });
 });
@@ -86,6 +91,17 @@ describe('precedence: defaults, then the file, then the command line', () => {
 
   it('a kubeadm file read standalone (no kubeconfig, no port) configures a server that does not run: no error', () => {
     expect(build(KUBEADM_CONFIG).config.enableServer).toBe(false);
+  });
+
+  it('the localhost healthz endpoint: 127.0.0.1:10248 with a kubeconfig; standalone only when given (kubeadm\'s file gives it); 0 turns it off', () => {
+    expect(build(undefined, { kubeconfig: 'k' }).config).toMatchObject({ healthzPort: 10248, healthzBindAddress: '127.0.0.1' });
+    expect(build(undefined).config.healthzPort).toBe(0);
+    expect(build(KUBEADM_CONFIG).config.healthzPort).toBe(10248);
+    expect(build(`${header}healthzPort: 0\n`, { kubeconfig: 'k' }).config.healthzPort).toBe(0);
+    expect(build(undefined, { healthzPort: 20248, healthzBindAddress: '::1' }).config).toMatchObject({ healthzPort: 20248, healthzBindAddress: '::1' });
+    expect(toKubeletConfiguration(build(undefined, { kubeconfig: 'k' }).config)).toMatchObject({ healthzPort: 10248, healthzBindAddress: '127.0.0.1' });
+    expect(errorOf(() => build(`${header}healthzPort: 70000\n`))).toBe(`${FILE}:3: healthzPort 70000: invalid configuration: healthzPort (--healthz-port) 70000 must be between 1 and 65535, inclusive`);
+    expect(errorOf(() => build(`${header}healthzBindAddress: localhost\n`))).toBe(`${FILE}:3: healthzBindAddress "localhost" is not an IP address`);
   });
 
   it('the status report frequency follows the update frequency when only that is set (the kubelet\'s defaulting)', () => {

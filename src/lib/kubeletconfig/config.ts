@@ -84,6 +84,9 @@ export interface KubeletConfigInput {
   /** A quantity ("10Mi"); negative turns log rotation off. */
   containerLogMaxSize?: string;
   containerLogMaxFiles?: number;
+  /** 0 turns the localhost healthz endpoint off. */
+  healthzPort?: number;
+  healthzBindAddress?: string;
   // The kubelet's flags without a field
   kubeconfig?: string;
   bootstrapKubeconfig?: string;
@@ -165,6 +168,9 @@ export interface KubeletConfig {
   containerLogMaxFiles: number;
   containerLogMaxWorkers: number;
   containerLogMonitorInterval: number;
+  /** The localhost healthz endpoint (server/healthz-server.ts); 0: off. */
+  healthzPort: number;
+  healthzBindAddress: string;
   /** The kubelet's flags without a KubeletConfiguration field, and klet's own settings. */
   flags: {
     /** The --config file read, if any. */
@@ -217,6 +223,9 @@ export const DEFAULTS = {
   containerLogMaxFiles: 5,
   containerLogMaxWorkers: 1,
   containerLogMonitorInterval: 10_000,
+  /** With a kubeconfig; standalone only when given (klet's choice, as for the kubelet server's port). */
+  healthzPort: 10248,
+  healthzBindAddress: '127.0.0.1',
   /** klet: the manifest directory kubeadm writes, unless only a URL is given. */
   staticPodPath: '/etc/kubernetes/manifests',
   plegRelistPeriod: 1000,
@@ -423,6 +432,14 @@ export function buildKubeletConfig(o: BuildOptions): BuiltConfig {
   const containerLogMonitorInterval = pick<number>('containerLogMonitorInterval') ?? DEFAULTS.containerLogMonitorInterval;
   if (!(containerLogMonitorInterval >= 3000)) fail('containerLogMonitorInterval', `${containerLogMonitorInterval / 1000}s: must be a positive time duration greater than or equal to 3s`);
 
+  // The localhost healthz endpoint: the kubelet serves it always; klet standalone only when a port is
+  // given (flag or file, as kubeadm's config.yaml gives it), so that a klet beside a kubelet or another
+  // klet does not take 127.0.0.1:10248 from them.
+  const healthzPort = pick<number>('healthzPort') ?? (cluster ? DEFAULTS.healthzPort : 0);
+  if (!Number.isInteger(healthzPort) || healthzPort < 0 || healthzPort > 65535) fail('healthzPort', `${healthzPort}: invalid configuration: healthzPort (--healthz-port) ${healthzPort} must be between 1 and 65535, inclusive`);
+  const healthzBindAddress = pick<string>('healthzBindAddress') ?? DEFAULTS.healthzBindAddress;
+  if (net.isIP(healthzBindAddress) === 0) fail('healthzBindAddress', `"${healthzBindAddress}" is not an IP address`);
+
   const config: KubeletConfig = {
     enableServer,
     ...(staticPodPath !== undefined ? { staticPodPath } : {}),
@@ -481,6 +498,8 @@ export function buildKubeletConfig(o: BuildOptions): BuiltConfig {
     containerLogMaxFiles,
     containerLogMaxWorkers,
     containerLogMonitorInterval,
+    healthzPort,
+    healthzBindAddress,
     flags: {
       ...optional('config', file?.path),
       ...optional('kubeconfig', kubeconfig),

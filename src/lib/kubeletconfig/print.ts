@@ -69,6 +69,8 @@ export function toKubeletConfiguration(c: KubeletConfig): Record<string, unknown
     containerLogMaxFiles: c.containerLogMaxFiles,
     containerLogMaxWorkers: c.containerLogMaxWorkers,
     containerLogMonitorInterval: d(c.containerLogMonitorInterval),
+    healthzPort: c.healthzPort,
+    healthzBindAddress: c.healthzBindAddress,
   };
   // Unset optional fields are left out, as the kubelet's omitempty does.
   return JSON.parse(JSON.stringify(out)) as Record<string, unknown>;

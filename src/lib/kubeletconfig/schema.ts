@@ -81,6 +81,8 @@ export const FILE_FIELDS: Readonly<Record<string, FieldKind>> = {
   containerLogMaxFiles: 'intPtr',
   containerLogMaxWorkers: 'intPtr',
   containerLogMonitorInterval: 'durationPtr',
+  healthzPort: 'intPtr',
+  healthzBindAddress: 'string',
 };
 
 /** The structs klet reads field by field: any other key in them is unknown. */
@@ -116,8 +118,6 @@ export const NOT_IMPLEMENTED: readonly string[] = [
   'eventBurst',
   'enableDebuggingHandlers',
   'enableContentionProfiling',
-  'healthzPort',
-  'healthzBindAddress',
   'oomScoreAdj',
   'streamingConnectionIdleTimeout',
   'nodeLeaseDurationSeconds',

@@ -25,6 +25,7 @@ import type { ClusterStatus, NodeStatus, RuntimeCondition } from '../server/node
 import { DEFAULT_IMAGE_GC_POLICY } from '../kuberuntime/image-gc.js';
 import { GarbageCollector } from './gc.js';
 import { ContainerLogManager } from '../logs/rotation.js';
+import { runHealthzServer } from '../server/healthz-server.js';
 import { type KubeletConfig, toKubeletConfiguration } from '../kubeletconfig/index.js';
 import { Kubelet } from './kubelet.js';
 import { EvictionManager } from '../eviction/manager.js';
@@ -391,6 +392,9 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
       stop.track('garbage collection', gc.run(signal)),
       stop.track('eviction manager', eviction.run(signal)),
       stop.track('container log rotation', logRotation.run(signal)),
+      ...(opts.config.healthzPort !== 0
+        ? [stop.track('healthz server', runHealthzServer({ address: opts.config.healthzBindAddress, port: opts.config.healthzPort, signal }))]
+        : []),
       registration,
     ]);
   } catch (err) {
