@@ -60,6 +60,8 @@ export const FLAG_FIELDS = {
   'image-gc-high-threshold': 'imageGCHighThresholdPercent',
   'image-gc-low-threshold': 'imageGCLowThresholdPercent',
   'minimum-image-gc-age': 'imageMinimumGCAge',
+  'pod-max-pids': 'podPidsLimit',
+  'seccomp-default': 'seccompDefault',
   'healthz-port': 'healthzPort',
   'healthz-bind-address': 'healthzBindAddress',
   'container-log-max-size': 'containerLogMaxSize',
@@ -72,7 +74,7 @@ export const FLAG_FIELDS = {
   'eviction-max-pod-grace-period': 'evictionMaxPodGracePeriod',
 } as const satisfies Record<string, keyof KubeletConfigInput>;
 
-const BOOL_FLAGS = new Set(['rotate-certificates', 'rotate-server-certificates', 'anonymous-auth', 'authentication-token-webhook', 'cgroups-per-qos']);
+const BOOL_FLAGS = new Set(['rotate-certificates', 'rotate-server-certificates', 'anonymous-auth', 'authentication-token-webhook', 'cgroups-per-qos', 'seccomp-default']);
 /** Flags that are comma-separated lists of the configuration's list fields. */
 const LIST_FLAGS = new Set(['allowed-unsafe-sysctls', 'enforce-node-allocatable']);
 
@@ -130,6 +132,7 @@ export async function checkedCgroupSettings(
     enforceNodeAllocatable: config.enforceNodeAllocatable,
     kubeReserved: reserved(config.kubeReserved),
     systemReserved: reserved(config.systemReserved),
+    podPidsLimit: config.podPidsLimit,
     ...(describe ? { describe } : {}),
   });
   if (cgroups) await (await import('../lib/cm/manager.js')).checkCgroupRoot(cgroups);

@@ -7,7 +7,7 @@
  */
 
 /** Flags of `klet sync` that are booleans in the kubelet. */
-export const KUBELET_BOOL_FLAGS: readonly string[] = ['anonymous-auth', 'authentication-token-webhook', 'cgroups-per-qos', 'rotate-certificates', 'rotate-server-certificates'];
+export const KUBELET_BOOL_FLAGS: readonly string[] = ['anonymous-auth', 'authentication-token-webhook', 'cgroups-per-qos', 'rotate-certificates', 'rotate-server-certificates', 'seccomp-default'];
 
 /** `--flag` alone (before any `--`) becomes `--flag=true` for the kubelet's booleans. */
 export function normalizeKubeletBools(argv: readonly string[]): string[] {

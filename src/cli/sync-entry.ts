@@ -63,6 +63,8 @@ export const SYNC_FLAGS: Readonly<Record<string, ArgvFlagSpec>> = {
   'image-gc-high-threshold': { type: 'integer', min: 0 },
   'image-gc-low-threshold': { type: 'integer', min: 0 },
   'minimum-image-gc-age': { type: 'duration', allowZero: true },
+  'pod-max-pids': { type: 'integer', min: -2147483648 },
+  'seccomp-default': { type: 'option', options: ['true', 'false'] },
   'healthz-port': { type: 'integer', min: -2147483648 },
   'healthz-bind-address': { type: 'string' },
   'container-log-max-size': { type: 'string' },

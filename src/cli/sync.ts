@@ -64,6 +64,8 @@ export interface SyncFlags {
   'image-gc-high-threshold'?: number;
   'image-gc-low-threshold'?: number;
   'minimum-image-gc-age'?: number;
+  'pod-max-pids'?: number;
+  'seccomp-default'?: string;
   'healthz-port'?: number;
   'healthz-bind-address'?: string;
   'container-log-max-size'?: string;

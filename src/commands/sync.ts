@@ -137,6 +137,14 @@ State is served on <root-dir>/klet.sock (mode 0600) over HTTP: /healthz, /pods (
     }),
     'eviction-soft': Flags.string({ summary: 'Soft eviction thresholds (evictionSoft), as --eviction-hard; each needs its --eviction-soft-grace-period.' }),
     'eviction-soft-grace-period': Flags.string({ summary: 'How long each soft threshold must hold before a pod is evicted, signal=duration, comma-separated (evictionSoftGracePeriod), e.g. memory.available=1m30s.' }),
+    'pod-max-pids': Flags.integer({
+      summary: "Most processes a pod's containers may run together (podPidsLimit): its pod cgroup's pids.max (needs --cgroups-per-qos). -1: no limit. Default: -1.",
+      min: -2147483648,
+    }),
+    'seccomp-default': Flags.string({
+      summary: 'Run pods and containers that name no seccomp profile under the runtime\'s default profile (RuntimeDefault) instead of Unconfined (seccompDefault). Default: false.',
+      options: ['true', 'false'],
+    }),
     'healthz-port': Flags.integer({
       summary: 'Port of the localhost healthz endpoint (plain HTTP /healthz, what kubeadm waits on; healthzPort); 0 turns it off. Default 10248 with --kubeconfig; standalone it serves only when given.',
       min: -2147483648,

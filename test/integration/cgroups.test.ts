@@ -197,6 +197,26 @@ describe('klet sync --cgroups-per-qos', () => {
     await sync.stop();
   }, 180_000);
 
+  it('--pod-max-pids is each pod cgroup\'s pids.max: the pod\'s processes together cannot go past it', async () => {
+    const dir = tempDir('pids');
+    writeAtomic(dir, 'forks.yaml', pod('forks', container([])));
+    const sync = await syncWith(dir, ['--pod-max-pids', '20']);
+    const uid = await eventually(async () => {
+      const p = (await pods(sync))[0];
+      if (p?.status?.containerStatuses?.[0]?.state?.running === undefined) throw new Error('not running yet');
+      return p.metadata?.uid ?? '';
+    }, 60_000);
+    const podCg = `${ROOT}/kubepods/besteffort/pod${uid}`;
+    expect(cg('pids', podCg, 'pids.max')).toBe('20');
+    // 40 more processes asked for in the container: the pod (pause, the shell, its sleep) reaches 20 and no more.
+    const { containers } = await cri.listContainers({ filter: { labelSelector: { 'io.kubernetes.pod.uid': uid, 'io.kubernetes.container.name': 'c' } } });
+    const r = await cri.execSync({ containerId: containers[0]!.id, cmd: ['sh', '-c', 'for i in $(seq 1 40); do sleep 30 >/dev/null 2>&1 & done'], timeout: 20n });
+    expect(Buffer.from(r.stderr).toString('utf8')).toMatch(/can't fork/);
+    // At the limit while the loop ran; its shell gone, the sleeps it started stay: 20 less that shell.
+    expect(Number(cg('pids', podCg, 'pids.current'))).toBe(19);
+    await sync.stop();
+  }, 120_000);
+
   it("reports MemoryPressure when the pods' cgroup nears its limit (allocatableMemory.available), and the `pods` system container in /stats/summary", async () => {
     const dir = tempDir('alloc');
     // kubepods gets capacity - system-reserved = 300Mi; the default hard memory.available<100Mi is copied for allocatable memory.

@@ -135,6 +135,40 @@ describe('klet sync --config', () => {
     await s.stop();
   });
 
+  it("the file's seccompDefault: containers that name no seccomp profile run under the runtime's default, a named Unconfined stays unconfined; the sandbox always runs under the default", async () => {
+    const { dirA, file } = setup();
+    const port = await freePort();
+    const show = (name: string, profile = '') =>
+      [
+        `    - name: ${name}`,
+        `      image: ${rt.images.busybox}`,
+        `      command: ["sh", "-c", ${JSON.stringify(`grep Seccomp: /proc/self/status; ${SLEEP_FOREVER}`)}]`,
+        ...(profile ? [`      securityContext: {seccompProfile: {type: ${profile}}}`] : []),
+      ].join('\n');
+    fs.writeFileSync(
+      path.join(dirA, 'a.yaml'),
+      ['apiVersion: v1', 'kind: Pod', 'metadata:', '  name: from-file', `  namespace: ${NS}`, 'spec:', '  terminationGracePeriodSeconds: 1', '  containers:', show('plain'), show('unconfined', 'Unconfined'), ''].join('\n'),
+    );
+    fs.writeFileSync(file, kubeadmConfig(dirA, port).replace('kind: KubeletConfiguration', 'kind: KubeletConfiguration\nseccompDefault: true'));
+    const s = await startSync({ rootDir: rt.rootDir, endpoint: rt.endpoint, nodeName: NODE, args: ['--config', file] });
+    // Seccomp: 2 is a filter (the runtime's default profile), 0 none.
+    const logOf = (c: string) => eventually(async () => {
+      const r = await kubeletGet(port, `/containerLogs/${NS}/from-file-${NODE}/${c}`);
+      expect(r.body, s.tail()).toMatch(/Seccomp:/);
+      return r.body.trim();
+    }, 30_000);
+    expect(await logOf('plain')).toBe('Seccomp:\t2');
+    expect(await logOf('unconfined')).toBe('Seccomp:\t0');
+    const { items } = await cri.listPodSandbox({ filter: { labelSelector: { 'io.kubernetes.pod.namespace': NS } } });
+    const { info } = await cri.podSandboxStatus({ podSandboxId: items[0]!.id, verbose: true });
+    const pid = (JSON.parse(info.info ?? '{}') as { pid?: number }).pid ?? 0;
+    expect(pid).toBeGreaterThan(0);
+    expect(fs.readFileSync(`/proc/${pid}/status`, 'utf8')).toMatch(/^Seccomp:\t2$/m);
+    const configz = await kubeletGet(port, '/configz');
+    expect(JSON.parse(configz.body).kubeletconfig).toMatchObject({ seccompDefault: true });
+    await s.stop();
+  });
+
   it('flags win over the file: --manifest-dir and --port', async () => {
     const { dirA, dirB, file } = setup();
     const [portFile, portFlag] = [await freePort(), await freePort()];

@@ -67,8 +67,8 @@ describe('a kubeadm-written config.yaml', () => {
   });
 
   it('warns once for each field klet does not implement, naming file:line and the field', () => {
-    expect(build(`${header}podPidsLimit: 100\nshutdownGracePeriod: 30s\n`).warnings).toEqual([
-      `${FILE}:3: podPidsLimit: not implemented by klet; ignored`,
+    expect(build(`${header}readOnlyPort: 10255\nshutdownGracePeriod: 30s\n`).warnings).toEqual([
+      `${FILE}:3: readOnlyPort: not implemented by klet; ignored`,
       `${FILE}:4: shutdownGracePeriod: not implemented by klet; ignored`,
     ]);
   });
@@ -158,6 +158,28 @@ describe('node resources from the file: sysctls, cgroups, image GC', () => {
     });
     expect(build(text, { imageGCHighThresholdPercent: 95, cgroupsPerQOS: true, allowedUnsafeSysctls: [] }).config).toMatchObject({ imageGCHighThresholdPercent: 95, imageGCLowThresholdPercent: 70, cgroupsPerQOS: true });
     expect(toKubeletConfiguration(config)).toMatchObject({ cgroupRoot: '/klet', imageMinimumGCAge: '10m0s', allowedUnsafeSysctls: ['kernel.msg*', 'net.core.somaxconn'] });
+  });
+});
+
+describe('podPidsLimit', () => {
+  it("the kubelet's default -1 (none); the file or --pod-max-pids sets it; 0 is kept as given (no limit, as the kubelet)", () => {
+    expect(build(header).config.podPidsLimit).toBe(-1);
+    const { config, warnings } = build(`${header}podPidsLimit: 100\n`);
+    expect([config.podPidsLimit, warnings]).toEqual([100, []]);
+    expect(build(`${header}podPidsLimit: 100\n`, { podPidsLimit: 50 }).config.podPidsLimit).toBe(50);
+    expect(build(`${header}podPidsLimit: 0\n`).config.podPidsLimit).toBe(0);
+    expect(toKubeletConfiguration(config)).toMatchObject({ podPidsLimit: 100 });
+  });
+});
+
+describe('seccompDefault', () => {
+  it('off by default; the file or --seccomp-default sets it; printed for /configz', () => {
+    expect(build(header).config.seccompDefault).toBe(false);
+    const { config, warnings } = build(`${header}seccompDefault: true\n`);
+    expect([config.seccompDefault, warnings]).toEqual([true, []]);
+    expect(build(`${header}seccompDefault: true\n`, { seccompDefault: false }).config.seccompDefault).toBe(false);
+    expect(toKubeletConfiguration(config)).toMatchObject({ seccompDefault: true });
+    expect(errorOf(() => build(`${header}seccompDefault: yes\n`))).toBe(`${FILE}:3: seccompDefault: expected true or false, got "yes"`);
   });
 });
 

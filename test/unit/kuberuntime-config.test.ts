@@ -30,12 +30,12 @@ function sandboxConfig(pod: V1Pod, attempt = 0) {
 }
 
 describe('generatePodSandboxConfig', () => {
-  it('resolves a Localhost seccomp profile under <root-dir>/seccomp', () => {
-    const pod = mkPod({ securityContext: { seccompProfile: { type: 'Localhost', localhostProfile: 'my.json' } } });
-    expect(sandboxConfig(pod).linux?.securityContext?.seccomp).toEqual({
-      profileType: SecurityProfile_ProfileType.Localhost,
-      localhostRef: '/var/lib/klet/seccomp/my.json',
-    });
+  it("runs the sandbox under the runtime's default seccomp profile, whatever the pod names (the kubelet's, since kubernetes#84623)", () => {
+    const runtimeDefault = { profileType: SecurityProfile_ProfileType.RuntimeDefault, localhostRef: '' };
+    for (const seccompProfile of [undefined, { type: 'Localhost', localhostProfile: 'my.json' }, { type: 'Unconfined' }]) {
+      const pod = mkPod(seccompProfile ? { securityContext: { seccompProfile } } : {});
+      expect(sandboxConfig(pod).linux?.securityContext?.seccomp).toEqual(runtimeDefault);
+    }
     expect(seccompProfileRoot('/tmp/k/')).toBe('/tmp/k/seccomp');
   });
 
@@ -265,6 +265,17 @@ describe('generateContainerConfig', () => {
     expect(gen({ name: 'app' }).linux?.securityContext?.seccomp?.profileType).toBe(SecurityProfile_ProfileType.Unconfined);
     const fromPod = gen({ name: 'app' }, { securityContext: { seccompProfile: { type: 'RuntimeDefault' } } });
     expect(fromPod.linux?.securityContext?.seccomp?.profileType).toBe(SecurityProfile_ProfileType.RuntimeDefault);
+  });
+
+  it('seccompDefault: a container whose pod and self name no profile gets RuntimeDefault; a named one stays as named', () => {
+    const on = { seccompDefault: true };
+    expect(gen({ name: 'app' }, {}, on).linux?.securityContext?.seccomp?.profileType).toBe(SecurityProfile_ProfileType.RuntimeDefault);
+    expect(gen({ name: 'app', securityContext: { seccompProfile: { type: 'Unconfined' } } }, {}, on).linux?.securityContext?.seccomp?.profileType).toBe(
+      SecurityProfile_ProfileType.Unconfined,
+    );
+    expect(gen({ name: 'app' }, { securityContext: { seccompProfile: { type: 'Unconfined' } } }, on).linux?.securityContext?.seccomp?.profileType).toBe(
+      SecurityProfile_ProfileType.Unconfined,
+    );
   });
 
   it('lets the container runAsUser/runAsGroup override the pod ones', () => {

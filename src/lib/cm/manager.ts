@@ -84,6 +84,8 @@ export interface CgroupManagerOptions {
   /** The settings of kubepods (node allocatable). */
   nodeAllocatable: ResourceConfig;
   pod?: PodCgroupOptions;
+  /** pids.max of each pod cgroup when > 0 (the kubelet's podPidsLimit, set as its pod container manager's EnsureExists sets it). */
+  podPidsLimit?: number;
   /** The host's hierarchies (hostHierarchies()). */
   hierarchies: Hierarchies;
   /** Default cgroupfs. */
@@ -151,7 +153,8 @@ export class CgroupManager implements PodCgroups {
     const name = podCgroup(this.opts.cgroupRoot, qosClass(pod), pod.metadata?.uid ?? '');
     const uid = pod.metadata?.uid ?? '';
     this.pods.set(uid, pod);
-    await this.create(name, resourceConfigForPod(pod, this.opts.pod), []);
+    const pids = this.opts.podPidsLimit ?? -1;
+    await this.create(name, { ...resourceConfigForPod(pod, this.opts.pod), ...(pids > 0 ? { pidsLimit: pids } : {}) }, []);
     await this.updateQOS();
     return this.literal(name);
   }
@@ -387,6 +390,7 @@ export async function openCgroups(settings: CgroupSettings, rootDir: string): Pr
     cgroupRootName: settings.cgroupRootName,
     rootDir,
     nodeAllocatable: nodeAllocatableConfig(capacity, [settings.kubeReserved, settings.systemReserved], settings.enforcePods),
+    podPidsLimit: settings.podPidsLimit,
     hierarchies: await hostHierarchies(),
     driver: settings.driver,
     ...(settings.driver === 'systemd' ? { systemd: await connectSystemd(settings) } : {}),

@@ -18,6 +18,8 @@ export interface RawCgroupSettings {
   enforceNodeAllocatable?: readonly string[];
   kubeReserved?: string;
   systemReserved?: string;
+  /** pids.max of each pod cgroup when > 0 (podPidsLimit). */
+  podPidsLimit?: number;
   /** How an error names a field's value (where it came from: a flag, file:line and the field); default: the field path. */
   describe?: (field: CgroupField) => string;
 }
@@ -39,6 +41,8 @@ export interface CgroupSettings {
   enforcePods: boolean;
   kubeReserved: Reservation;
   systemReserved: Reservation;
+  /** pids.max of each pod cgroup; ≤ 0: none. */
+  podPidsLimit: number;
 }
 
 const LEVELS = ['pods', 'system-reserved', 'system-reserved-compressible', 'kube-reserved', 'kube-reserved-compressible', 'none'];
@@ -86,5 +90,6 @@ export function cgroupSettings(raw: RawCgroupSettings): CgroupSettings | null {
     enforcePods: levels.includes('pods'),
     kubeReserved: reservation('kubeReserved', raw.kubeReserved),
     systemReserved: reservation('systemReserved', raw.systemReserved),
+    podPidsLimit: raw.podPidsLimit ?? -1,
   };
 }

@@ -84,6 +84,10 @@ export interface KubeletConfigInput {
   /** A quantity ("10Mi"); negative turns log rotation off. */
   containerLogMaxSize?: string;
   containerLogMaxFiles?: number;
+  /** Processes per pod (its cgroup's pids.max); -1 or 0: no limit. */
+  podPidsLimit?: number;
+  /** RuntimeDefault for pods and containers that name no seccomp profile. */
+  seccompDefault?: boolean;
   /** 0 turns the localhost healthz endpoint off. */
   healthzPort?: number;
   healthzBindAddress?: string;
@@ -168,6 +172,10 @@ export interface KubeletConfig {
   containerLogMaxFiles: number;
   containerLogMaxWorkers: number;
   containerLogMonitorInterval: number;
+  /** pids.max of every pod cgroup; -1 (or 0): none. */
+  podPidsLimit: number;
+  /** Pods and containers without a seccomp profile get RuntimeDefault (else Unconfined). */
+  seccompDefault: boolean;
   /** The localhost healthz endpoint (server/healthz-server.ts); 0: off. */
   healthzPort: number;
   healthzBindAddress: string;
@@ -223,6 +231,7 @@ export const DEFAULTS = {
   containerLogMaxFiles: 5,
   containerLogMaxWorkers: 1,
   containerLogMonitorInterval: 10_000,
+  podPidsLimit: -1,
   /** With a kubeconfig; standalone only when given (klet's choice, as for the kubelet server's port). */
   healthzPort: 10248,
   healthzBindAddress: '127.0.0.1',
@@ -500,6 +509,8 @@ export function buildKubeletConfig(o: BuildOptions): BuiltConfig {
     containerLogMonitorInterval,
     healthzPort,
     healthzBindAddress,
+    podPidsLimit: pick<number>('podPidsLimit') ?? DEFAULTS.podPidsLimit,
+    seccompDefault: pick<boolean>('seccompDefault') ?? false,
     flags: {
       ...optional('config', file?.path),
       ...optional('kubeconfig', kubeconfig),

@@ -71,6 +71,8 @@ export function toKubeletConfiguration(c: KubeletConfig): Record<string, unknown
     containerLogMonitorInterval: d(c.containerLogMonitorInterval),
     healthzPort: c.healthzPort,
     healthzBindAddress: c.healthzBindAddress,
+    podPidsLimit: c.podPidsLimit,
+    seccompDefault: c.seccompDefault,
   };
   // Unset optional fields are left out, as the kubelet's omitempty does.
   return JSON.parse(JSON.stringify(out)) as Record<string, unknown>;

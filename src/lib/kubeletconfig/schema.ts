@@ -83,6 +83,8 @@ export const FILE_FIELDS: Readonly<Record<string, FieldKind>> = {
   containerLogMonitorInterval: 'durationPtr',
   healthzPort: 'intPtr',
   healthzBindAddress: 'string',
+  podPidsLimit: 'intPtr',
+  seccompDefault: 'bool',
 };
 
 /** The structs klet reads field by field: any other key in them is unknown. */
@@ -136,7 +138,6 @@ export const NOT_IMPLEMENTED: readonly string[] = [
   'qosReserved',
   'hairpinMode',
   'podCIDR',
-  'podPidsLimit',
   'runOnce',
   'cpuCFSQuota',
   'cpuCFSQuotaPeriod',
@@ -174,7 +175,6 @@ export const NOT_IMPLEMENTED: readonly string[] = [
   'reservedMemory',
   'enableProfilingHandler',
   'enableDebugFlagsHandler',
-  'seccompDefault',
   'memoryThrottlingFactor',
   'tracing',
   'localStorageCapacityIsolation',

@@ -60,8 +60,9 @@ function namespaceOptions(pod: V1Pod): { network: NamespaceMode; pid: NamespaceM
  * `<root-dir>/seccomp/` (the kubelet's seccomp profile root), as the kubelet
  * does: the runtime is given an absolute path, never a relative one.
  */
-function seccomp(p: V1SeccompProfile | undefined, profileRoot: string): SecurityProfile | undefined {
-  if (!p) return { profileType: SecurityProfile_ProfileType.Unconfined, localhostRef: '' };
+function seccomp(p: V1SeccompProfile | undefined, profileRoot: string, runtimeDefault = false): SecurityProfile | undefined {
+  // None named: Unconfined, or RuntimeDefault with seccompDefault (the kubelet's fallbackToRuntimeDefault).
+  if (!p) return { profileType: runtimeDefault ? SecurityProfile_ProfileType.RuntimeDefault : SecurityProfile_ProfileType.Unconfined, localhostRef: '' };
   if (p.type === 'RuntimeDefault') return { profileType: SecurityProfile_ProfileType.RuntimeDefault, localhostRef: '' };
   if (p.type === 'Localhost') {
     return { profileType: SecurityProfile_ProfileType.Localhost, localhostRef: path.join(profileRoot, p.localhostProfile ?? '') };
@@ -119,7 +120,9 @@ export function generatePodSandboxConfig(
         runAsGroup: psc?.runAsGroup !== undefined ? { value: BigInt(psc.runAsGroup) } : undefined,
         supplementalGroups: [...(psc?.supplementalGroups ?? []), ...(psc?.fsGroup !== undefined ? [psc.fsGroup] : [])].map(BigInt),
         privileged: allContainers(pod).some((c) => c.securityContext?.privileged === true),
-        seccomp: seccomp(psc?.seccompProfile, opts.seccompProfileRoot),
+        // Always the runtime's default, whatever the pod names (the kubelet's generatePodSandboxLinuxConfig, since
+        // kubernetes#84623): the pause process needs nothing more, and a least-privileged pod profile cannot break it.
+        seccomp: { profileType: SecurityProfile_ProfileType.RuntimeDefault, localhostRef: '' },
       },
     },
   };
@@ -146,6 +149,8 @@ export interface ContainerConfigContext {
   instance?: string;
   /** Where Localhost seccomp profiles are found (seccompProfileRoot(rootDir)). */
   seccompProfileRoot: string;
+  /** seccompDefault: RuntimeDefault when neither the container nor the pod names a profile. */
+  seccompDefault?: boolean;
   /** An ephemeral container's targetContainerName, running: it joins that container's process namespace. */
   targetContainerId?: string;
 }
@@ -253,7 +258,7 @@ export function generateContainerConfig(pod: V1Pod, c: V1Container, ctx: Contain
         noNewPrivs: sc?.allowPrivilegeEscalation === false,
         maskedPaths: privileged || unmasked ? [] : DEFAULT_MASKED_PATHS,
         readonlyPaths: privileged || unmasked ? [] : DEFAULT_READONLY_PATHS,
-        seccomp: seccomp(sc?.seccompProfile ?? psc?.seccompProfile, ctx.seccompProfileRoot),
+        seccomp: seccomp(sc?.seccompProfile ?? psc?.seccompProfile, ctx.seccompProfileRoot, ctx.seccompDefault),
       },
     },
   };

@@ -113,6 +113,8 @@ export interface SyncContext {
   readObjects?: (c: V1Container) => Promise<LocalObjects>;
   /** Root of the pod log dirs (default /var/log/pods). */
   logRoot?: string;
+  /** seccompDefault: pods and containers that name no seccomp profile get RuntimeDefault. */
+  seccompDefault?: boolean;
   signal?: AbortSignal;
   backoff?: { initialMs: number; maxMs: number; resetAfterMs: number };
   onEvent?: (e: KletEventBody) => void;
@@ -558,6 +560,7 @@ async function startContainer(
       memoryCapacity: capacity.memoryBytes,
       instance: kletInstance(ctx.rootDir, ctx.nodeName),
       seccompProfileRoot: seccompProfileRoot(ctx.rootDir),
+      seccompDefault: ctx.seccompDefault === true,
     });
     const created = await ctx.cri.createContainer(
       { podSandboxId: sc.sandboxId, config, sandboxConfig: sc.sandboxConfig },

@@ -67,6 +67,8 @@ export interface KubeletOptions {
   /** Pods syncing at once. */
   concurrency?: number;
   logRoot?: string;
+  /** seccompDefault (the node's configuration). */
+  seccompDefault?: boolean;
   /** How often disk emptyDirs are checked against their sizeLimit (the eviction manager's 10 s). */
   evictionIntervalMs?: number;
   /** The volume manager (default: one over the sources' ConfigMaps and Secrets, resynced every resyncIntervalMs). */
@@ -262,6 +264,7 @@ export class Kubelet {
         ? { readObjects: (c: V1Container) => api.readForContainer(forPod, c, this.abort.signal, (m) => new ContainerConfigError(m)) }
         : {}),
       logRoot: this.opts.logRoot,
+      ...(this.opts.seccompDefault ? { seccompDefault: true } : {}),
       signal: this.abort.signal,
       backoff: this.opts.backoff,
       cache: this.cache,

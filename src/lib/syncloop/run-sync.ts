@@ -212,6 +212,7 @@ export async function runSync(opts: SyncOptions, signal: AbortSignal): Promise<v
     // The runtime's own client: these are not CRI operations to count.
     exits: opts.cri,
     logRoot: opts.config.podLogsDir,
+    seccompDefault: opts.config.seccompDefault,
     onContainerDied: (uid, id, containers) => gc.containerDied(uid, id, containers),
   });
   const gc = new GarbageCollector({
