@@ -325,6 +325,22 @@ describe('the kubelet server of a klet node', () => {
     });
   });
 
+  it("the node proxy: /logs/ lists the node's /var/log and reads its files (the kubelet's system log handler)", async () => {
+    const dir = fs.mkdtempSync('/var/log/klet-test-');
+    try {
+      fs.writeFileSync(path.join(dir, 'node.log'), 'first line\nsecond line\n');
+      const base = `/api/v1/nodes/${NODE}/proxy/logs/${path.basename(dir)}`;
+      const listing = await kubectl(['get', '--raw', `${base}/`]);
+      expect(listing.stdout, listing.stderr).toBe('<!doctype html>\n<meta name="viewport" content="width=device-width">\n<pre>\n<a href="node.log">node.log</a>\n</pre>\n');
+      const file = await kubectl(['get', '--raw', `${base}/node.log`]);
+      expect(file.stdout, file.stderr).toBe('first line\nsecond line\n');
+      const root = await kubectl(['get', '--raw', `/api/v1/nodes/${NODE}/proxy/logs/`]);
+      expect(root.stdout).toContain(`<a href="${path.basename(dir)}/">${path.basename(dir)}/</a>`);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('the node proxy: /stats/summary and /metrics/resource as metrics-server reads them', async () => {
     type Fs = { capacityBytes?: number; usedBytes?: number };
     type Summary = {

@@ -86,6 +86,7 @@ export interface KubeletConfigInput {
   containerLogMaxFiles?: number;
   /** Processes per pod (its cgroup's pids.max); -1 or 0: no limit. */
   podPidsLimit?: number;
+  enableSystemLogHandler?: boolean;
   /** RuntimeDefault for pods and containers that name no seccomp profile. */
   seccompDefault?: boolean;
   /** 0 turns the localhost healthz endpoint off. */
@@ -174,6 +175,8 @@ export interface KubeletConfig {
   containerLogMonitorInterval: number;
   /** pids.max of every pod cgroup; -1 (or 0): none. */
   podPidsLimit: number;
+  /** The kubelet server's /logs/ (the node's /var/log). */
+  enableSystemLogHandler: boolean;
   /** Pods and containers without a seccomp profile get RuntimeDefault (else Unconfined). */
   seccompDefault: boolean;
   /** The localhost healthz endpoint (server/healthz-server.ts); 0: off. */
@@ -511,6 +514,7 @@ export function buildKubeletConfig(o: BuildOptions): BuiltConfig {
     healthzBindAddress,
     podPidsLimit: pick<number>('podPidsLimit') ?? DEFAULTS.podPidsLimit,
     seccompDefault: pick<boolean>('seccompDefault') ?? false,
+    enableSystemLogHandler: pick<boolean>('enableSystemLogHandler') ?? true,
     flags: {
       ...optional('config', file?.path),
       ...optional('kubeconfig', kubeconfig),

@@ -73,6 +73,7 @@ export function toKubeletConfiguration(c: KubeletConfig): Record<string, unknown
     healthzBindAddress: c.healthzBindAddress,
     podPidsLimit: c.podPidsLimit,
     seccompDefault: c.seccompDefault,
+    enableSystemLogHandler: c.enableSystemLogHandler,
   };
   // Unset optional fields are left out, as the kubelet's omitempty does.
   return JSON.parse(JSON.stringify(out)) as Record<string, unknown>;

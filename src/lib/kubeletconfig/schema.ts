@@ -85,6 +85,7 @@ export const FILE_FIELDS: Readonly<Record<string, FieldKind>> = {
   healthzBindAddress: 'string',
   podPidsLimit: 'intPtr',
   seccompDefault: 'bool',
+  enableSystemLogHandler: 'bool',
 };
 
 /** The structs klet reads field by field: any other key in them is unknown. */
@@ -166,7 +167,6 @@ export const NOT_IMPLEMENTED: readonly string[] = [
   'providerID',
   'kernelMemcgNotification',
   'logging',
-  'enableSystemLogHandler',
   'enableSystemLogQuery',
   'shutdownGracePeriod',
   'shutdownGracePeriodCriticalPods',

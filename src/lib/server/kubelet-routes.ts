@@ -15,6 +15,10 @@ export type KubeletRoute =
   | { kind: 'containerLogs'; namespace: string; pod: string; container: string }
   | { kind: 'exec' | 'attach' | 'run'; namespace: string; pod: string; uid?: string; container: string }
   | { kind: 'portForward'; namespace: string; pod: string; uid?: string }
+  /** /logs/<path>: the node's log files; `path` decoded, '' for the directory itself, a trailing slash kept. */
+  | { kind: 'logs'; path: string }
+  /** /logs without its slash: redirected to /logs/. */
+  | { kind: 'logsRoot' }
   | { kind: 'notFound' };
 
 /** The path's segments, percent-decoded; null when one does not decode or names `.`/`..` (never a pod or container name). */
@@ -36,6 +40,12 @@ function segments(path: string): string[] | null {
 /** Which handler serves `path` (without the query). */
 export function routeOf(path: string): KubeletRoute {
   const notFound = { kind: 'notFound' } as const;
+  // /logs/…: the rest of the path as it is (Go's StripPrefix("/logs/")); "/logs" alone is the kubelet's 404.
+  if (path === '/logs') return { kind: 'logsRoot' };
+  if (path.startsWith('/logs/')) {
+    const rest = segments(path.slice('/logs'.length));
+    return rest === null || rest.slice(0, -1).includes('') ? notFound : { kind: 'logs', path: rest.join('/') };
+  }
   const s = segments(path);
   if (s === null) return notFound;
   // A trailing slash is the same path ("/pods/" as "/pods").

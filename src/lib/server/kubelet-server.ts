@@ -37,6 +37,7 @@ import { type KubeletRoute, type LogQuery, metricPathLabel, parseLogQuery, parse
 import type { Health } from './local-api.js';
 import type { Summary } from '../stats/summary.js';
 import { proxyUpgrade, writeHttpError } from './stream-proxy.js';
+import { logsMethodNotAllowed, nodeLogServer, redirectToLogsRoot } from './node-logs.js';
 import { relistedReadySandbox, relistedRunningContainer } from './stream-target.js';
 import type { PodRecordSnapshot } from '../pleg/types.js';
 
@@ -77,6 +78,10 @@ export interface KubeletServerOptions {
   tls: { cert?: string | Buffer; key?: string | Buffer; clientCa?: string | Buffer };
   auth: KubeletAuth;
   host: KubeletServerHost;
+  /** /logs/ serves the node's log files (enableSystemLogHandler, default true). */
+  nodeLogs?: boolean;
+  /** The directory /logs/ serves (default /var/log; tests). */
+  nodeLogDir?: string;
 }
 
 export interface KubeletServer {
@@ -152,6 +157,7 @@ export function logContainerId(status: V1PodStatus | undefined, podName: string,
 export async function startKubeletServer(opts: KubeletServerOptions): Promise<KubeletServer> {
   const { host, auth } = opts;
   const closing = new AbortController();
+  const nodeLogs = nodeLogServer(opts.nodeLogDir);
   const streams = new Set<Duplex | ServerResponse>();
   const requests = host.metrics.httpRequests;
   const inflight = host.metrics.httpInflightRequests;
@@ -441,6 +447,12 @@ export async function startKubeletServer(opts: KubeletServerOptions): Promise<Ku
           if (method !== 'GET' && method !== 'POST') return send(res, 405, 'Method Not Allowed');
           await streamUrl(route, url.searchParams, false, true);
           return send(res, 500, 'Upgrade request required\n');
+        case 'logsRoot':
+        case 'logs':
+          if (opts.nodeLogs === false) return send(res, 405, 'logs endpoint is disabled.\n');
+          if (route.kind === 'logsRoot') return redirectToLogsRoot(res, url.search.slice(1));
+          if (method !== 'GET') return logsMethodNotAllowed(res);
+          return nodeLogs.serve(req, res, route.path, url.search.slice(1));
         case 'notFound':
           return send(res, 404, '404 page not found');
       }

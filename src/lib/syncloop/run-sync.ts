@@ -431,7 +431,7 @@ async function startNodeServer(
         ? { mode: 'Webhook', api: review, allowedTtlMs: s.allowedCacheTtlMs, deniedTtlMs: s.deniedCacheTtlMs }
         : { mode: 'AlwaysAllow' },
   });
-  return startKubeletServer({ address: s.address, port: s.port, tls: loaded.tls, auth, host });
+  return startKubeletServer({ address: s.address, port: s.port, tls: loaded.tls, auth, host, nodeLogs: opts.config.enableSystemLogHandler });
 }
 
 /**
