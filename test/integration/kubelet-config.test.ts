@@ -102,6 +102,10 @@ describe('klet sync --config', () => {
       return { status: r.status, body: await r.text() };
     });
     expect(healthz).toEqual({ status: 200, body: 'ok' });
+    // The system log handler is on by default: /logs/ lists the node's /var/log.
+    const logs = await kubeletGet(port, '/logs/');
+    expect(logs.status, logs.body).toBe(200);
+    expect(logs.body).toMatch(/^<!doctype html>\n/);
     expect(s.stderr).not.toMatch(/cpuManagerReconcilePeriod|memorySwap|logging/); // zero values: not set
     const configz = await eventually(async () => kubeletGet(port, '/configz'));
     expect(configz.status, configz.body).toBe(200);
@@ -166,6 +170,17 @@ describe('klet sync --config', () => {
     expect(fs.readFileSync(`/proc/${pid}/status`, 'utf8')).toMatch(/^Seccomp:\t2$/m);
     const configz = await kubeletGet(port, '/configz');
     expect(JSON.parse(configz.body).kubeletconfig).toMatchObject({ seccompDefault: true });
+    await s.stop();
+  });
+
+  it("the file's enableSystemLogHandler: false turns the kubelet server's /logs/ off with the kubelet's answer", async () => {
+    const { dirA, file } = setup();
+    const port = await freePort();
+    fs.writeFileSync(file, kubeadmConfig(dirA, port).replace('kind: KubeletConfiguration', 'kind: KubeletConfiguration\nenableSystemLogHandler: false'));
+    const s = await startSync({ rootDir: rt.rootDir, endpoint: rt.endpoint, nodeName: NODE, args: ['--config', file] });
+    const logs = await eventually(async () => kubeletGet(port, '/logs/'));
+    expect(logs).toEqual({ status: 405, body: 'logs endpoint is disabled.\n' });
+    expect(JSON.parse((await kubeletGet(port, '/configz')).body).kubeletconfig).toMatchObject({ enableSystemLogHandler: false });
     await s.stop();
   });
 

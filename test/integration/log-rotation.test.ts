@@ -16,6 +16,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { KLET_BIN, PROJECT_ROOT, assertBuilt, cleanEnv, explain, flatCgroups, runKlet } from '../helpers/cli.js';
 import { CriClient } from '../../src/lib/cri/index.js';
 import { startTestRuntime, wipeNode, type TestRuntime } from '../helpers/runtime.js';
+import { podYaml } from '../helpers/manifests.js';
 import { eventually, killAllSyncs, startSync, writeAtomic } from '../helpers/sync.js';
 
 const NODE = 'logrotnode';
@@ -31,20 +32,7 @@ const CHATTY =
   'n=0; pad=$(printf "%0200d" 0); trap "exit 0" TERM; while true; do for k in $(seq 1 200); do n=$((n+1)); echo "line $n $pad"; done; sleep 1; done';
 
 function manifest(name: string): string {
-  return [
-    'apiVersion: v1',
-    'kind: Pod',
-    'metadata:',
-    `  name: ${name}`,
-    `  namespace: ${NS}`,
-    'spec:',
-    '  terminationGracePeriodSeconds: 2',
-    '  containers:',
-    '    - name: c',
-    `      image: ${rt.images.busybox}`,
-    `      command: ["sh", "-c", ${JSON.stringify(CHATTY)}]`,
-    '',
-  ].join('\n');
+  return podYaml({ name, namespace: NS, image: rt.images.busybox, script: CHATTY });
 }
 
 /** The container's log dir of static pod `name` run by node `node` (`<ns>_<name>-<node>_<uid>/c`). */

@@ -29,6 +29,17 @@ describe('routeOf', () => {
     ['/stats/summary', { kind: 'statsSummary' }],
     ['/stats/container', { kind: 'notFound' }],
     ['/', { kind: 'notFound' }],
+    ['/logs', { kind: 'logsRoot' }],
+    ['/logs/', { kind: 'logs', path: '' }],
+    ['/logs/apt/', { kind: 'logs', path: 'apt/' }],
+    ['/logs/apt/history.log', { kind: 'logs', path: 'apt/history.log' }],
+    ['/logs/a%20b.log', { kind: 'logs', path: 'a b.log' }],
+    // Never outside /var/log: no `..`, encoded or not, no encoded slash, no empty segment.
+    ['/logs/../etc/shadow', { kind: 'notFound' }],
+    ['/logs/%2e%2e/etc/shadow', { kind: 'notFound' }],
+    ['/logs/apt/..', { kind: 'notFound' }],
+    ['/logs/..%2Fetc%2Fshadow', { kind: 'notFound' }],
+    ['/logs//etc/shadow', { kind: 'notFound' }],
   ])('%s', (path, want) => {
     expect(routeOf(path)).toEqual(want);
   });

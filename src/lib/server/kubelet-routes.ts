@@ -40,7 +40,7 @@ function segments(path: string): string[] | null {
 /** Which handler serves `path` (without the query). */
 export function routeOf(path: string): KubeletRoute {
   const notFound = { kind: 'notFound' } as const;
-  // /logs/…: the rest of the path as it is (Go's StripPrefix("/logs/")); "/logs" alone is the kubelet's 404.
+  // /logs/…: the rest of the path as it is (Go's StripPrefix("/logs/")); "/logs" alone is redirected to "/logs/" (the kubelet's mux).
   if (path === '/logs') return { kind: 'logsRoot' };
   if (path.startsWith('/logs/')) {
     const rest = segments(path.slice('/logs'.length));
