@@ -157,6 +157,27 @@ describe('crash-loop back-off schedule (checkBackoff)', () => {
     expect(at({ ...C, resources: { limits: { memory: '64Mi' } } })).toBeNull();
   });
 
+  it('a container that never started (StartError: startedAt 0) backs off like one that crashed: 0, 10s, 20s, 40s', () => {
+    // The runtime reports startedAt 0 for a container whose start failed; its
+    // "run time" is not 54 years, and must not reset the back-off each time.
+    let now = 1_700_000_000_000;
+    const ctx = { now: () => now };
+    const state: ContainerSyncState = {};
+    const delays: number[] = [];
+    for (let n = 0; n < 4; n++) {
+      const finishedAt = now + 50;
+      now = finishedAt;
+      const status = exited(0, finishedAt, n);
+      status.containers[0]!.exitCode = 128;
+      status.containers[0]!.reason = 'StartError';
+      let held: ReturnType<typeof checkBackoff>;
+      while ((held = checkBackoff(ctx, POD, C, status, state)) !== null) now += held.retryInMs;
+      delays.push(now - finishedAt);
+    }
+    expect(delays.map((d) => d / 1000)).toEqual([0, 10, 20, 40]);
+    expect(state.backoffMs).toBe(80_000);
+  });
+
   it('does nothing for a container that is not exited or never ran', () => {
     const state: ContainerSyncState = {};
     const none: RuntimePodStatus = { uid: 'u-1', name: 'crash-node1', namespace: 'ns1', sandboxes: [], containers: [] };

@@ -64,6 +64,8 @@ export interface ContainerSyncState {
   backoffMs?: number;
   /** What the back-off entry is for: the container's image and resources (the kubelet's GetBackoffKey); a change starts it over. */
   backoffKey?: string;
+  /** When the back-off entry was last advanced (the kubelet's entry.lastUpdate, epoch ms): the reset is measured from it. */
+  backoffUpdatedAt?: number;
   /** Image pull back-off: when the last pull failed, and the current delay. */
   pullFailedAt?: number;
   pullBackoffMs?: number;

@@ -404,7 +404,8 @@ interface StartContext {
  * Crash-loop back-off (the kubelet's doBackOff): the first restart is
  * immediate; after that a container that exited less than the current
  * back-off ago waits, and each restart doubles the back-off up to the cap.
- * A container that ran cleanly for resetAfterMs starts over, and so does
+ * A container that exits resetAfterMs or more after its last restart
+ * decision (it ran cleanly) starts over, and so does
  * one whose image or resources changed: the kubelet keys its back-off
  * entries by pod, container name, image and resources (GetBackoffKey), so
  * a new image restarts at once and then from the initial delay.
@@ -423,7 +424,13 @@ export function checkBackoff(
   const now = ctx.now?.() ?? Date.now();
   const key = backoffKey(c);
   if (state.backoffKey !== undefined && state.backoffKey !== key) delete state.backoffMs;
-  if (prev.finishedAt - prev.startedAt >= cfg.resetAfterMs) delete state.backoffMs;
+  // The kubelet's hasExpired: the entry is stale when the container exited
+  // long after the last restart decision (it ran cleanly in between).
+  // Measured from that decision, not from the container's startedAt: a
+  // container that never started (StartError: startedAt 0) has no run time,
+  // and taking its 0 for one would reset the back-off at every restart.
+  const lastUpdate = state.backoffUpdatedAt ?? (prev.startedAt > 0 ? prev.startedAt : undefined);
+  if (lastUpdate !== undefined && prev.finishedAt - lastUpdate >= cfg.resetAfterMs) delete state.backoffMs;
   if (state.backoffMs !== undefined && now - prev.finishedAt < state.backoffMs) {
     const md = pod.metadata ?? {};
     return {
@@ -433,6 +440,7 @@ export function checkBackoff(
   }
   state.backoffMs = state.backoffMs === undefined ? cfg.initialMs : Math.min(state.backoffMs * 2, cfg.maxMs);
   state.backoffKey = key;
+  state.backoffUpdatedAt = now;
   return null;
 }
 
@@ -573,7 +581,8 @@ async function startContainer(
     if (err instanceof ContainerConfigError || err instanceof SubPathError) return fail('CreateContainerConfigError', err.message, CONFIG_ERROR_RETRY_MS);
     // klet stopping mid-call is not the container's failure: nothing is recorded.
     if (ctx.signal?.aborted) throw err;
-    return fail('CreateContainerError', errorMessage(err), undefined, runtimeCode(err));
+    // Retried after the pod worker's back-off for a failed sync (backOffPeriod), not at every poll.
+    return fail('CreateContainerError', errorMessage(err), CONFIG_ERROR_RETRY_MS, runtimeCode(err));
   }
   try {
     await ctx.cri.startContainer({ containerId }, { signal: ctx.signal });

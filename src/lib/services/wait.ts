@@ -205,6 +205,9 @@ export async function syncUntil(
   });
   let current: V1Pod;
   let initialStatus = opts.initialStatus;
+  // CreateContainerError by container: tried again after the pod worker's
+  // back-off, and the same error on that retry makes the failure certain.
+  const createErrors = new Map<string, string>();
   const settleMs = goal === 'running' ? (opts.settleMs ?? 0) : 0;
   try {
     for (;;) {
@@ -241,6 +244,8 @@ export async function syncUntil(
       const runtime = res.created
         ? await createdPodStatus(ctx.cri, { uid, name: md.name ?? '', namespace: md.namespace ?? 'default' }, res.created, { signal: ctx.signal })
         : undefined;
+      // The prober sees the containers this sync made (its readiness worker probes a new one at once).
+      if (runtime !== undefined) prober.updatePodStatus(uid, runtime);
       current = await podWithStatus(ctx, rec, runtime);
       const phase = current.status?.phase;
       if (phase === 'Succeeded' || phase === 'Failed') {
@@ -261,18 +266,34 @@ export async function syncUntil(
         const ok = goal !== 'completed' || current.status?.phase === 'Succeeded';
         return done(current, ok ? { ok } : { ok, ...failedBlocker(current) });
       }
-      const why = blocker(current, goal);
+      const why = blocker(current, goal) ?? repeatedCreateError(res.failures, createErrors);
       if (why !== null) return done(current, { ok: false, ...why });
       if (Date.now() >= deadline) {
         const problem = `timed out after ${Math.round(opts.timeoutMs / 1000)}s waiting for the pod to be ${goal} (phase ${current.status?.phase})`;
         return done(current, { ok: false, problem, reason: 'Timeout', message: problem });
       }
-      await sleep(poll, ctx.signal);
+      const hold = Math.max(0, ...res.failures.filter((f) => f.reason === 'CreateContainerError').map((f) => f.retryInMs ?? 0));
+      await sleep(Math.max(poll, Math.min(hold, deadline - Date.now())), ctx.signal);
     }
   } finally {
     prober.stop();
     await prober.flush();
   }
+}
+
+/**
+ * A CreateContainerError that the retry after the back-off gave again, word
+ * for word: the runtime refuses the container's config itself (a seccomp
+ * profile that does not exist, say), and waiting longer would only repeat
+ * it. Records this sync's errors in `seen` for the next look.
+ */
+export function repeatedCreateError(failures: readonly { container: string; reason: string; message: string }[], seen: Map<string, string>): Blocker | null {
+  const errors = failures.filter((f) => f.reason === 'CreateContainerError');
+  const again = errors.find((f) => seen.get(f.container) === f.message);
+  seen.clear();
+  for (const f of errors) seen.set(f.container, f.message);
+  if (again === undefined) return null;
+  return { reason: again.reason, message: again.message, problem: `container ${again.container}: ${again.reason}: ${again.message}` };
 }
 
 /**
