@@ -70,6 +70,34 @@ describe('EventBus.recent', () => {
     expect(bus.recent(4)[0]).toMatchObject({ seq: 5, kind: 'SourceError', source: '/etc/klet/5.yaml' });
   });
 
+  it("cannot be flooded by one pod: a pod over its share (100 by default) loses its own oldest, not the others' events", () => {
+    const bus = new EventBus();
+    const podEvent = (uid: string, n: number): KletEventBody => ({ kind: 'Event', pod: `ns/${uid}`, uid, type: 'Warning', reason: 'BackOff', message: `back-off ${n}` });
+    const quiet = bus.emit(podEvent('quiet', 0));
+    const node = bus.emit(source(0));
+    // A crash-looping pod's storm: far more events than the whole ring holds.
+    for (let i = 1; i <= 5000; i++) bus.emit(podEvent('storm', i));
+    const all = bus.recent();
+    expect(all.filter((e) => 'uid' in e && e.uid === 'storm')).toHaveLength(100);
+    // Its newest are kept, in order.
+    expect(all.filter((e) => 'uid' in e && e.uid === 'storm').map((e) => (e as { message: string }).message).slice(-2)).toEqual(['back-off 4999', 'back-off 5000']);
+    // The other pod's event and the node's are still there.
+    expect(all[0]).toBe(quiet);
+    expect(all[1]).toBe(node);
+    expect(all).toHaveLength(102);
+    // recent(since) finds its place across the gaps the trimming left.
+    expect(bus.recent(node.seq).map((e) => e.seq)[0]).toBe(bus.lastSeq - 99);
+    expect(bus.recent(quiet.seq)[0]).toBe(node);
+  });
+
+  it('the per-pod share is configurable and never above the capacity', () => {
+    const bus = new EventBus({ capacity: 5, perPodCapacity: 2 });
+    for (let i = 1; i <= 4; i++) bus.emit({ kind: 'PodLifecycle', pod: 'ns/a', uid: 'a', state: 'SyncPod' });
+    for (let i = 1; i <= 4; i++) bus.emit(source(i));
+    expect(bus.recent().map((e) => e.seq)).toEqual([4, 5, 6, 7, 8]);
+    expect(() => new EventBus({ perPodCapacity: 0 })).toThrow(RangeError);
+  });
+
   it('defaults to 1000 events', () => {
     const bus = new EventBus();
     for (let i = 1; i <= 1005; i++) bus.emit(source(i));

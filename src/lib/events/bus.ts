@@ -8,17 +8,27 @@
  * synchronous and O(subscribers), each subscription has its own bounded
  * queue, and a subscriber that falls behind loses its oldest undelivered
  * events, which are replaced by one DroppedMarker saying how many and which.
+ *
+ * The ring is shared by every pod, so one pod must not be able to push the
+ * others out of it (a container restarted in a loop makes several events a
+ * second): each pod keeps at most `perPodCapacity` events in it, and a pod
+ * over its share loses its own oldest, as client-go's event correlator
+ * limits events by object. A reader of `recent()` can then see gaps in seq.
  */
 import type { BusMessage, DroppedMarker, KletEvent, KletEventBody, KletEventMeta } from './types.js';
 
 /** Events kept for `recent()` and `?since=`: enough for a few minutes of a busy node. */
 export const DEFAULT_RING_CAPACITY = 1000;
+/** Events of one pod the ring keeps at most (a tenth of it). */
+export const DEFAULT_PER_POD_CAPACITY = 100;
 /** Undelivered events one subscriber may hold before its oldest are dropped. */
 export const DEFAULT_SUBSCRIBER_QUEUE = 256;
 
 export interface EventBusOptions {
   /** How many recent events to keep. Default 1000. */
   capacity?: number;
+  /** How many of one pod's events the ring keeps. Default 100 (at most `capacity`). */
+  perPodCapacity?: number;
   /** Default bound of each subscriber's queue. Default 256. */
   subscriberQueueSize?: number;
   /** The clock for `time` (tests). */
@@ -44,15 +54,21 @@ function positiveInteger(name: string, value: number): number {
 
 export class EventBus {
   private readonly capacity: number;
+  private readonly perPod: number;
   private readonly queueSize: number;
   private readonly now: () => Date;
-  /** Ring storage: the event with seq s lives at slot (s - 1) % capacity. */
-  private readonly ring: KletEvent[] = [];
+  /** The retained events, oldest first (seq ascending, with gaps where a pod's share was trimmed). */
+  private ring: KletEvent[] = [];
+  /** Where the ring's live part starts (the array is compacted now and then, not at every event). */
+  private head = 0;
+  /** Retained events by pod uid. */
+  private readonly perPodCount = new Map<string, number>();
   private nextSeq = 1;
   private readonly subscriptions = new Set<Subscription>();
 
   constructor(opts: EventBusOptions = {}) {
     this.capacity = positiveInteger('capacity', opts.capacity ?? DEFAULT_RING_CAPACITY);
+    this.perPod = Math.min(this.capacity, positiveInteger('perPodCapacity', opts.perPodCapacity ?? DEFAULT_PER_POD_CAPACITY));
     this.queueSize = positiveInteger('subscriberQueueSize', opts.subscriberQueueSize ?? DEFAULT_SUBSCRIBER_QUEUE);
     this.now = opts.now ?? (() => new Date());
   }
@@ -69,9 +85,37 @@ export class EventBus {
     // re-emitting an event it received cannot smuggle in its old seq.
     const event: B & KletEventMeta = Object.assign({}, meta, body, meta);
     Object.freeze(event);
-    this.ring[(event.seq - 1) % this.capacity] = event;
+    this.retain(event);
     for (const sub of this.subscriptions) sub.push(event);
     return event;
+  }
+
+  /** Keeps the event in the ring: over its pod's share, that pod's oldest goes; over the capacity, the oldest. */
+  private retain(event: KletEvent): void {
+    this.ring.push(event);
+    const uid = podOf(event);
+    if (uid !== undefined) {
+      const n = (this.perPodCount.get(uid) ?? 0) + 1;
+      this.perPodCount.set(uid, n);
+      if (n > this.perPod) {
+        const i = this.ring.findIndex((e, idx) => idx >= this.head && podOf(e) === uid);
+        this.ring.splice(i, 1);
+        this.perPodCount.set(uid, n - 1);
+      }
+    }
+    if (this.ring.length - this.head > this.capacity) {
+      const oldest = this.ring[this.head++] as KletEvent;
+      const old = podOf(oldest);
+      if (old !== undefined) {
+        const n = (this.perPodCount.get(old) ?? 1) - 1;
+        if (n === 0) this.perPodCount.delete(old);
+        else this.perPodCount.set(old, n);
+      }
+    }
+    if (this.head >= this.capacity) {
+      this.ring = this.ring.slice(this.head);
+      this.head = 0;
+    }
   }
 
   /** The seq of the newest event, 0 before the first. */
@@ -90,12 +134,16 @@ export class EventBus {
    * is left; compare the first seq with sinceSeq + 1 to see what was lost.
    */
   recent(sinceSeq = 0): KletEvent[] {
-    const newest = this.lastSeq;
-    const oldest = Math.max(1, newest - this.capacity + 1);
-    const from = Math.max(oldest, Math.floor(sinceSeq) + 1);
-    const out: KletEvent[] = [];
-    for (let seq = from; seq <= newest; seq++) out.push(this.ring[(seq - 1) % this.capacity] as KletEvent);
-    return out;
+    const after = Math.floor(sinceSeq);
+    // The first retained event with seq > sinceSeq (seqs ascend).
+    let lo = this.head;
+    let hi = this.ring.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if ((this.ring[mid] as KletEvent).seq <= after) lo = mid + 1;
+      else hi = mid;
+    }
+    return this.ring.slice(lo);
   }
 
   /**
@@ -205,4 +253,11 @@ class Subscription implements AsyncIterableIterator<BusMessage> {
     for (const hook of this.closeHooks.splice(0)) hook();
     for (const waiter of this.waiters.splice(0)) waiter({ value: undefined, done: true });
   }
+}
+
+/** The pod an event is about (its uid), or undefined for the node's own and the loop's events. */
+function podOf(e: KletEvent): string | undefined {
+  if ('uid' in e && typeof e.uid === 'string' && e.uid !== '') return e.uid;
+  if ('podUid' in e && typeof e.podUid === 'string' && e.podUid !== '') return e.podUid;
+  return undefined;
 }
