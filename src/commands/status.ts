@@ -23,7 +23,7 @@ export default class Status extends PodCommand<typeof Status> {
   async run(): Promise<void> {
     const { args, flags } = await this.parse(Status);
     const deps = await this.deps();
-    const { podStatus, watchPods, nodeSummary, runningClusterStatus, otherNodePods } = await import('../lib/services/pod-status.js');
+    const { podStatus, watchPods, nodeSummary, runningClusterStatus, otherNodePods, readinessNotes } = await import('../lib/services/pod-status.js');
     const { formatPodTable, describePod, formatNodeSummary } = await import('../lib/status/format.js');
 
     const render = async (pods: V1Pod[], header: boolean) => {
@@ -66,5 +66,16 @@ export default class Status extends PodCommand<typeof Status> {
       }
     }
     await render(pods, true);
+    if (args.pod === undefined && this.output === 'table') {
+      // Nothing probes without a sync: READY is the last result, not a current one.
+      const notes = await readinessNotes(pods, deps);
+      if (notes.length > 0) {
+        process.stderr.write(
+          `klet status: no klet sync runs on --root-dir ${this.flags['root-dir']}, so nothing probes readiness; READY shows the last result:\n` +
+            notes.map((n) => `  ${n}\n`).join('') +
+            '  (klet probe POD --type readiness runs a probe once; klet sync keeps probing)\n',
+        );
+      }
+    }
   }
 }

@@ -127,7 +127,8 @@ describe('ProberManager', () => {
       await until(() => m.get('Readiness', 'c1') === 'Success');
       expect(cri.calls.length).toBe(2);
       await m.flush();
-      expect(await readProbeResults(rootDir, 'u1')).toEqual({ c: { containerId: 'c1', readiness: 'Success' } });
+      // With when the result was given: its age, once no prober runs (klet status after a runonce).
+      expect(await readProbeResults(rootDir, 'u1')).toEqual({ c: { containerId: 'c1', readiness: 'Success', readinessSince: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) } });
     } finally {
       fs.rmSync(rootDir, { recursive: true, force: true });
     }

@@ -193,7 +193,7 @@ class Worker {
       // A new container: fresh results, probing resumes.
       if (this.containerId !== '') this.m.forget(this, this.containerId);
       this.containerId = c.id;
-      this.m.set(this, c.id, this.type === 'Readiness' ? 'Failure' : this.type === 'Liveness' ? 'Success' : 'Unknown');
+      this.m.set(this, c.id, this.type === 'Readiness' ? 'Failure' : this.type === 'Liveness' ? 'Success' : 'Unknown', '', { initial: true });
       this.lastResult = undefined;
       this.resultRun = 0;
       this.onHold = false;
@@ -415,7 +415,7 @@ export class ProberManager {
   }
 
   /** Set a result; a change is persisted, reported as an event and handed to onUpdate. */
-  set(w: Worker, containerId: string, result: ProbeResult, output = ''): void {
+  set(w: Worker, containerId: string, result: ProbeResult, output = '', opts: { initial?: boolean } = {}): void {
     const prev = this.results[w.type].get(containerId);
     this.results[w.type].set(containerId, { result, output, pod: w.pod });
     if (prev?.result === result) return;
@@ -425,6 +425,9 @@ export class ProberManager {
     const entry = byName[w.container.name]?.containerId === containerId ? byName[w.container.name] : { containerId };
     if (entry !== undefined) {
       entry[w.type === 'Startup' ? 'startup' : w.type === 'Liveness' ? 'liveness' : 'readiness'] = result;
+      // The initial result (Failure until a probe passes) is not one a probe gave: it has no time.
+      if (w.type === 'Readiness' && opts.initial !== true) entry.readinessSince = new Date().toISOString();
+      else if (w.type === 'Readiness') delete entry.readinessSince;
       byName[w.container.name] = entry;
     }
     this.persist(uid);

@@ -8,7 +8,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { V1Container } from '@kubernetes/client-node';
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { podDir, writeFileAtomic } from '../kuberuntime/poddir.js';
 import type { ProbeResult } from './types.js';
 
@@ -17,6 +17,8 @@ export interface ContainerProbeResults {
   startup?: ProbeResult;
   liveness?: ProbeResult;
   readiness?: ProbeResult;
+  /** When the readiness result last changed (ISO time): its age, once no prober runs. */
+  readinessSince?: string;
 }
 
 /** By container name. */
@@ -60,4 +62,28 @@ export function probedContainerState(
   if (!started) return { started, ready: false };
   const ready = c.readinessProbe === undefined || current?.readiness === 'Success';
   return { started, ready };
+}
+
+/**
+ * What is known of a running container's readiness when no prober runs (no
+ * `klet sync` on the root dir, e.g. after a runonce): its readiness probe's
+ * last result and since when, or none. The kubelet keeps probing while it
+ * runs; nothing does here, so the pod's READY is the last result, not a
+ * current one. One entry per running container that has a readiness probe.
+ */
+export function staleReadiness(
+  pod: V1Pod,
+  results: PodProbeResults,
+): Array<{ container: string; result: ProbeResult | undefined; since: string | undefined }> {
+  const out: Array<{ container: string; result: ProbeResult | undefined; since: string | undefined }> = [];
+  const statuses = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])];
+  for (const c of [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])]) {
+    if (c.readinessProbe === undefined) continue;
+    const st = statuses.find((s) => s.name === c.name);
+    if (st?.state?.running === undefined || st.containerID === undefined) continue;
+    const r = results[c.name];
+    const current = r !== undefined && st.containerID.endsWith(`://${r.containerId}`) ? r : undefined;
+    out.push({ container: c.name, result: current?.readiness, since: current?.readinessSince });
+  }
+  return out;
 }

@@ -9,6 +9,8 @@ import { listPodsWithStatus, runtimeName } from '../status/pods.js';
 import { localApiRequest, localApiSocketPath } from '../server/client.js';
 import { isNodeStatus, type ClusterStatus } from '../server/node-status.js';
 import { jsonReplacer } from '../util/json.js';
+import { readProbeResults, staleReadiness } from '../prober/results.js';
+import { humanDuration } from '../status/format.js';
 import { sleep, syncContext, type ServiceDeps } from './deps.js';
 
 export interface PodStatusOptions {
@@ -60,6 +62,39 @@ export async function runningClusterStatus(deps: ServiceDeps): Promise<ClusterSt
     if (deps.signal.aborted) throw err;
     return undefined;
   }
+}
+
+/** Does a `klet sync` answer on this root dir's local API (and so probe its pods)? */
+async function syncRuns(deps: ServiceDeps): Promise<boolean> {
+  try {
+    return (await localApiRequest(localApiSocketPath(deps.rootDir), '/node', { signal: deps.signal, timeoutMs: 3000 })).status === 200;
+  } catch (err) {
+    if (deps.signal.aborted) throw err;
+    return false;
+  }
+}
+
+/**
+ * When no `klet sync` runs on the root dir, nothing probes the pods (after
+ * a runonce, say): one line per pod whose running containers have a
+ * readiness probe, saying that its READY is the last result (with its age)
+ * or not known at all. Empty while a sync runs.
+ */
+export async function readinessNotes(pods: V1Pod[], deps: ServiceDeps, now = Date.now()): Promise<string[]> {
+  const probed = pods.filter((p) => [...(p.spec?.initContainers ?? []), ...(p.spec?.containers ?? [])].some((c) => c.readinessProbe !== undefined));
+  if (probed.length === 0 || (await syncRuns(deps))) return [];
+  const notes: string[] = [];
+  for (const pod of probed) {
+    const stale = staleReadiness(pod, await readProbeResults(deps.rootDir, pod.metadata?.uid ?? ''));
+    if (stale.length === 0) continue;
+    const what = stale.map((s) =>
+      s.result === undefined || s.since === undefined
+        ? `${s.container}: not probed yet`
+        : `${s.container}: ${s.result} ${humanDuration(now - Date.parse(s.since))} ago`,
+    );
+    notes.push(`${pod.metadata?.namespace ?? 'default'}/${pod.metadata?.name ?? ''} readiness ${what.join(', ')}`);
+  }
+  return notes;
 }
 
 export async function nodeSummary(pods: V1Pod[], deps: ServiceDeps): Promise<NodeSummary> {
