@@ -11,6 +11,21 @@ if (major < 22) {
   process.exit(1);
 }
 
+// A stdout closed by its reader (`klet logs POD | head -1`) ends klet at once
+// and quietly, for every command and entry below, as it ends kubectl and
+// crictl (Go programs) and coreutils: killed by SIGPIPE, status 141 in the
+// shell. Without this, oclif swallows the EPIPE and its final flush waits
+// for a 'drain' that never comes, and Node exits 13 ("unsettled top-level
+// await"). Node ignores SIGPIPE; a listener added and removed gives it its
+// default action back (libuv resets it to SIG_DFL). exit(141) in case not.
+process.stdout.on('error', (err) => {
+  if (err.code !== 'EPIPE') throw err;
+  process.on('SIGPIPE', () => {});
+  process.removeAllListeners('SIGPIPE');
+  process.kill(process.pid, 'SIGPIPE');
+  process.exit(141);
+});
+
 const argv = process.argv.slice(2);
 
 // KLET_ENTRY=oclif sends `klet runonce` and `klet sync` through oclif (below); any other value is a mistake.

@@ -5,51 +5,82 @@
  * never go here: they go to stdout.
  */
 import type { KletEventBody, PodEvent } from '../lib/events/types.js';
+import { formatDuration } from '../lib/util/duration.js';
 
 export interface Progress {
   event(e: KletEventBody): void;
   close(): Promise<void>;
 }
 
-/** One line for a pod event, or null for events progress does not show. */
-function describe(e: PodEvent): string | null {
+/**
+ * A pod event's line, and the state it reports: what a repeat of it is
+ * counted as (a retry's new container ID, sandbox ID or back-off delay is
+ * the same state). Null for events progress does not show.
+ */
+function describe(e: PodEvent): { text: string; state: string } | null {
+  const line = (text: string, state = text) => ({ text, state });
   switch (e.reason) {
     case 'SandboxCreated':
-      return `sandbox ${(e.sandboxId ?? '').slice(0, 13)} created${e.ip ? ` (IP ${e.ip})` : ''}`;
+      return line(`sandbox ${(e.sandboxId ?? '').slice(0, 13)} created${e.ip ? ` (IP ${e.ip})` : ''}`, 'sandbox created');
     case 'SandboxStopped':
-      return `sandbox ${(e.sandboxId ?? '').slice(0, 13)} stopped`;
+      return line(`sandbox ${(e.sandboxId ?? '').slice(0, 13)} stopped`, 'sandbox stopped');
     case 'FailedCreatePodSandBox':
-      return `sandbox: ${e.message}`;
+      return line(`sandbox: ${e.message}`, `sandbox: ${e.reason}`);
     case 'NodePorts':
-      return `rejected: ${e.message}`;
+      return line(`rejected: ${e.message}`);
     case 'Pulled':
-      return e.pulled ? `container ${e.container}: pulled image ${e.image}` : `container ${e.container}: image ${e.image} already present`;
-    case 'Started':
-      return `${e.init ? 'init container' : 'container'} ${e.container} started (${(e.containerId ?? '').slice(0, 13)})`;
+      return line(e.pulled ? `container ${e.container}: pulled image ${e.image}` : `container ${e.container}: image ${e.image} already present`);
+    case 'Started': {
+      const started = `${e.init ? 'init container' : 'container'} ${e.container} started`;
+      return line(`${started} (${(e.containerId ?? '').slice(0, 13)})`, started);
+    }
     case 'Killing':
-      return `container ${e.container} stopping: ${e.killReason ?? e.message}`;
+      return line(`container ${e.container} stopping: ${e.killReason ?? e.message}`);
     case 'FailedMount':
     case 'Evicted':
-      return `${e.reason}: ${e.message}`;
+      return line(`${e.reason}: ${e.message}`);
     case 'FailedPreStopHook':
-      return `container ${e.container}: ${e.message}`;
+      return line(`container ${e.container}: ${e.message}`);
     default:
-      return e.containerReason !== undefined ? `container ${e.container}: ${e.containerReason}: ${e.message}` : null;
+      return e.containerReason !== undefined
+        ? line(`container ${e.container}: ${e.containerReason}: ${e.message}`, `container ${e.container}: ${e.containerReason}`)
+        : null;
   }
 }
 
+/** How often a pod entered one state, the first and the last time. */
+interface Repeats {
+  count: number;
+  first: number;
+  last: number;
+}
+
+/** What progress has reported of one pod. */
+interface PodStates {
+  /** Every state it was in, in the order first reported. */
+  seen: Map<string, Repeats>;
+  /** By container ('' for the pod's sandbox): the state it is in now. */
+  current: Map<string, string>;
+}
+
 /**
- * One line per step: `pod default/web: container app started (...)`. A
- * step that repeats the pod's previous line (a retry waiting out its
- * back-off, once per poll) is not printed again: only changes are.
+ * One line per change: `pod default/web: container app started (...)`. The
+ * same state reported again (a back-off, once per poll) is not a change. A
+ * state the pod was in before and entered again (a retry: the same image
+ * check, error and back-off on every attempt) is not printed again but
+ * counted; when the wait for the pod ends (or at close), each state entered
+ * more than once gets one line with its count and time span, as kubectl
+ * events aggregates: `pod default/web: container app: RunContainerError (x5 over 40s)`.
  */
 export class PlainProgress implements Progress {
-  private readonly last = new Map<string, string>();
+  private readonly pods = new Map<string, PodStates>();
   private readonly stderr: BatchedLines | undefined;
   private readonly write: (line: string) => void;
-  constructor(write?: (line: string) => void) {
+  private readonly now: () => number;
+  constructor(write?: (line: string) => void, opts: { now?: () => number } = {}) {
     if (write === undefined) this.stderr = new BatchedLines((text) => process.stderr.write(text));
     this.write = write ?? ((l) => this.stderr?.push(l));
+    this.now = opts.now ?? Date.now;
   }
   event(e: KletEventBody): void {
     switch (e.kind) {
@@ -57,26 +88,46 @@ export class PlainProgress implements Progress {
         this.write(`pod ${e.pod}: syncing`);
         return;
       case 'PodWaitDone':
+        this.repeats(e.pod);
         this.write(`pod ${e.pod}: ${e.ok ? '' : 'FAILED: '}${e.summary}`);
         return;
       case 'SourceError':
         this.write(`error: ${e.message}`);
         return;
       case 'Event': {
-        const text = describe(e);
-        if (text === null) return;
-        const line = `pod ${e.pod}: ${text}`;
-        const key = `${e.pod}\u0000${e.container ?? ''}`;
-        if (this.last.get(key) === line) return;
-        this.last.set(key, line);
-        this.write(line);
+        const d = describe(e);
+        if (d === null) return;
+        let pod = this.pods.get(e.pod);
+        if (pod === undefined) this.pods.set(e.pod, (pod = { seen: new Map(), current: new Map() }));
+        const container = e.container ?? '';
+        if (pod.current.get(container) === d.state) return;
+        pod.current.set(container, d.state);
+        const seen = pod.seen.get(d.state);
+        if (seen !== undefined) {
+          seen.count++;
+          seen.last = this.now();
+          return;
+        }
+        const now = this.now();
+        pod.seen.set(d.state, { count: 1, first: now, last: now });
+        this.write(`pod ${e.pod}: ${d.text}`);
         return;
       }
       default:
         return;
     }
   }
+  /** A line for each state of POD that repeated, and forget its states. */
+  private repeats(pod: string): void {
+    for (const [state, r] of this.pods.get(pod)?.seen ?? []) {
+      if (r.count < 2) continue;
+      const over = Math.round((r.last - r.first) / 1000);
+      this.write(`pod ${pod}: ${state} (x${r.count}${over > 0 ? ` over ${formatDuration(over * 1000)}` : ''})`);
+    }
+    this.pods.delete(pod);
+  }
   async close(): Promise<void> {
+    for (const pod of [...this.pods.keys()]) this.repeats(pod);
     this.stderr?.close();
   }
 }

@@ -439,6 +439,25 @@ describe('the errors users grep for', () => {
   });
 });
 
+describe('progress of a pod stuck retrying', () => {
+  it('run-pod: one line per state change, not one per retry; then each repeated state once with its count, before the result', async () => {
+    // A working directory that is a file: every start fails (RunContainerError), then CrashLoopBackOff, again and again.
+    const file = path.join(dir, 'stuck.yaml');
+    fs.writeFileSync(file, podText('stuck', { extra: ['      workingDir: /etc/passwd'] }));
+    const r = await runKlet(['run-pod', file, '--timeout', '8s', '--rm', ...common()]);
+    expect(r.code, explain(r)).not.toBe(0);
+    const lines = r.stderr.split('\n').filter((l) => l !== '');
+    const pod = `pod default/stuck-${NODE}`;
+    expect(new Set(lines).size, explain(r)).toBe(lines.length);
+    expect(lines.filter((l) => l.startsWith(`${pod}: container c: RunContainerError: `)), explain(r)).toHaveLength(1);
+    expect(lines.filter((l) => l === `${pod}: container c: image ${rt.images.busybox} already present`), explain(r)).toHaveLength(1);
+    const failed = lines.findIndex((l) => l.startsWith(`${pod}: FAILED: timed out after 8s`));
+    const repeated = lines.findIndex((l) => /: container c: RunContainerError \(x\d+( over \d+s)?\)$/.test(l));
+    expect(repeated, explain(r)).toBeGreaterThan(0);
+    expect(repeated, explain(r)).toBeLessThan(failed);
+  });
+});
+
 /**
  * bin/run.js runs `klet runonce` without oclif when src/cli/runonce-entry.ts
  * takes its arguments (KLET_ENTRY=oclif forces the oclif command). The same

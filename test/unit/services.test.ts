@@ -424,19 +424,76 @@ describe('sync of a pod whose sandbox the runtime refuses', () => {
 });
 
 describe('progress', () => {
-  it('prints state changes, not the same back-off line on every poll', () => {
+  it('prints state changes, not the same back-off line on every poll; a repeated state is counted at close', async () => {
     const lines: string[] = [];
-    const progress = new PlainProgress((l) => lines.push(l));
+    let now = 0;
+    const progress = new PlainProgress((l) => lines.push(l), { now: () => now });
     const backoff = { kind: 'Event', pod: 'default/p', uid: 'u', type: 'Warning', reason: 'BackOff', message: 'Back-off pulling image "x"', container: 'c', containerReason: 'ImagePullBackOff' } as const;
     const pull = { ...backoff, reason: 'Failed', message: 'failed to pull image "x"', containerReason: 'ErrImagePull' } as const;
-    for (let i = 0; i < 95; i++) progress.event(backoff);
+    for (let i = 0; i < 95; i++, now += 100) progress.event(backoff);
     progress.event(pull);
-    for (let i = 0; i < 10; i++) progress.event(backoff);
+    for (let i = 0; i < 10; i++, now += 100) progress.event(backoff);
     expect(lines).toEqual([
       'pod default/p: container c: ImagePullBackOff: Back-off pulling image "x"',
       'pod default/p: container c: ErrImagePull: failed to pull image "x"',
-      'pod default/p: container c: ImagePullBackOff: Back-off pulling image "x"',
     ]);
+    await progress.close();
+    // Entered twice (the polls in between are the same back-off going on).
+    expect(lines.slice(2)).toEqual(['pod default/p: container c: ImagePullBackOff (x2 over 10s)']);
+  });
+
+  it('a retry cycle (image check, create error, crash-loop back-off, again) prints each state once, then one count line per repeated state before the result', () => {
+    const lines: string[] = [];
+    let now = 0;
+    const progress = new PlainProgress((l) => lines.push(l), { now: () => now });
+    const pod = { kind: 'Event', pod: 'default/p', uid: 'u', container: 'c' } as const;
+    progress.event({ kind: 'PodWaitStarted', pod: 'default/p', uid: 'u', goal: 'running', initContainers: [], containers: ['c'] });
+    progress.event({ ...pod, type: 'Normal', reason: 'SandboxCreated', message: '', sandboxId: 'a'.repeat(64), ip: '10.0.0.2' });
+    for (let i = 0; i < 12; i++, now += 5000) {
+      progress.event({ ...pod, type: 'Normal', reason: 'Pulled', message: '', image: 'busybox', pulled: false });
+      progress.event({ ...pod, type: 'Warning', reason: 'Failed', message: 'CreateContainer: mount failed', containerReason: 'CreateContainerError' });
+      // Reported on every poll while it lasts; its delay grows; it is the same state.
+      for (let poll = 0; poll < 20; poll++) {
+        progress.event({ ...pod, type: 'Warning', reason: 'BackOff', message: `back-off ${10 * 2 ** Math.min(i, 4)}s restarting failed container=c`, containerReason: 'CrashLoopBackOff' });
+      }
+    }
+    // A container started at last: a change, printed. A state seen once is not summarized.
+    progress.event({ ...pod, type: 'Normal', reason: 'Started', message: '', containerId: 'b'.repeat(64) });
+    progress.event({ kind: 'PodWaitDone', pod: 'default/p', uid: 'u', ok: false, summary: 'timed out after 1m0s' });
+    expect(lines).toEqual([
+      'pod default/p: syncing',
+      'pod default/p: sandbox aaaaaaaaaaaaa created (IP 10.0.0.2)',
+      'pod default/p: container c: image busybox already present',
+      'pod default/p: container c: CreateContainerError: CreateContainer: mount failed',
+      'pod default/p: container c: CrashLoopBackOff: back-off 10s restarting failed container=c',
+      'pod default/p: container c started (bbbbbbbbbbbbb)',
+      'pod default/p: container c: image busybox already present (x12 over 55s)',
+      'pod default/p: container c: CreateContainerError (x12 over 55s)',
+      'pod default/p: container c: CrashLoopBackOff (x12 over 55s)',
+      'pod default/p: FAILED: timed out after 1m0s',
+    ]);
+  });
+
+  it('states are per pod and per container; the same one again is neither printed nor counted; repeats within a second have no time span', async () => {
+    const lines: string[] = [];
+    const progress = new PlainProgress((l) => lines.push(l), { now: () => 0 });
+    const failed = (pod: string, container: string, containerReason = 'RunContainerError') =>
+      ({ kind: 'Event', pod, uid: 'u', type: 'Warning', reason: 'Failed', message: 'boom', container, containerReason }) as const;
+    for (let i = 0; i < 3; i++) {
+      progress.event(failed('default/a', 'c'));
+      progress.event(failed('default/a', 'd'));
+      progress.event(failed('default/b', 'c'));
+    }
+    progress.event(failed('default/a', 'c', 'CrashLoopBackOff'));
+    progress.event(failed('default/a', 'c'));
+    expect(lines).toEqual([
+      'pod default/a: container c: RunContainerError: boom',
+      'pod default/a: container d: RunContainerError: boom',
+      'pod default/b: container c: RunContainerError: boom',
+      'pod default/a: container c: CrashLoopBackOff: boom',
+    ]);
+    await progress.close();
+    expect(lines.slice(4)).toEqual(['pod default/a: container c: RunContainerError (x2)']);
   });
 
   it('stderr lines of one turn of the event loop go out in one write, in order; close() writes the rest', async () => {
