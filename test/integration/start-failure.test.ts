@@ -146,3 +146,21 @@ describe('a seccomp profile that does not exist (CreateContainerError)', () => {
     expect(d.code, explain(d)).toBe(0);
   }, 90_000);
 });
+
+describe('runAsNonRoot on an image that runs as root (CreateContainerConfigError)', () => {
+  it("is refused before anything is created, in the kubelet's words, and runonce fails it at once", async () => {
+    const dir = manifestDir({ rootimg: { command: ['sleep', '1000'], securityContext: { runAsNonRoot: true } } });
+    const r = await klet(['runonce', '--manifest-dir', dir, '-o', 'json'], 60_000);
+    expect(r.code, explain(r)).not.toBe(0);
+    const report = JSON.parse(r.stdout) as { pods: Array<{ name: string; ok: boolean; reason?: string; message?: string; uid?: string }> };
+    const pod = report.pods.find((p) => p.name === `rootimg-${NODE}`);
+    expect(pod, r.stdout).toMatchObject({
+      ok: false,
+      reason: 'CreateContainerConfigError',
+      message: `container has runAsNonRoot and image will run as root (pod: "rootimg-${NODE}_${NS}(${pod?.uid ?? ''})", container: app)`,
+    });
+    expect((await instances('rootimg')).all).toBe(0);
+    const d = await klet(['delete', '--all', '--grace-period', '0']);
+    expect(d.code, explain(d)).toBe(0);
+  }, 90_000);
+});

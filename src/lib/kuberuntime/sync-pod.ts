@@ -56,6 +56,7 @@ import { admitSysctls, type SysctlAllowlist } from '../node/sysctl.js';
 import { type AdmissionNode, admitCriticalResources, isCriticalPod } from '../node/admission.js';
 import { isStaticPod } from '../pod/static-pod.js';
 import { terminationOrdering, type TerminationOrdering } from './termination-order.js';
+import { needsImageUser, verifyRunAsNonRoot } from './run-as-non-root.js';
 import { ContainerState, PodSandboxState } from '../cri/gen/api.js';
 import { podLogDirOf } from '../logs/paths.js';
 import type { KletEventBody } from '../events/types.js';
@@ -552,6 +553,11 @@ async function startContainer(
         await prepareSubPath({ volumePath, subPath: sp.subPath, podDir: podDir(ctx.rootDir, uid), volumeName: sp.volume, containerName: c.name, index }),
       );
     }
+    // runAsNonRoot against the image's user (the kubelet's getImageUser + verifyRunAsNonRoot), before anything is made.
+    if (needsImageUser(pod, c)) {
+      const img = (await ctx.cri.imageStatus({ image: { image: imageRef } }, { signal: ctx.signal })).image;
+      verifyRunAsNonRoot(pod, c, img ? { ...(img.uid !== undefined ? { uid: Number(img.uid.value) } : {}), username: img.username } : undefined);
+    } else verifyRunAsNonRoot(pod, c, undefined);
     const etcHosts = await etcHostsFor(ctx, pod, c, sc.podIPs);
     const tmFile = c.terminationMessagePath === '' ? null : await newTerminationMessageFile(ctx.rootDir, uid, c.name);
     const config = generateContainerConfig(pod, c, {
