@@ -111,8 +111,30 @@ function withAccounts(base: BaseFiles, extra: LayerEntry[] = [], passwd: string[
   ]);
 }
 
-/** Every image the spec set pulls, from the binaries in `binDir` (scripts/build-conformance.sh) and the module source `k8sSrc`. */
-export async function conformanceImages(binDir: string, k8sSrc: string): Promise<ConformanceImage[]> {
+/**
+ * The tags of `repo` that e2e.test names (its --list-images), else
+ * `fallback`: each release moves its test images on (v1.34.4: busybox
+ * 1.37.0-1, agnhost 2.56; v1.37.2: 1.37.0-2 and 1.36.1-1, 2.66.1 and 2.55),
+ * and the stand-ins are built under whatever names the suite asks for.
+ */
+export function listedTags(listed: readonly string[] | undefined, repo: string, fallback: readonly string[]): string[] {
+  const tags = (listed ?? []).filter((n) => n.startsWith(`${repo}:`)).map((n) => n.slice(repo.length + 1));
+  return tags.length > 0 ? [...new Set(tags)] : [...fallback];
+}
+
+/** The sandbox image the conformance runtimes use: the newest pause tag e2e.test names. */
+export function conformancePauseImage(listed: readonly string[] | undefined): string {
+  const tags = listedTags(listed, 'registry.k8s.io/pause', ['3.10.1']);
+  return `registry.k8s.io/pause:${tags.sort((a, b) => b.localeCompare(a, undefined, { numeric: true }))[0]}`;
+}
+
+/**
+ * Every image the spec set pulls, from the binaries in `binDir`
+ * (scripts/build-conformance.sh) and the module source `k8sSrc`, under the
+ * names `listed` (e2e.test --list-images) gives them.
+ */
+export async function conformanceImages(binDir: string, k8sSrc: string, listed?: readonly string[]): Promise<ConformanceImage[]> {
+  const tags = (repo: string, fallback: string[]) => listedTags(listed, `registry.k8s.io/${repo}`, fallback);
   const base = await busyboxBase();
   const busybox = withAccounts(base);
   const bin = (n: string) => path.join(binDir, n);
@@ -120,15 +142,13 @@ export async function conformanceImages(binDir: string, k8sSrc: string): Promise
   const add = (name: string, files: LayerEntry[], config: ImageSpec['config']) =>
     images.push({ name, spec: { name, files, config: { env: [PATH_ENV], workingDir: '/', ...config } } });
 
-  add('registry.k8s.io/e2e-test-images/busybox:1.37.0-1', busybox, { cmd: ['sh'] });
-  for (const tag of ['3.10.1', '3.10']) {
+  for (const tag of tags('e2e-test-images/busybox', ['1.37.0-1'])) add(`registry.k8s.io/e2e-test-images/busybox:${tag}`, busybox, { cmd: ['sh'] });
+  for (const tag of new Set([...tags('pause', ['3.10.1']), '3.10.1', '3.10'])) {
     add(`registry.k8s.io/pause:${tag}`, [{ path: 'pause', mode: 0o755, content: { fromFile: bin('pause') } }], { entrypoint: ['/pause'], user: '65535:65535' });
   }
   const curl = merge(await hostFiles('/usr/bin/curl', 'usr/bin/curl'), await hostFiles(bin('nc-openbsd'), 'usr/bin/nc'));
   const porter = path.join(k8sSrc, 'test', 'images', 'agnhost', 'porter');
-  add(
-    'registry.k8s.io/e2e-test-images/agnhost:2.56',
-    withAccounts(
+  const agnhost = withAccounts(
       base,
       merge(curl, [
         { path: 'agnhost', mode: 0o755, content: { fromFile: bin('agnhost') } },
@@ -140,17 +160,14 @@ export async function conformanceImages(binDir: string, k8sSrc: string): Promise
       ]),
       ['user-defined-in-image:x:1000:1000:Linux User,,,:/home/user-defined-in-image:/bin/sh'],
       ['user-defined-in-image:x:1000:', 'group-defined-in-image:x:50000:user-defined-in-image'],
-    ),
-    { entrypoint: ['/agnhost'], cmd: ['pause'] },
-  );
-  add(
-    'registry.k8s.io/e2e-test-images/nonewprivs:1.3',
-    merge(busybox, [{ path: 'usr/local/bin/nnp', mode: 0o6755, content: { fromFile: bin('nonewprivs') } }]),
-    { cmd: ['nnp'] },
-  );
-  add('registry.k8s.io/e2e-test-images/nonroot:1.4', busybox, { cmd: ['sh'], user: '1234' });
+    );
+  for (const tag of tags('e2e-test-images/agnhost', ['2.56'])) add(`registry.k8s.io/e2e-test-images/agnhost:${tag}`, agnhost, { entrypoint: ['/agnhost'], cmd: ['pause'] });
+  for (const tag of tags('e2e-test-images/nonewprivs', ['1.3'])) {
+    add(`registry.k8s.io/e2e-test-images/nonewprivs:${tag}`, merge(busybox, [{ path: 'usr/local/bin/nnp', mode: 0o6755, content: { fromFile: bin('nonewprivs') } }]), { cmd: ['nnp'] });
+  }
+  for (const tag of tags('e2e-test-images/nonroot', ['1.4'])) add(`registry.k8s.io/e2e-test-images/nonroot:${tag}`, busybox, { cmd: ['sh'], user: '1234' });
   const serve = (dir: string) => `#!/bin/sh\n# A stand-in: busybox httpd serving ${dir} on port 80 in the foreground.\nexec busybox httpd -f -p 80 -h ${dir}\n`;
-  for (const tag of ['1.14-4', '1.15-4']) {
+  for (const tag of tags('e2e-test-images/nginx', ['1.14-4', '1.15-4'])) {
     add(
       `registry.k8s.io/e2e-test-images/nginx:${tag}`,
       merge(busybox, [
@@ -160,7 +177,7 @@ export async function conformanceImages(binDir: string, k8sSrc: string): Promise
       { cmd: ['nginx', '-g', 'daemon off;'] },
     );
   }
-  for (const tag of ['2.4.38-4', '2.4.39-4']) {
+  for (const tag of listed === undefined || listed.some((n) => n.includes('/httpd:')) ? tags('e2e-test-images/httpd', ['2.4.38-4', '2.4.39-4']) : []) {
     add(
       `registry.k8s.io/e2e-test-images/httpd:${tag}`,
       merge(busybox, [

@@ -31,7 +31,7 @@ import { containerdConfig, cniConflist, CNI_CONFLIST } from '../../src/lib/runti
 import { layoutFor, networkFor, stopManagedRuntime, type RuntimeTarget } from '../../src/lib/runtime/containerd.js';
 import { mountsUnder } from '../../src/lib/util/mounts.js';
 import { freePort, k8sBinDir, startTestCluster, type TestCluster } from '../helpers/cluster.js';
-import { buildImages, conformanceImages, pushImages } from './images.js';
+import { buildImages, conformanceImages, conformancePauseImage, pushImages } from './images.js';
 import { countVerdicts, dryRunSpecs, readGinkgoReport, verdictsFor, writeResults, type Agent, type AgentRun } from './report.js';
 
 const execFileP = promisify(execFile);
@@ -208,7 +208,7 @@ async function makePrivateCgroupRoot(name: string, cleanup: Cleanup): Promise<vo
  * registry.k8s.io mirrored to the local registry and the conformance pause
  * image as the sandbox image.
  */
-async function startContainerd(dir: string, registry: string, cleanup: Cleanup): Promise<string> {
+async function startContainerd(dir: string, registry: string, pauseImage: string, cleanup: Cleanup): Promise<string> {
   const target: RuntimeTarget = { endpoint: `unix://${path.join(dir, 'containerd', 'containerd.sock')}`, rootDir: dir, network: networkFor(dir, POD_SUBNET) };
   const layout = layoutFor(target);
   if (fs.existsSync(`/sys/class/net/${layout.network.bridge}`)) throw new Error(`bridge ${layout.network.bridge} exists already (not ours)`);
@@ -216,7 +216,7 @@ async function startContainerd(dir: string, registry: string, cleanup: Cleanup):
   const hosts = path.join(layout.dir, 'certs.d', 'registry.k8s.io');
   await fsp.mkdir(hosts, { recursive: true });
   await fsp.writeFile(path.join(hosts, 'hosts.toml'), `server = "https://registry.k8s.io"\n\n[host."http://${registry}"]\n  capabilities = ["pull", "resolve"]\n`);
-  const config = containerdConfig(layout).replace(/^(\s*sandbox_image = ).*$/m, '$1"registry.k8s.io/pause:3.10.1"') +
+  const config = containerdConfig(layout).replace(/^(\s*sandbox_image = ).*$/m, `$1${JSON.stringify(pauseImage)}`) +
     `\n[plugins."io.containerd.grpc.v1.cri".registry]\n  config_path = ${JSON.stringify(path.join(layout.dir, 'certs.d'))}\n`;
   await fsp.writeFile(layout.configFile, config);
   await fsp.writeFile(path.join(layout.cniConfDir, CNI_CONFLIST), cniConflist(layout));
@@ -404,6 +404,8 @@ interface RunOptions {
   agent: Agent;
   bin: string;
   archives: Map<string, string>;
+  /** The sandbox image of the run's containerd (the newest pause e2e.test names). */
+  pauseImage: string;
   set: string[];
   specSet: SpecSet;
   focus: string;
@@ -490,7 +492,7 @@ async function runAgent(o: RunOptions): Promise<{ run: AgentRun; verdicts: Map<s
     const cgroupRoot = `klet-conformance-${randomBytes(3).toString('hex')}`;
     // Both agents make their pod and QoS cgroups under a private cgroup root, never the host's /kubepods.
     await makePrivateCgroupRoot(cgroupRoot, cleanup);
-    const endpoint = await step(startContainerd(path.join(dir, 'runtime'), registry, cleanup));
+    const endpoint = await step(startContainerd(path.join(dir, 'runtime'), registry, o.pauseImage, cleanup));
     const kubeconfig = c.nodes[NODE_NAME]!.kubeconfig;
     const agent =
       o.agent === 'kubelet'
@@ -670,11 +672,14 @@ async function runAll(values: { focus: string; keep: boolean; 'require-pass': bo
       if (set.length === 0) throw new Error(`--focus: "${values.focus}" matches none of the set's specs`);
       log(`--focus: ${set.length} specs`);
     }
-    const archives = await buildImages(await conformanceImages(bin, k8sSrc), path.join(bin, 'images'), log);
+    // The images under the names this e2e.test asks for (each release moves its test images on).
+    const listed = execFileSync(path.join(bin, 'e2e.test'), ['--list-images'], { encoding: 'utf8', maxBuffer: 16 << 20 }).split('\n').filter((l) => l.trim() !== '');
+    const archives = await buildImages(await conformanceImages(bin, k8sSrc, listed), path.join(bin, 'images'), log);
+    const pauseImage = conformancePauseImage(listed);
     const resultsDir = path.join(ROOT, 'test', 'conformance', 'results');
     for (const agent of agents) {
       if (signal.aborted) break;
-      const { run, verdicts } = await runAgent({ agent, bin, archives, set, specSet, focus: values.focus, procs, keep: values.keep, signal });
+      const { run, verdicts } = await runAgent({ agent, bin, archives, pauseImage, set, specSet, focus: values.focus, procs, keep: values.keep, signal });
       const file = await writeResults(resultsDir, {
         agent,
         set: fullSet,
