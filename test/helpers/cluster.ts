@@ -346,6 +346,9 @@ export async function startTestCluster(
         `--etcd-servers=http://127.0.0.1:${clientPort}`,
         '--bind-address=127.0.0.1',
         '--advertise-address=127.0.0.1',
+        // Since 1.37 the endpoint reconciler refuses a loopback advertise address; nothing here
+        // routes to the kubernetes Service (no kube-proxy), so its endpoints are not kept.
+        '--endpoint-reconciler-type=none',
         `--secure-port=${securePort}`,
         `--cert-dir=${path.join(dir, 'certs')}`,
         `--tls-cert-file=${path.join(dir, 'serving.crt')}`,
