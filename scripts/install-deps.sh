@@ -13,7 +13,8 @@
 #
 #   --dev   also what the development checks of .ci/run need: git, debootstrap
 #           (scripts/fresh-machine-test.sh), Go for `npm run check:cri-proto`
-#           (golang-go, unless a `go` is on PATH or in /usr/local/go).
+#           (golang-go, unless a `go` is on PATH or in /usr/local/go), and
+#           libseccomp-dev (runc's seccomp support, for scripts/build-containerd.sh).
 set -euo pipefail
 pkgs=(containerd runc containernetworking-plugins busybox-static etcd-server gcc libc6-dev iptables iproute2 util-linux procps hyperfine protobuf-compiler time openssl tmux)
 pkgs+=(ca-certificates)
@@ -26,7 +27,7 @@ pkgs+=(systemd)
 # Debian's npm would conflict with nodesource's nodejs, which bundles npm.
 if ! command -v npm >/dev/null 2>&1; then pkgs+=(nodejs npm); fi
 if [ "${1:-}" = "--dev" ]; then
-  pkgs+=(git debootstrap)
+  pkgs+=(git debootstrap libseccomp-dev)
   if ! command -v go >/dev/null 2>&1 && [ ! -x /usr/local/go/bin/go ]; then pkgs+=(golang-go); fi
 fi
 missing=()
