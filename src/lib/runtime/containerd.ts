@@ -4,7 +4,7 @@
  * invocations, report its status, and stop it leaving no process, mount or
  * network namespace behind.
  */
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
@@ -20,10 +20,15 @@ import {
   CNI_CONFLIST,
   DEFAULT_NETWORK,
   type CniNetwork,
+  type ContainerdVersion,
   type ManagedRuntimeLayout,
+  MIN_CONTAINERD,
   cniConflist,
+  configVersionFor,
   containerdConfig,
   managedRuntimeLayout,
+  parseContainerdVersion,
+  supportedContainerd,
 } from './containerd-config.js';
 import { pidAlive } from '../util/process.js';
 
@@ -32,9 +37,69 @@ import { pidAlive } from '../util/process.js';
  * and tar-stream cost ~10 ms of start-up to every command that only checks
  * for a runtime (ensureRuntime, on a socket that is there).
  */
-async function builtinImages(layout: ManagedRuntimeLayout): Promise<string[]> {
+async function builtinImages(layout: ManagedRuntimeLayout, ctrPath: string | undefined): Promise<string[]> {
   const { ensureBuiltinImages } = await import('./images.js');
-  return ensureBuiltinImages(layout.socketPath, layout.imageCacheDir);
+  return ensureBuiltinImages(layout.socketPath, layout.imageCacheDir, ctrPath === undefined ? {} : { ctrPath });
+}
+
+/**
+ * The PATH a containerd runs with: its own directory first, so the shim
+ * (containerd-shim-runc-v2), runc and ctr beside it are the ones used (a
+ * containerd built into a directory of its own, scripts/build-containerd.sh),
+ * then the caller's PATH.
+ */
+export function runtimePath(containerdBin: string, envPath = process.env.PATH ?? ''): string {
+  const dir = path.dirname(containerdBin);
+  return [dir, ...envPath.split(':').filter((d) => d !== '' && d !== dir)].join(':');
+}
+
+/** The ctr to import images with: the one beside containerd, else ctr on PATH. */
+async function ctrBeside(containerdBin: string | null): Promise<string | undefined> {
+  if (containerdBin === null) return undefined;
+  return (await findExecutable(path.join(path.dirname(containerdBin), 'ctr'))) ?? undefined;
+}
+
+/**
+ * The version of the containerd at `bin`, from `containerd --version`. A
+ * binary that does not run, prints no containerd version, or is older than
+ * 1.6 is an error naming it (one line).
+ */
+export async function containerdVersion(bin: string, opts: { input?: string } = {}): Promise<ContainerdVersion> {
+  const input = opts.input === undefined ? {} : { input: opts.input };
+  const out = await new Promise<string>((resolve, reject) => {
+    execFile(bin, ['--version'], { encoding: 'utf8', timeout: 10_000, maxBuffer: 1 << 20 }, (err, stdout, stderr) => {
+      if (err === null) return resolve(stdout);
+      const why = stderr.trim().split('\n').at(-1) || errorMessage(err);
+      reject(new RuntimeStartError(`${bin}: cannot run it with --version: ${why}`, input));
+    });
+  });
+  const v = parseContainerdVersion(out);
+  if (v === null) {
+    const first = out.trim().split('\n')[0] ?? '';
+    throw new RuntimeStartError(`${bin}: not a containerd (--version printed ${first === '' ? 'nothing' : JSON.stringify(first.slice(0, 120))})`, input);
+  }
+  if (!supportedContainerd(v)) {
+    throw new RuntimeStartError(`${bin}: containerd ${v.text} is too old: klet needs containerd ${MIN_CONTAINERD.major}.${MIN_CONTAINERD.minor} or newer`, input);
+  }
+  return v;
+}
+
+/**
+ * The containerd executable asked for (a path, or a name looked up on PATH),
+ * as an absolute path; an explicit one that is missing or not executable is
+ * an error naming it. Null when none was asked for and none is on PATH.
+ */
+async function resolveContainerd(bin: string | undefined): Promise<string | null> {
+  if (bin === undefined) return findExecutable('containerd');
+  const input = { input: 'containerdBin' };
+  if (bin.trim() === '') throw new InputError('"": expected the path of a containerd executable', input);
+  const found = await findExecutable(bin);
+  if (found === null) {
+    const exists = fs.existsSync(bin);
+    throw new InputError(`${bin}: ${exists ? 'not executable' : 'no such file'}`, input);
+  }
+  if (fs.statSync(found).isDirectory()) throw new InputError(`${bin}: a directory, not a containerd executable`, input);
+  return fs.realpathSync(found);
 }
 
 /** The kubelet's default endpoint; only this one is started on demand. */
@@ -188,6 +253,8 @@ export interface StartResult {
   started: boolean;
   images: string[];
   layout: ManagedRuntimeLayout;
+  /** The containerd executable that runs and its version (null when a reused one's could not be read). */
+  containerd: { bin: string; version: ContainerdVersion } | null;
 }
 
 /**
@@ -196,7 +263,16 @@ export interface StartResult {
  */
 export async function startManagedRuntime(
   target: RuntimeTarget,
-  opts: { timeoutMs?: number; containerdPath?: string; signal?: AbortSignal } = {},
+  opts: {
+    timeoutMs?: number;
+    /**
+     * The containerd to start (a path, or a name on PATH; default: containerd
+     * on PATH). It runs with its own directory first on PATH, so the shim and
+     * runc beside it are used. A 1.x gets a version-2 config, a 2.x version 3.
+     */
+    containerdBin?: string;
+    signal?: AbortSignal;
+  } = {},
 ): Promise<StartResult> {
   const layout = layoutFor(target);
   // One start per socket at a time, whatever the root dir: two starts racing
@@ -212,11 +288,21 @@ export async function startManagedRuntime(
 async function startLocked(
   target: RuntimeTarget,
   layout: ManagedRuntimeLayout,
-  opts: { timeoutMs?: number; containerdPath?: string },
+  opts: { timeoutMs?: number; containerdBin?: string },
 ): Promise<StartResult> {
   const endpoint = `unix://${layout.socketPath}`;
   const running = await managedPid(layout);
   if (running !== null) {
+    const runningBin = await fsp.readlink(`/proc/${running}/exe`).catch(() => null);
+    if (opts.containerdBin !== undefined) {
+      const asked = await resolveContainerd(opts.containerdBin);
+      if (runningBin !== null && asked !== null && runningBin !== asked) {
+        // Reusing it would not run what was asked for.
+        throw new RuntimeStartError(
+          `the klet-managed containerd of root dir ${path.resolve(target.rootDir)} already runs ${runningBin}, not ${asked}: stop it first (klet runtime stop) to start another`,
+        );
+      }
+    }
     const served = (await recordedLayout(layout)).socketPath;
     if (served !== layout.socketPath) {
       // One runtime per root dir: it cannot also serve another socket, and
@@ -227,8 +313,10 @@ async function startLocked(
       );
     }
     await waitReady(layout, running, opts.timeoutMs ?? 30_000);
-    const images = await builtinImages(layout);
-    return { endpoint, pid: running, started: false, images, layout };
+    const images = await builtinImages(layout, await ctrBeside(runningBin));
+    const version = runningBin === null ? null : await containerdVersion(runningBin).catch(() => null);
+    const containerd = runningBin !== null && version !== null ? { bin: runningBin, version } : null;
+    return { endpoint, pid: running, started: false, images, layout, containerd };
   }
   if (fs.existsSync(layout.socketPath)) {
     // Something else owns this socket: either a live runtime we do not manage
@@ -254,14 +342,16 @@ async function startLocked(
     }
   }
 
-  const containerd = opts.containerdPath ?? (await findExecutable('containerd'));
+  const containerd = await resolveContainerd(opts.containerdBin);
   if (containerd === null) {
     throw new MissingDependencyError('containerd is not installed: no containerd on PATH', {
       suggestions: ['apt-get install containerd runc containernetworking-plugins'],
     });
   }
-  if ((await findExecutable('runc')) === null) {
-    throw new MissingDependencyError('runc is not installed: no runc on PATH', {
+  const version = await containerdVersion(containerd, opts.containerdBin === undefined ? {} : { input: 'containerdBin' });
+  const envPath = runtimePath(containerd);
+  if ((await findExecutable('runc', envPath)) === null) {
+    throw new MissingDependencyError(`runc is not installed: no runc beside ${containerd} or on PATH`, {
       suggestions: ['apt-get install runc'],
     });
   }
@@ -275,7 +365,7 @@ async function startLocked(
     await fsp.mkdir(d, { recursive: true, mode: 0o700 });
   }
   await fsp.mkdir(path.dirname(layout.socketPath), { recursive: true });
-  await fsp.writeFile(layout.configFile, containerdConfig(layout));
+  await fsp.writeFile(layout.configFile, containerdConfig(layout, { configVersion: configVersionFor(version) }));
   await fsp.writeFile(path.join(layout.cniConfDir, CNI_CONFLIST), cniConflist(layout));
 
   const logFd = fs.openSync(layout.logFile, 'a');
@@ -284,6 +374,7 @@ async function startLocked(
     child = spawn(containerd, ['--config', layout.configFile], {
       detached: true,
       stdio: ['ignore', logFd, logFd],
+      env: { ...process.env, PATH: envPath },
     });
   } finally {
     fs.closeSync(logFd);
@@ -294,12 +385,12 @@ async function startLocked(
   });
   child.unref();
   await fsp.writeFile(layout.pidFile, `${pid}\n`);
-  log.debug(`started containerd pid ${pid} with ${layout.configFile}`);
+  log.debug(`started ${containerd} (containerd ${version.text}) pid ${pid} with ${layout.configFile}`);
   try {
     await waitReady(layout, pid, opts.timeoutMs ?? 30_000);
     await reapOrphanShims(layout, pid).catch((err) => log.warn(`cleaning up after the previous containerd: ${errorMessage(err)}`));
-    const images = await builtinImages(layout);
-    return { endpoint, pid, started: true, images, layout };
+    const images = await builtinImages(layout, await ctrBeside(containerd));
+    return { endpoint, pid, started: true, images, layout, containerd: { bin: containerd, version } };
   } catch (err) {
     // Leave nothing half-started behind.
     await killAndWait(pid, 5000);
@@ -397,7 +488,8 @@ export async function managingRootDir(socketPath: string): Promise<string | null
     } catch {
       continue;
     }
-    if (path.basename(args[0] ?? '') !== 'containerd') continue;
+    // containerd, or a build of it named after its version (containerd-2.4.2); never a shim (no --config).
+    if (!path.basename(args[0] ?? '').startsWith('containerd')) continue;
     const i = args.indexOf('--config');
     const config = i >= 0 ? args[i + 1] : undefined;
     if (!config || path.basename(config) !== 'containerd.toml' || path.basename(path.dirname(config)) !== 'containerd') continue;
