@@ -11,7 +11,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import type { CriClient } from '../../src/lib/cri/client.js';
 import { mountsUnder } from '../../src/lib/util/mounts.js';
-import { BUSYBOX_IMAGE, PAUSE_IMAGE } from '../../src/lib/runtime/containerd-config.js';
+import { BUSYBOX_IMAGE, PAUSE_IMAGE, type ContainerdVersion } from '../../src/lib/runtime/containerd-config.js';
 import {
   layoutFor,
   managedPid,
@@ -28,6 +28,8 @@ export interface TestRuntime {
   /** klet root dir for this test (the runtime lives in rootDir/containerd). */
   rootDir: string;
   images: { pause: string; busybox: string };
+  /** The containerd it runs (KLET_CONTAINERD, else containerd on PATH) and its version: where 1.6 and 2.x answer CRI differently, tests say which they expect. */
+  containerd: { bin: string; version: ContainerdVersion };
   stop(): Promise<void>;
   /** The pid of this runtime's containerd, or null when it is not running. */
   pid(): Promise<number | null>;
@@ -50,6 +52,16 @@ async function processGone(pid: number): Promise<boolean> {
   }
 }
 
+/**
+ * The containerd the runtime tier runs on: KLET_CONTAINERD (a path, as
+ * `klet runtime start` takes it: e.g. scripts/build-containerd.sh's
+ * containerd 2.x), else containerd on PATH.
+ */
+export function testContainerdBin(): string | undefined {
+  const bin = process.env.KLET_CONTAINERD;
+  return bin === undefined || bin === '' ? undefined : bin;
+}
+
 export async function startTestRuntime(): Promise<TestRuntime> {
   const rootDir = await fs.mkdtemp(path.join(os.tmpdir(), 'klet-test-'));
   const n = Math.floor(Math.random() * 200) + 20;
@@ -59,13 +71,18 @@ export async function startTestRuntime(): Promise<TestRuntime> {
     rootDir,
     network: { bridge: `kt${tag}`.slice(0, 15), subnet: `10.89.${n}.0/24`, name: `klet-test-${tag}` },
   };
+  const bin = testContainerdBin();
+  const startOpts = { timeoutMs: 60_000, ...(bin === undefined ? {} : { containerdBin: bin }) };
   try {
-    const res = await startManagedRuntime(target, { timeoutMs: 60_000 });
+    const res = await startManagedRuntime(target, startOpts);
+    if (res.containerd === null) throw new Error(`the test runtime's containerd (pid ${res.pid}) has no readable version`);
+    const containerd = res.containerd;
     return {
       endpoint: res.endpoint,
       socketPath: res.layout.socketPath,
       rootDir,
       images: { pause: PAUSE_IMAGE, busybox: BUSYBOX_IMAGE },
+      containerd,
       pid: () => managedPid(layoutFor(target)),
       async killContainerd() {
         const pid = await managedPid(layoutFor(target));
@@ -79,7 +96,7 @@ export async function startTestRuntime(): Promise<TestRuntime> {
         return pid;
       },
       async restart() {
-        await startManagedRuntime(target, { timeoutMs: 60_000 });
+        await startManagedRuntime(target, startOpts);
       },
       async stop() {
         const layout = layoutFor(target);

@@ -21,7 +21,8 @@ import { CriClient } from '../../src/lib/cri/client.js';
 import { networkFor, stopManagedRuntime } from '../../src/lib/runtime/containerd.js';
 import { BUSYBOX_IMAGE, PAUSE_IMAGE, type CniNetwork } from '../../src/lib/runtime/containerd-config.js';
 import { buildOciImage } from '../../src/lib/runtime/oci-image.js';
-import { cniNetnsNames } from '../helpers/runtime.js';
+import { findExecutable } from '../../src/lib/util/which.js';
+import { cniNetnsNames, testContainerdBin } from '../helpers/runtime.js';
 import { explain, nonEmptyLines, runKlet, runKletJson, type CliResult } from '../helpers/cli.js';
 
 const execFileP = promisify(execFile);
@@ -167,15 +168,18 @@ describe('klet runtime and images, as a CLI, against a real containerd', () => {
       runtimeApiVersion: 'v1',
       error: null,
     });
-    expect(json.runtimeVersion).toMatch(/^\d+\.\d+/);
+    // containerd's version word: 1.6.20~ds1 (Debian), v2.4.2 (upstream 2.x).
+    expect(json.runtimeVersion).toMatch(/^v?\d+\.\d+/);
     expect(json.pid).toBeGreaterThan(1);
     managedPid = json.pid as number;
     expect(pidAlive(managedPid)).toBe(true);
     expect(fs.readFileSync(`/proc/${managedPid}/cmdline`, 'utf8')).toContain(rootDir);
-    expect(Object.fromEntries(json.conditions.map((c) => [c.type, c.status]))).toEqual({
+    // containerd 2.x adds ContainerdHasNoDeprecationWarnings (false on cgroup v1 hosts).
+    expect(Object.fromEntries(json.conditions.map((c) => [c.type, c.status]))).toMatchObject({
       RuntimeReady: true,
       NetworkReady: true,
     });
+    expect(json.conditions.map((c) => c.type).filter((t) => t !== 'ContainerdHasNoDeprecationWarnings')).toEqual(['RuntimeReady', 'NetworkReady']);
   });
 
   it('runtime status without -o prints the table and exits 0', async () => {
@@ -187,13 +191,18 @@ describe('klet runtime and images, as a CLI, against a real containerd', () => {
   });
 
   it('a second runtime start reuses the running runtime', async () => {
-    const { result, json } = await kletJson<{ endpoint: string; pid: number; started: boolean; images: string[] }>(
+    const { result, json } = await kletJson<{ endpoint: string; pid: number; started: boolean; images: string[]; containerd: string; version: string }>(
       ['runtime', 'start'],
       120_000,
     );
     expect(result.code, explain(result)).toBe(0);
     expect(json).toMatchObject({ endpoint, pid: managedPid, started: false });
     expect(json.images).toEqual([PAUSE_IMAGE, BUSYBOX_IMAGE]);
+    // The containerd KLET_CONTAINERD names (the runtime tier on 2.x), else the one on PATH.
+    const asked = testContainerdBin();
+    const onPath = await findExecutable('containerd');
+    expect(json.containerd).toBe(fs.realpathSync(asked ?? onPath ?? 'containerd'));
+    expect(json.version).toMatch(/^v?\d+\.\d+\.\d+/);
   }, 150_000);
 
   it('images ls -o json lists the built-in images', async () => {
