@@ -3,8 +3,11 @@
  * as kubeadm v1.34 writes it, the kubelet's defaults, the command line's
  * values over the file's, and errors naming file:line and the field path.
  */
+import fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { isCgroup2UnifiedMode } from '../../src/lib/cm/cgroup-version.js';
 import { type ConfigPath, buildKubeletConfig, kubeletConfigurationYaml, parseConfigFile, readConfigFile, toKubeletConfiguration } from '../../src/lib/kubeletconfig/index.js';
+import { TOP_LEVEL } from '../../src/lib/kubeletconfig/schema.js';
 import { KUBEADM_CONFIG } from '../helpers/kubeadm-config.js';
 
 const FILE = '/var/lib/kubelet/config.yaml';
@@ -260,5 +263,131 @@ describe('the effective configuration printed', () => {
     const again = build(printed, { kubeconfig: 'k' });
     expect(toKubeletConfiguration(again.config)).toEqual(toKubeletConfiguration(first.config));
     expect(toKubeletConfiguration(first.config)).toMatchObject({ port: 10251, maxPods: 50, syncFrequency: '1m0s', staticPodPath: '/etc/kubernetes/manifests' });
+  });
+});
+
+/**
+ * The json names of k8s.io/kubelet config/v1beta1 KubeletConfiguration at v1.37.2 (types.go), in its order.
+ * v1.34.4's are the same less tlsCurvePreferences, defaultPodSysctls and memoryReservationPolicy: v1.35–v1.37
+ * removed or renamed none.
+ */
+const V1_37_FIELDS = [
+  'enableServer', 'staticPodPath', 'podLogsDir', 'syncFrequency', 'fileCheckFrequency', 'httpCheckFrequency', 'staticPodURL', 'staticPodURLHeader',
+  'address', 'port', 'readOnlyPort', 'tlsCertFile', 'tlsPrivateKeyFile', 'tlsCipherSuites', 'tlsCurvePreferences', 'tlsMinVersion',
+  'rotateCertificates', 'serverTLSBootstrap', 'authentication', 'authorization', 'registryPullQPS', 'registryBurst',
+  'imagePullCredentialsVerificationPolicy', 'preloadedImagesVerificationAllowlist', 'eventRecordQPS', 'eventBurst', 'enableDebuggingHandlers',
+  'enableContentionProfiling', 'healthzPort', 'healthzBindAddress', 'oomScoreAdj', 'clusterDomain', 'clusterDNS', 'streamingConnectionIdleTimeout',
+  'nodeStatusUpdateFrequency', 'nodeStatusReportFrequency', 'nodeLeaseDurationSeconds', 'imageMinimumGCAge', 'imageMaximumGCAge',
+  'imageGCHighThresholdPercent', 'imageGCLowThresholdPercent', 'volumeStatsAggPeriod', 'kubeletCgroups', 'systemCgroups', 'cgroupRoot',
+  'cgroupsPerQOS', 'cgroupDriver', 'cpuManagerPolicy', 'singleProcessOOMKill', 'cpuManagerPolicyOptions', 'cpuManagerReconcilePeriod',
+  'memoryManagerPolicy', 'topologyManagerPolicy', 'topologyManagerScope', 'topologyManagerPolicyOptions', 'qosReserved', 'runtimeRequestTimeout',
+  'hairpinMode', 'maxPods', 'podCIDR', 'podPidsLimit', 'resolvConf', 'runOnce', 'cpuCFSQuota', 'cpuCFSQuotaPeriod', 'nodeStatusMaxImages',
+  'maxOpenFiles', 'contentType', 'kubeAPIQPS', 'kubeAPIBurst', 'serializeImagePulls', 'maxParallelImagePulls', 'evictionHard', 'evictionSoft',
+  'evictionSoftGracePeriod', 'evictionPressureTransitionPeriod', 'evictionMaxPodGracePeriod', 'evictionMinimumReclaim',
+  'mergeDefaultEvictionSettings', 'podsPerCore', 'enableControllerAttachDetach', 'protectKernelDefaults', 'makeIPTablesUtilChains',
+  'iptablesMasqueradeBit', 'iptablesDropBit', 'featureGates', 'failSwapOn', 'memorySwap', 'containerLogMaxSize', 'containerLogMaxFiles',
+  'containerLogMaxWorkers', 'containerLogMonitorInterval', 'configMapAndSecretChangeDetectionStrategy', 'systemReserved', 'kubeReserved',
+  'reservedSystemCPUs', 'showHiddenMetricsForVersion', 'systemReservedCgroup', 'kubeReservedCgroup', 'enforceNodeAllocatable',
+  'allowedUnsafeSysctls', 'defaultPodSysctls', 'volumePluginDir', 'providerID', 'kernelMemcgNotification', 'logging', 'enableSystemLogHandler',
+  'enableSystemLogQuery', 'shutdownGracePeriod', 'shutdownGracePeriodCriticalPods', 'shutdownGracePeriodByPodPriority', 'crashLoopBackOff',
+  'reservedMemory', 'enableProfilingHandler', 'enableDebugFlagsHandler', 'seccompDefault', 'memoryThrottlingFactor', 'memoryReservationPolicy',
+  'registerWithTaints', 'registerNode', 'tracing', 'localStorageCapacityIsolation', 'containerRuntimeEndpoint', 'imageServiceEndpoint',
+  'failCgroupV1', 'userNamespaces',
+];
+
+describe("Kubernetes v1.37's KubeletConfiguration", () => {
+  /** Build with the host's cgroup version given (failCgroupV1's check). */
+  const at = (text: string, cgroupV2: boolean, given: Parameters<typeof buildKubeletConfig>[0]['given'] = {}) =>
+    buildKubeletConfig({ file: parseConfigFile(text, FILE), given, nodeName: 'node-a', nameOf, cgroupV2: () => cgroupV2 });
+
+  it('knows every field of v1.37 and no other', () => {
+    expect(V1_37_FIELDS).toHaveLength(126);
+    expect([...TOP_LEVEL].filter((f) => f !== 'apiVersion' && f !== 'kind').sort()).toEqual([...V1_37_FIELDS].sort());
+  });
+
+  it('the fields v1.35–v1.37 added, set to what klet does, are taken without a warning', () => {
+    const text = `${header}memoryReservationPolicy: None
+eventRecordQPS: 50
+eventBurst: 100
+tlsCurvePreferences: []
+defaultPodSysctls: {}
+imageMaximumGCAge: 0s
+crashLoopBackOff: {}
+failCgroupV1: false
+`;
+    const { config, warnings } = at(text, false);
+    expect(warnings).toEqual([]);
+    expect(config).toMatchObject({ memoryReservationPolicy: 'None', eventRecordQPS: 50, eventBurst: 100, tlsCurvePreferences: [], imageMaximumGCAge: 0, failCgroupV1: false });
+    expect(build(header).config).toMatchObject({ memoryReservationPolicy: 'None', eventRecordQPS: 50, eventBurst: 100, tlsCurvePreferences: [], imageMaximumGCAge: 0, failCgroupV1: false });
+  });
+
+  it('set to anything else, they are read, checked, and warned about as not implemented, naming file:line and the field', () => {
+    const text = `${header}tlsCurvePreferences: [29, 4588, 23]
+memoryReservationPolicy: TieredReservation
+eventRecordQPS: 0
+eventBurst: 200
+imageMaximumGCAge: 1h
+`;
+    const { config, warnings } = at(text, false);
+    expect(warnings).toEqual([
+      `${FILE}:3: tlsCurvePreferences: not implemented by klet; ignored`,
+      `${FILE}:4: memoryReservationPolicy: not implemented by klet; ignored`,
+      `${FILE}:5: eventRecordQPS: not implemented by klet; ignored`,
+      `${FILE}:6: eventBurst: not implemented by klet; ignored`,
+      `${FILE}:7: imageMaximumGCAge: not implemented by klet; ignored`,
+    ]);
+    expect(config).toMatchObject({ tlsCurvePreferences: [29, 4588, 23], memoryReservationPolicy: 'TieredReservation', eventRecordQPS: 0, eventBurst: 200, imageMaximumGCAge: 3_600_000 });
+  });
+
+  it('crashLoopBackOff.maxContainerRestartPeriod caps the crash-loop back-off (the first delay no longer, reset after twice it); klet\'s flag wins', () => {
+    expect(build(header).config.flags.crashLoopBackOff).toEqual({ initial: 10_000, max: 300_000, reset: 600_000 });
+    const { config, warnings } = build(`${header}crashLoopBackOff:\n  maxContainerRestartPeriod: 1m\n`);
+    expect([config.flags.crashLoopBackOff, warnings]).toEqual([{ initial: 10_000, max: 60_000, reset: 120_000 }, []]);
+    expect(build(`${header}crashLoopBackOff:\n  maxContainerRestartPeriod: 5s\n`).config.flags.crashLoopBackOff).toEqual({ initial: 5_000, max: 5_000, reset: 10_000 });
+    expect(build(`${header}crashLoopBackOff:\n  maxContainerRestartPeriod: 1m\n`, { crashLoopBackOffMax: 2_000 }).config.flags.crashLoopBackOff).toEqual({ initial: 10_000, max: 2_000, reset: 600_000 });
+    expect(errorOf(() => build(`${header}crashLoopBackOff:\n  maxContainerRestartPeriod: 1m\n  initial: 1s\n`))).toBe(`${FILE}:5: unknown field "crashLoopBackOff.initial" (not a field of kubelet.config.k8s.io/v1beta1 KubeletConfiguration)`);
+  });
+
+  it.each([
+    // validation.go
+    [`${header}eventRecordQPS: -1\n`, `${FILE}:3: eventRecordQPS -1: invalid configuration: eventRecordQPS (--event-qps) -1 must not be a negative number`],
+    [`${header}eventBurst: -5\n`, `${FILE}:3: eventBurst -5: invalid configuration: eventBurst (--event-burst) -5 must not be a negative number`],
+    [`${header}crashLoopBackOff:\n  maxContainerRestartPeriod: 500ms\n`, `${FILE}:4: crashLoopBackOff.maxContainerRestartPeriod 500ms: invalid configuration: CrashLoopBackOff.MaxContainerRestartPeriod (got: 0.5 seconds) must be set between 1s and 300s`],
+    [`${header}crashLoopBackOff:\n  maxContainerRestartPeriod: 400s\n`, `${FILE}:4: crashLoopBackOff.maxContainerRestartPeriod 6m40s: invalid configuration: CrashLoopBackOff.MaxContainerRestartPeriod (got: 400 seconds) must be set between 1s and 300s`],
+    [`${header}crashLoopBackOff:\n  maxContainerRestartPeriod: 0s\n`, `${FILE}:4: crashLoopBackOff.maxContainerRestartPeriod 0s: invalid configuration: CrashLoopBackOff.MaxContainerRestartPeriod (got: 0 seconds) must be set between 1s and 300s`],
+    [`${header}memoryReservationPolicy: none\n`, `${FILE}:3: memoryReservationPolicy "none": invalid configuration: option "none" specified for memoryReservationPolicy. Valid options are "None" or "TieredReservation"`],
+    [`${header}defaultPodSysctls:\n  net.ipv4.ip_forward: "1"\n`, `${FILE}:3: defaultPodSysctls: invalid configuration: DefaultPodSysctls feature gate is required for Kubelet configuration option defaultPodSysctls`],
+    [`${header}imageMaximumGCAge: 1m\n`, `${FILE}:3: imageMaximumGCAge 1m0s: invalid configuration: imageMaximumGCAge 1m0s must be greater than imageMinimumGCAge 2m0s`],
+    [`${header}imageMinimumGCAge: 90s\nimageMaximumGCAge: 1m\n`, `${FILE}:4: imageMaximumGCAge 1m0s, ${FILE}:3: imageMinimumGCAge 1m30s: invalid configuration: imageMaximumGCAge 1m0s must be greater than imageMinimumGCAge 1m30s`],
+    // component-base cli/flag TLSCurvePreferences, with the Go of the kubelet v1.37.2 (go1.26)
+    [`${header}tlsCurvePreferences: [0]\n`, `${FILE}:3: tlsCurvePreferences [0]: curve preference 0 is out of range (must be 1-65535)`],
+    [`${header}tlsCurvePreferences: [23, 70000]\n`, `${FILE}:3: tlsCurvePreferences [23, 70000]: curve preference 70000 is out of range (must be 1-65535)`],
+    [`${header}tlsCurvePreferences: [23, 23]\n`, `${FILE}:3: tlsCurvePreferences [23, 23]: duplicate curve preference 23`],
+    [`${header}tlsCurvePreferences: [99]\n`, `${FILE}:3: tlsCurvePreferences [99]: curve preference 99 is not supported by the current Go version`],
+    // shapes, in klet's words
+    [`${header}tlsCurvePreferences: X25519\n`, `${FILE}:3: tlsCurvePreferences: expected a list of integers, got "X25519"`],
+    [`${header}tlsCurvePreferences: [X25519]\n`, `${FILE}:3: tlsCurvePreferences: [0]: expected a 32-bit integer, got "X25519"`],
+    [`${header}failCgroupV1: "yes"\n`, `${FILE}:3: failCgroupV1: expected true or false, got "yes"`],
+    [`${header}crashLoopBackOff: 1m\n`, `${FILE}:3: crashLoopBackOff: expected a mapping of maxContainerRestartPeriod`],
+  ])('refuses %j as the kubelet v1.37 does: one line naming file:line and the field', (text, message) => {
+    const m = errorOf(() => at(text, true));
+    expect(m).toBe(message);
+  });
+
+  it('failCgroupV1: false by default (the kubelet v1.34\'s; v1.35 made it true); true refuses a cgroup v1 host with the kubelet v1.37\'s message, not a cgroup v2 one', () => {
+    expect(at(header, false).config.failCgroupV1).toBe(false);
+    expect(at(`${header}failCgroupV1: false\n`, false).warnings).toEqual([]);
+    expect(errorOf(() => at(`${header}failCgroupV1: true\n`, false))).toBe(
+      `${FILE}:3: failCgroupV1 true: kubelet is configured to not run on a host using cgroup v1. cgroup v1 support is unsupported and will be removed in a future release`,
+    );
+    const v2 = at(`${header}failCgroupV1: true\n`, true);
+    expect([v2.config.failCgroupV1, v2.warnings]).toEqual([true, []]);
+  });
+
+  it('the host is cgroup v2 when /sys/fs/cgroup is cgroup2fs, as the kubelet decides (a hybrid host\'s is a tmpfs)', () => {
+    expect(isCgroup2UnifiedMode('/nonexistent')).toBe(false);
+    expect(isCgroup2UnifiedMode('/proc')).toBe(false);
+    if (fs.existsSync('/sys/fs/cgroup/unified/cgroup.controllers')) expect(isCgroup2UnifiedMode('/sys/fs/cgroup/unified')).toBe(true);
+    expect(isCgroup2UnifiedMode()).toBe(fs.existsSync('/sys/fs/cgroup/cgroup.controllers'));
   });
 });

@@ -20,11 +20,22 @@ import { type Reservation, type Taint, addReservations, parseNodeLabels, parseRe
 import { DEFAULT_POD_LOGS_ROOT } from '../logs/paths.js';
 import { parseQuantity, quantityError } from '../pod/quantity.js';
 import { parseListen } from '../server/auth.js';
+import { isCgroup2UnifiedMode } from '../cm/cgroup-version.js';
+import { formatDuration } from '../util/duration.js';
 import type { ConfigFile } from './file.js';
-import { NOT_ACTED_ON } from './schema.js';
+import { NOT_ACTED_ON, READ_NOT_IMPLEMENTED } from './schema.js';
 import { DEFAULT_PRESSURE_TRANSITION_PERIOD_MS, ThresholdError, effectiveEvictionHard, parseSignalMap, parseThresholdConfig, withAllocatableThresholds, type EvictionSettings, type Threshold } from '../eviction/thresholds.js';
 
 export type AuthorizationMode = 'AlwaysAllow' | 'Webhook';
+export type MemoryReservationPolicy = 'None' | 'TieredReservation';
+const MEMORY_RESERVATION_POLICIES: readonly MemoryReservationPolicy[] = ['None', 'TieredReservation'];
+
+/**
+ * The key exchange mechanisms (Go crypto/tls CurveIDs) the Go of the kubelet
+ * v1.37.2 (go1.26) knows: P-256, P-384, P-521, X25519, SecP256r1MLKEM768,
+ * X25519MLKEM768, SecP384r1MLKEM1024; what tlsCurvePreferences may name.
+ */
+const GO_CURVE_IDS: ReadonlySet<number> = new Set([23, 24, 25, 29, 4587, 4588, 4589]);
 export const AUTHORIZATION_MODES: readonly AuthorizationMode[] = ['AlwaysAllow', 'Webhook'];
 
 /** What the caller may give, by field path (the command line's values, mapped onto the fields). Durations in milliseconds. */
@@ -109,7 +120,16 @@ export interface KubeletConfigInput {
   crashLoopBackOffReset?: number;
 }
 
-export type ConfigPath = keyof KubeletConfigInput | 'containerLogMaxWorkers' | 'containerLogMonitorInterval' | 'authentication.webhook.cacheTTL' | 'authorization.webhook.cacheAuthorizedTTL' | 'authorization.webhook.cacheUnauthorizedTTL' | 'nodeStatusUpdateFrequency' | 'nodeStatusReportFrequency' | 'registerNode';
+export type ConfigPath = keyof KubeletConfigInput | 'containerLogMaxWorkers' | 'containerLogMonitorInterval' | 'authentication.webhook.cacheTTL' | 'authorization.webhook.cacheAuthorizedTTL' | 'authorization.webhook.cacheUnauthorizedTTL' | 'nodeStatusUpdateFrequency' | 'nodeStatusReportFrequency' | 'registerNode'
+  // Fields only the file sets (no flag of klet's)
+  | 'failCgroupV1'
+  | 'crashLoopBackOff.maxContainerRestartPeriod'
+  | 'tlsCurvePreferences'
+  | 'memoryReservationPolicy'
+  | 'defaultPodSysctls'
+  | 'eventRecordQPS'
+  | 'eventBurst'
+  | 'imageMaximumGCAge';
 
 /** The effective configuration. Durations in milliseconds. */
 export interface KubeletConfig {
@@ -182,6 +202,17 @@ export interface KubeletConfig {
   /** The localhost healthz endpoint (server/healthz-server.ts); 0: off. */
   healthzPort: number;
   healthzBindAddress: string;
+  /** Refuse to start on a cgroup v1 host (checked here, before anything starts). */
+  failCgroupV1: boolean;
+  // Read and checked as the kubelet v1.37 checks them, not acted on: a value other than what klet does is warned about.
+  /** Go crypto/tls CurveIDs; [] for the defaults (klet's server: Node's). */
+  tlsCurvePreferences: number[];
+  memoryReservationPolicy: MemoryReservationPolicy;
+  /** Events per second (0: no limit, from v1.37) and burst; klet's event client does 50 and 100. */
+  eventRecordQPS: number;
+  eventBurst: number;
+  /** ms; 0: none. */
+  imageMaximumGCAge: number;
   /** The kubelet's flags without a KubeletConfiguration field, and klet's own settings. */
   flags: {
     /** The --config file read, if any. */
@@ -243,6 +274,15 @@ export const DEFAULTS = {
   plegRelistPeriod: 1000,
   maxParallelSyncs: 8,
   crashLoopBackOff: { initial: 10_000, max: 300_000, reset: 600_000 },
+  /**
+   * klet: false, the kubelet v1.34's default (klet follows v1.34.4). The kubelet's is true
+   * from v1.35 (no start on a cgroup v1 host); klet's becomes true when its version moves
+   * to v1.37 (src/lib/node/version.ts KUBERNETES_VERSION).
+   */
+  failCgroupV1: false,
+  memoryReservationPolicy: 'None',
+  eventRecordQPS: 50,
+  eventBurst: 100,
 } as const;
 
 /** The server's settings, which only matter when it runs. */
@@ -256,6 +296,8 @@ export interface BuildOptions {
   nodeName: string;
   /** How the caller names a value it gave or could give (a flag); default: the field path. */
   nameOf?: (path: ConfigPath) => string | undefined;
+  /** Whether the host is cgroup v2 (asked only for failCgroupV1: true); default: /sys/fs/cgroup is cgroup2fs, as the kubelet decides. */
+  cgroupV2?: () => boolean;
 }
 
 export interface BuiltConfig {
@@ -452,6 +494,57 @@ export function buildKubeletConfig(o: BuildOptions): BuiltConfig {
   const healthzBindAddress = pick<string>('healthzBindAddress') ?? DEFAULTS.healthzBindAddress;
   if (net.isIP(healthzBindAddress) === 0) fail('healthzBindAddress', `"${healthzBindAddress}" is not an IP address`);
 
+  // The fields of v1.35–v1.37 klet reads, checked with the kubelet v1.37's messages (its validation.go, and
+  // component-base's TLSCurvePreferences for tlsCurvePreferences).
+  const eventRecordQPS = pick<number>('eventRecordQPS') ?? DEFAULTS.eventRecordQPS;
+  if (eventRecordQPS < 0) fail('eventRecordQPS', `${eventRecordQPS}: invalid configuration: eventRecordQPS (--event-qps) ${eventRecordQPS} must not be a negative number`);
+  const eventBurst = pick<number>('eventBurst') ?? DEFAULTS.eventBurst;
+  if (eventBurst < 0) fail('eventBurst', `${eventBurst}: invalid configuration: eventBurst (--event-burst) ${eventBurst} must not be a negative number`);
+  const imageMinimumGCAge = pick<number>('imageMinimumGCAge') ?? DEFAULTS.imageMinimumGCAge;
+  const imageMaximumGCAge = pick<number>('imageMaximumGCAge') ?? 0;
+  if (imageMaximumGCAge > 0 && imageMaximumGCAge <= imageMinimumGCAge) {
+    const values = [`${describe('imageMaximumGCAge')} ${formatDuration(imageMaximumGCAge)}`, ...(pick('imageMinimumGCAge') !== undefined ? [`${describe('imageMinimumGCAge')} ${formatDuration(imageMinimumGCAge)}`] : [])];
+    throw new InputError(`${values.join(', ')}: invalid configuration: imageMaximumGCAge ${formatDuration(imageMaximumGCAge)} must be greater than imageMinimumGCAge ${formatDuration(imageMinimumGCAge)}`);
+  }
+  // DefaultPodSysctls is alpha (off) in v1.37, and klet runs with the feature gates' defaults (featureGates: not implemented).
+  if (pick('defaultPodSysctls') !== undefined) {
+    throw new InputError(`${describe('defaultPodSysctls')}: invalid configuration: DefaultPodSysctls feature gate is required for Kubelet configuration option defaultPodSysctls`);
+  }
+  const memoryReservationPolicy = pick<string>('memoryReservationPolicy') ?? DEFAULTS.memoryReservationPolicy;
+  if (!(MEMORY_RESERVATION_POLICIES as readonly string[]).includes(memoryReservationPolicy)) {
+    fail('memoryReservationPolicy', `${JSON.stringify(memoryReservationPolicy)}: invalid configuration: option ${JSON.stringify(memoryReservationPolicy)} specified for memoryReservationPolicy. Valid options are "None" or "TieredReservation"`);
+  }
+  // KubeletCrashLoopBackOffMax is beta (on) in v1.37: the cap of the crash-loop back-off, 1s to 300s; the first
+  // delay no longer than it, and the back-off reset after twice it (flowcontrol's), as the kubelet has them.
+  // klet's own --crash-loop-backoff-max wins over it.
+  const maxRestartPeriod = pick<number>('crashLoopBackOff.maxContainerRestartPeriod');
+  if (maxRestartPeriod !== undefined && (Math.trunc(maxRestartPeriod) < 1000 || Math.trunc(maxRestartPeriod) > 300_000)) {
+    fail('crashLoopBackOff.maxContainerRestartPeriod', `${formatDuration(maxRestartPeriod)}: invalid configuration: CrashLoopBackOff.MaxContainerRestartPeriod (got: ${maxRestartPeriod / 1000} seconds) must be set between 1s and 300s`);
+  }
+  const fileBackOffMax = isGiven('crashLoopBackOffMax') ? undefined : maxRestartPeriod;
+  const backOffMax = positive('crashLoopBackOffMax', fileBackOffMax ?? DEFAULTS.crashLoopBackOff.max);
+  const crashLoopBackOff = {
+    initial: positive('crashLoopBackOffInitial', fileBackOffMax !== undefined ? Math.min(DEFAULTS.crashLoopBackOff.initial, fileBackOffMax) : DEFAULTS.crashLoopBackOff.initial),
+    max: backOffMax,
+    reset: positive('crashLoopBackOffReset', fileBackOffMax !== undefined ? 2 * fileBackOffMax : DEFAULTS.crashLoopBackOff.reset),
+  };
+  // The kubelet v1.37's validateKubeletOSConfiguration: an explicit failCgroupV1: true on a cgroup v1 host
+  // (legacy or hybrid) stops it before anything starts. klet's default stays v1.34's false (DEFAULTS).
+  const failCgroupV1 = pick<boolean>('failCgroupV1') ?? DEFAULTS.failCgroupV1;
+  if (failCgroupV1 && !(o.cgroupV2 ?? isCgroup2UnifiedMode)()) {
+    fail('failCgroupV1', 'true: kubelet is configured to not run on a host using cgroup v1. cgroup v1 support is unsupported and will be removed in a future release');
+  }
+  // Checked when the kubelet makes its TLS options (InitializeTLS), after its configuration's validation.
+  const tlsCurvePreferences = pick<number[]>('tlsCurvePreferences') ?? [];
+  const seenCurves = new Set<number>();
+  for (const id of tlsCurvePreferences) {
+    const bad = (why: string) => fail('tlsCurvePreferences', `[${tlsCurvePreferences.join(', ')}]: ${why}`);
+    if (id <= 0 || id > 65535) bad(`curve preference ${id} is out of range (must be 1-65535)`);
+    if (seenCurves.has(id)) bad(`duplicate curve preference ${id}`);
+    seenCurves.add(id);
+    if (!GO_CURVE_IDS.has(id)) bad(`curve preference ${id} is not supported by the current Go version`);
+  }
+
   const config: KubeletConfig = {
     enableServer,
     ...(staticPodPath !== undefined ? { staticPodPath } : {}),
@@ -499,7 +592,7 @@ export function buildKubeletConfig(o: BuildOptions): BuiltConfig {
     enforceNodeAllocatable,
     imageGCHighThresholdPercent: pick<number>('imageGCHighThresholdPercent') ?? DEFAULTS.imageGCHighThresholdPercent,
     imageGCLowThresholdPercent: pick<number>('imageGCLowThresholdPercent') ?? DEFAULTS.imageGCLowThresholdPercent,
-    imageMinimumGCAge: pick<number>('imageMinimumGCAge') ?? DEFAULTS.imageMinimumGCAge,
+    imageMinimumGCAge,
     ...eviction,
     evictionPressureTransitionPeriod: positive('evictionPressureTransitionPeriod', DEFAULTS.evictionPressureTransitionPeriod),
     evictionMaxPodGracePeriod,
@@ -515,6 +608,12 @@ export function buildKubeletConfig(o: BuildOptions): BuiltConfig {
     podPidsLimit: pick<number>('podPidsLimit') ?? DEFAULTS.podPidsLimit,
     seccompDefault: pick<boolean>('seccompDefault') ?? false,
     enableSystemLogHandler: pick<boolean>('enableSystemLogHandler') ?? true,
+    failCgroupV1,
+    tlsCurvePreferences,
+    memoryReservationPolicy: memoryReservationPolicy as MemoryReservationPolicy,
+    eventRecordQPS,
+    eventBurst,
+    imageMaximumGCAge,
     flags: {
       ...optional('config', file?.path),
       ...optional('kubeconfig', kubeconfig),
@@ -527,11 +626,7 @@ export function buildKubeletConfig(o: BuildOptions): BuiltConfig {
       ...optional('authTokenFile', authTokenFile),
       plegRelistPeriod: positive('plegRelistPeriod', DEFAULTS.plegRelistPeriod),
       maxParallelSyncs: pick<number>('maxParallelSyncs') ?? DEFAULTS.maxParallelSyncs,
-      crashLoopBackOff: {
-        initial: positive('crashLoopBackOffInitial', DEFAULTS.crashLoopBackOff.initial),
-        max: positive('crashLoopBackOffMax', DEFAULTS.crashLoopBackOff.max),
-        reset: positive('crashLoopBackOffReset', DEFAULTS.crashLoopBackOff.reset),
-      },
+      crashLoopBackOff,
     },
   };
   if (config.flags.maxParallelSyncs < 1) fail('maxParallelSyncs', `${config.flags.maxParallelSyncs}: must be at least 1`);
@@ -541,6 +636,10 @@ export function buildKubeletConfig(o: BuildOptions): BuiltConfig {
 
   const warnings: string[] = [];
   for (const f of file?.notImplemented ?? []) warnings.push(`${file!.path}:${f.line}: ${String(f.value)}: not implemented by klet; ignored`);
+  for (const [p, klets] of Object.entries(READ_NOT_IMPLEMENTED)) {
+    const v = fromFile(p as ConfigPath)?.value;
+    if (v !== undefined && JSON.stringify(v) !== JSON.stringify(klets)) warnings.push(`${describe(p as ConfigPath)}: not implemented by klet; ignored`);
+  }
   const defaults: Record<string, unknown> = { clusterDNS: [], serverTLSBootstrap: false, resolvConf: DEFAULTS.resolvConf };
   for (const p of NOT_ACTED_ON) {
     const v = pick<unknown>(p as ConfigPath);

@@ -157,6 +157,15 @@ function convert(kind: FieldKind, v: unknown, bad: (why: string) => InputError):
       if (v === null) return undefined;
       if (!Array.isArray(v)) throw bad(`expected a list of strings, got ${JSON.stringify(v)}`);
       return v.length === 0 ? undefined : v.map((x, i) => str(x, `[${i}]`));
+    case 'int32s':
+      if (v === null) return undefined;
+      if (!Array.isArray(v)) throw bad(`expected a list of integers, got ${JSON.stringify(v)}`);
+      return v.length === 0
+        ? undefined
+        : v.map((x: unknown, i) => {
+            if (typeof x !== 'number' || !Number.isInteger(x) || x < -2147483648 || x > 2147483647) throw bad(`[${i}]: expected a 32-bit integer, got ${JSON.stringify(x)}`);
+            return x;
+          });
     case 'stringMap':
       if (v === null) return undefined;
       if (typeof v !== 'object' || Array.isArray(v)) throw bad(`expected a mapping of names to values, got ${JSON.stringify(v)}`);

@@ -1,8 +1,14 @@
 /**
  * The KubeletConfiguration's fields (kubelet.config.k8s.io/v1beta1, as of
- * Kubernetes v1.34: k8s.io/kubelet/config/v1beta1 types.go): which ones klet
+ * Kubernetes v1.37: k8s.io/kubelet/config/v1beta1 types.go): which ones klet
  * reads, with the shape of their value, and which ones it knows but does not
  * implement (a file that sets one gets a warning naming it).
+ *
+ * From v1.34 to v1.37 the type gained tlsCurvePreferences (1.36),
+ * memoryReservationPolicy (1.36) and defaultPodSysctls (1.37), and lost
+ * nothing; two defaults changed: failCgroupV1 false → true (1.35; klet keeps
+ * false until its version moves to v1.37: config.ts) and
+ * memoryThrottlingFactor 0.9 → nil (1.37; not implemented here).
  */
 
 export const API_VERSION = 'kubelet.config.k8s.io/v1beta1';
@@ -23,6 +29,7 @@ export type FieldKind =
   | 'duration'
   | 'durationPtr' // *metav1.Duration: 0s is a value
   | 'strings'
+  | 'int32s' // []int32: a list of integers
   | 'stringMap'
   | 'headers' // map[string][]string
   | 'taints';
@@ -86,6 +93,16 @@ export const FILE_FIELDS: Readonly<Record<string, FieldKind>> = {
   podPidsLimit: 'intPtr',
   seccompDefault: 'bool',
   enableSystemLogHandler: 'bool',
+  // The kubelet's default is true from v1.35; klet's stays v1.34's false (config.ts).
+  failCgroupV1: 'bool',
+  'crashLoopBackOff.maxContainerRestartPeriod': 'durationPtr',
+  // Read and checked as the kubelet checks them; not implemented (READ_NOT_IMPLEMENTED).
+  tlsCurvePreferences: 'int32s',
+  memoryReservationPolicy: 'string',
+  defaultPodSysctls: 'stringMap',
+  eventRecordQPS: 'intPtr',
+  eventBurst: 'int',
+  imageMaximumGCAge: 'duration',
 };
 
 /** The structs klet reads field by field: any other key in them is unknown. */
@@ -96,6 +113,7 @@ export const STRUCTS: Readonly<Record<string, readonly string[]>> = {
   'authentication.anonymous': ['enabled'],
   authorization: ['mode', 'webhook'],
   'authorization.webhook': ['cacheAuthorizedTTL', 'cacheUnauthorizedTTL'],
+  crashLoopBackOff: ['maxContainerRestartPeriod'],
 };
 
 /**
@@ -104,6 +122,24 @@ export const STRUCTS: Readonly<Record<string, readonly string[]>> = {
  * about like the fields klet does not know how to act on at all.
  */
 export const NOT_ACTED_ON: ReadonlySet<string> = new Set<string>([]);
+
+/**
+ * Fields klet reads from the file and checks as the kubelet checks them
+ * (config.ts, with the kubelet's messages) but does not implement, each
+ * with the value that is what klet does: set to another, they get the
+ * "not implemented" warning of the NOT_IMPLEMENTED fields.
+ */
+export const READ_NOT_IMPLEMENTED: Readonly<Record<string, unknown>> = {
+  // The kubelet server's curves are Node's defaults (src/lib/server).
+  tlsCurvePreferences: undefined,
+  // klet writes no memory.min or memory.low: what None means.
+  memoryReservationPolicy: 'None',
+  // klet's event client: 50 events/s, bursts of 100 (src/lib/node/event-recorder.ts), the kubelet's defaults.
+  eventRecordQPS: 50,
+  eventBurst: 100,
+  // Image GC by thresholds and minimum age only (src/lib/kuberuntime/image-gc.ts).
+  imageMaximumGCAge: undefined,
+};
 
 /**
  * Every other KubeletConfiguration field: known (a file written for the
@@ -117,14 +153,11 @@ export const NOT_IMPLEMENTED: readonly string[] = [
   'registryBurst',
   'imagePullCredentialsVerificationPolicy',
   'preloadedImagesVerificationAllowlist',
-  'eventRecordQPS',
-  'eventBurst',
   'enableDebuggingHandlers',
   'enableContentionProfiling',
   'oomScoreAdj',
   'streamingConnectionIdleTimeout',
   'nodeLeaseDurationSeconds',
-  'imageMaximumGCAge',
   'volumeStatsAggPeriod',
   'kubeletCgroups',
   'systemCgroups',
@@ -171,7 +204,6 @@ export const NOT_IMPLEMENTED: readonly string[] = [
   'shutdownGracePeriod',
   'shutdownGracePeriodCriticalPods',
   'shutdownGracePeriodByPodPriority',
-  'crashLoopBackOff',
   'reservedMemory',
   'enableProfilingHandler',
   'enableDebugFlagsHandler',
@@ -179,7 +211,6 @@ export const NOT_IMPLEMENTED: readonly string[] = [
   'tracing',
   'localStorageCapacityIsolation',
   'imageServiceEndpoint',
-  'failCgroupV1',
   'userNamespaces',
 ];
 
