@@ -20,15 +20,11 @@ WAIT=${WAIT:-60}
 $KLET runtime start "${COMMON[@]}" >"$OUT/runtime-start.txt"
 M="$OUT/manifests"
 mkdir -p "$M"
-cat >"$M/nobin.yaml" <<YAML
-apiVersion: v1
-kind: Pod
-metadata: {name: nobin}
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-    - {name: app, image: $BB, command: ["/no/such/binary"]}
-YAML
+# The manifest (written again for klet: emptying the kubelet's static pod path removes it).
+manifest() {
+  manifest
+}
+manifest
 # How many instances of the container of the pod with uid $1 the runtime holds (dead ones included).
 instances() {
   node --input-type=module -e '
