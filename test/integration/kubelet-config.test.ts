@@ -254,6 +254,31 @@ describe('klet sync --config', () => {
     expect(r.stderr.trim(), explain(r)).toBe('error: --cgroup-root klet: must be an absolute cgroupfs path (e.g. / or /klet)');
   });
 
+  // This host is cgroup v1 (hybrid: /sys/fs/cgroup a tmpfs of v1 controllers); on a cgroup v2 host failCgroupV1: true is fine (unit tests).
+  it.skipIf(fs.existsSync('/sys/fs/cgroup/cgroup.controllers'))(
+    "failCgroupV1: true on a cgroup v1 host: the kubelet v1.37's message naming file:line and the field, exit 2, nothing made or run",
+    async () => {
+      const { dirA, file } = setup();
+      const text = `${kubeadmConfig(dirA, 10250)}failCgroupV1: true\n`;
+      fs.writeFileSync(file, text);
+      const line = text.split('\n').indexOf('failCgroupV1: true') + 1;
+      const rootDir = path.join(tmp, 'root');
+      // The test runtime's endpoint and a manifest dir with a pod in it: had klet started, the pod would run.
+      const r = await runKlet(['sync', '--config', file, '--root-dir', rootDir, '--container-runtime-endpoint', rt.endpoint, '--node-name', NODE], { timeoutMs: 30_000 });
+      expect(r.code, explain(r)).toBe(2);
+      expect(r.stderr.trim().split('\n'), explain(r)).toEqual([
+        `error: ${file}:${line}: failCgroupV1 true: kubelet is configured to not run on a host using cgroup v1. cgroup v1 support is unsupported and will be removed in a future release`,
+      ]);
+      expect(fs.existsSync(rootDir)).toBe(false);
+      expect(await podNames()).toEqual([]);
+      // --print-config checks it too, as the kubelet validates before anything.
+      const p = await runKlet(['sync', '--config', file, '--print-config', '--root-dir', rootDir, '--container-runtime-endpoint', rt.endpoint, '--node-name', NODE], { timeoutMs: 30_000 });
+      expect(p.code, explain(p)).toBe(2);
+      expect(p.stdout).toBe('');
+      expect(fs.existsSync(rootDir)).toBe(false);
+    },
+  );
+
   it('--print-config prints the effective configuration (defaults, file, flags) and exits 0 without starting anything', async () => {
     const { dirA, file } = setup();
     fs.writeFileSync(file, kubeadmConfig(dirA, 10260, true).replace('syncFrequency: 0s', 'syncFrequency: 30s'));
