@@ -138,5 +138,28 @@ describe('VolumeManager', () => {
     const first = vm.retryInMs('uid-1') ?? 0;
     await vm.mountPod(pod).catch(() => undefined);
     expect(vm.retryInMs('uid-1') ?? 0).toBeGreaterThan(first);
+    // A missing ConfigMap is not the node's to fix: a one-shot's objects do not change, a retry would not help.
+    expect(vm.lastFailure('uid-1')?.retryableWithSameObjects()).toBe(false);
+  });
+
+  it("hostPath FileOrCreate in a directory not made yet: Go's error as the kubelet's makeFile gives it, retryable, set up once the directory is there", async () => {
+    const vm = manager({ configMaps: [] });
+    const file = path.join(root, 'kubernetes', 'scheduler.conf');
+    const pod = mkPod([{ name: 'kubeconfig', hostPath: { path: file, type: 'FileOrCreate' } }]);
+    const err = (await vm.mountPod(pod).catch((e: unknown) => e)) as VolumeMountError;
+    expect(err).toBeInstanceOf(VolumeMountError);
+    // Not created (the kubelet does not make a FileOrCreate's parent), nor Node's "ENOENT: …, open '…'".
+    expect(err.volumeMessages()).toEqual([`MountVolume.SetUp failed for volume "kubeconfig" : open ${file}: no such file or directory`]);
+    expect(fs.existsSync(path.dirname(file))).toBe(false);
+    expect(vm.lastFailure('uid-1')?.retryableWithSameObjects()).toBe(true);
+    expect(vm.retryInMs('uid-1')).toBeGreaterThan(0);
+    fs.mkdirSync(path.dirname(file));
+    await expect(vm.mountPod(pod)).resolves.toMatchObject({ paths: new Map([['kubeconfig', file]]) });
+    expect(fs.statSync(file).isFile()).toBe(true);
+    expect(vm.lastFailure('uid-1')).toBeUndefined();
+    // An invalid type is the spec's: no retry helps.
+    const bad = mkPod([{ name: 'x', hostPath: { path: file, type: 'Fifo' } }]);
+    await expect(vm.mountPod(bad)).rejects.toThrow('Fifo is an invalid volume type');
+    expect(vm.lastFailure('uid-1')?.retryableWithSameObjects()).toBe(false);
   });
 });

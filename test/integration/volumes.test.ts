@@ -358,7 +358,7 @@ describe('hostPath and subPath', () => {
     await drain(s, dir);
   }, 120_000);
 
-  it('run-pod (one-shot) reports the mount failure and stops instead of waiting: exit 1, nothing created', async () => {
+  it('run-pod (one-shot) retries a mount the node may yet fix until its timeout, then reports the last mount error: exit 1, nothing created', async () => {
     const dir = tempDir('m');
     const missing = path.join(dir, 'no-such-socket');
     const file = writeAtomic(
@@ -369,11 +369,38 @@ describe('hostPath and subPath', () => {
         volumes: [{ name: 's', hostPath: { path: missing, type: 'Socket' } }],
       }),
     );
-    const r = await klet(['run-pod', file, '--timeout', '60s']);
+    const r = await klet(['run-pod', file, '--timeout', '3s']);
     expect(r.code, explain(r)).toBe(1);
-    expect(r.stderr).toContain(`FailedMount: unmounted volumes=[s], unattached volumes=[], failed to process volumes=[]: hostPath type check failed: ${missing} is not a socket file`);
+    expect(r.stderr).toContain(`FailedMount: unmounted volumes=[s], unattached volumes=[], failed to process volumes=[]: hostPath type check failed: ${missing} is not a socket file (still failing after 3s of retries)`);
+    expect(r.durationMs).toBeGreaterThanOrEqual(3_000);
     expect(r.durationMs).toBeLessThan(30_000);
     expect((await cri.listPodSandbox()).items).toEqual([]);
+    await klet(['delete', '--all']);
+  }, 120_000);
+
+  it("runonce: a FileOrCreate hostPath whose directory is made 2 s after the run starts (a sibling's DirectoryOrCreate on a fresh node) is retried with the volume manager's back-off; the pod starts", async () => {
+    const dir = tempDir('m');
+    const parent = path.join(tempDir('h'), 'kubernetes');
+    const file = path.join(parent, 'scheduler.conf');
+    writeAtomic(
+      dir,
+      'pod.yaml',
+      pod('late', {
+        containers: [container('c', { volumeMounts: [{ name: 'kubeconfig', mountPath: '/etc/kubernetes/scheduler.conf' }] })],
+        volumes: [{ name: 'kubeconfig', hostPath: { path: file, type: 'FileOrCreate' } }],
+      }),
+    );
+    const run = klet(['runonce', '--manifest-dir', dir, '--settle', '0', '--timeout', '60s'], 90_000);
+    await sleep(2000);
+    fs.mkdirSync(parent);
+    const r = await run;
+    expect(r.code, explain(r)).toBe(0);
+    // It did fail first, in the kubelet's words (not Node's "ENOENT: …, open '…'"), and the file was not made before its directory.
+    expect(r.stderr).toContain(`open ${file}: no such file or directory`);
+    expect(r.stderr).not.toContain('ENOENT');
+    expect(fs.statSync(file).isFile()).toBe(true);
+    const id = await runningContainer('late');
+    expect(await exec(id, 'test -f /etc/kubernetes/scheduler.conf && echo ok')).toBe('ok\n');
     await klet(['delete', '--all']);
   }, 120_000);
 

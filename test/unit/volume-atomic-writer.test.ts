@@ -1,6 +1,6 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import fs from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import fsp, { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { DATA_DIR_NAME, type Payload, readPublished, validatePayloadPath, writePayload } from '../../src/lib/volume/atomic-writer.js';
@@ -32,13 +32,30 @@ describe('atomic writer', () => {
     expect(fs.statSync(path.join(dir, 'app.conf')).mode & 0o777).toBe(0o644);
   });
 
-  it('a generation that cannot be written whole (ENOSPC) is removed, and the published payload stands', async () => {
+  it("a generation that cannot be written whole (ENOSPC) is removed, and the published payload stands; the error in the kubelet's words, with the file", async () => {
     await writePayload(dir, payload({ a: ['1'] }));
     const published = fs.readlinkSync(path.join(dir, DATA_DIR_NAME));
-    const enospc = Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
-    await expect(writePayload(dir, payload({ a: ['2'] }), { setPerms: () => Promise.reject(enospc) })).rejects.toThrow(/ENOSPC/);
+    // A real ENOSPC as Node reports a failed write: "ENOSPC: no space left on device, write", no path.
+    let enospc: unknown;
+    try {
+      fs.writeFileSync('/dev/full', 'x');
+    } catch (e) {
+      enospc = e;
+    }
+    expect((enospc as Error).message).toBe('ENOSPC: no space left on device, write');
+    const spy = vi.spyOn(fsp, 'writeFile').mockRejectedValueOnce(enospc);
+    try {
+      const err = await writePayload(dir, payload({ a: ['2'] })).then(() => expect.unreachable('wrote'), (e: unknown) => e as Error);
+      // The kubelet's (Go's) "write PATH: no space left on device", PATH the file of the new generation.
+      expect(err.message).toMatch(new RegExp(`^write ${dir}/\\.\\.\\d{4}(_\\d{2}){5}\\.\\d{9}/a: no space left on device$`));
+    } finally {
+      spy.mockRestore();
+    }
     expect(generations()).toEqual([published]);
     expect(fs.readFileSync(path.join(dir, 'a'), 'utf8')).toBe('1');
+    // A step after the files (the fsGroup ownership) that fails: the generation goes too.
+    await expect(writePayload(dir, payload({ a: ['3'] }), { setPerms: () => Promise.reject(enospc) })).rejects.toThrow(/no space left on device$/);
+    expect(generations()).toEqual([published]);
   });
 
   it('writes nothing when the payload is unchanged, swaps when it changes, and drops removed keys', async () => {

@@ -14,13 +14,26 @@
  * klet never changes or removes a cgroup it did not create: each cgroup it
  * creates is recorded first (a marker file under <root-dir>/cgroups), and
  * only recorded ones get settings written or are removed. A `kubepods` that
- * another kubelet made is used as it is.
+ * another kubelet made is used as it is. One exception, the pod cgroups the
+ * runtime re-makes for klet: runc creates a sandbox's cgroup_parent if it is
+ * missing, so a pod cgroup removed (with its record) while a sandbox of the
+ * same pod UID was being created — `klet delete` racing a `klet sync` that
+ * re-creates the pod — comes back with neither klet's record nor its
+ * settings. A `pod<uid>` directly under a QoS cgroup klet made is klet's:
+ * recorded and given its settings when the pod is synced (ensurePod,
+ * reclaimPod), removed with the pod.
+ *
+ * A pod cgroup is removed only once nothing runs in it: one that still holds
+ * a process after its pod's sandboxes were removed is in use by a new
+ * instance of the same pod UID (a sync that re-created the pod meanwhile),
+ * and is left to it, with its record.
  */
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { InputError, errorMessage } from '../errors.js';
+import { log } from '../log.js';
 import { qosClass, type QOSClass } from '../kuberuntime/resources.js';
 import { type CgroupVersion, V2_CONTROLLERS, cgroupWrites, kubepodsCgroup, podCgroup, qosCgroup } from './cgroup-files.js';
 import { type PodCgroupOptions, type ResourceConfig, nodeAllocatableConfig, qosCgroupConfigs, resourceConfigForPod } from './resource-config.js';
@@ -105,8 +118,14 @@ export interface PodCgroups {
   parentOf(pod: V1Pod): string;
   /** Create the pod's cgroup with its settings (if klet has not) and update the QoS cgroups; the cgroup_parent. */
   ensurePod(pod: V1Pod): Promise<string>;
-  /** Remove the pod's cgroup, if klet made it. */
+  /** Remove the pod's cgroup, if klet made it (or the runtime re-made it under klet's QoS cgroup) and nothing runs in it. */
   removePod(uid: string): Promise<void>;
+  /**
+   * The pod's cgroup as the runtime re-made it (under a QoS cgroup klet
+   * made, with no record of klet's): recorded and given its settings, as
+   * ensurePod does; nothing otherwise (one look at the record).
+   */
+  reclaimPod?(pod: V1Pod): Promise<void>;
   /** The settings the pod's cgroup gets for this spec (ResourceConfigForPod). */
   podConfig(pod: V1Pod): ResourceConfig;
   /** Write some settings of the pod's cgroup (an in-place resize), if klet made it; the burstable QoS cgroup follows. */
@@ -150,13 +169,27 @@ export class CgroupManager implements PodCgroups {
   }
 
   async ensurePod(pod: V1Pod): Promise<string> {
-    const name = podCgroup(this.opts.cgroupRoot, qosClass(pod), pod.metadata?.uid ?? '');
+    const qos = qosClass(pod);
+    const name = podCgroup(this.opts.cgroupRoot, qos, pod.metadata?.uid ?? '');
     const uid = pod.metadata?.uid ?? '';
     this.pods.set(uid, pod);
     const pids = this.opts.podPidsLimit ?? -1;
-    await this.create(name, { ...resourceConfigForPod(pod, this.opts.pod), ...(pids > 0 ? { pidsLimit: pids } : {}) }, []);
+    await this.create(name, { ...resourceConfigForPod(pod, this.opts.pod), ...(pids > 0 ? { pidsLimit: pids } : {}) }, [], qosCgroup(this.opts.cgroupRoot, qos));
     await this.updateQOS();
     return this.literal(name);
+  }
+
+  async reclaimPod(pod: V1Pod): Promise<void> {
+    const qos = qosClass(pod);
+    const name = podCgroup(this.opts.cgroupRoot, qos, pod.metadata?.uid ?? '');
+    if (fs.existsSync(this.marker(name)) || !this.reMadeByRuntime(name, qosCgroup(this.opts.cgroupRoot, qos))) return;
+    log.debug(`pod cgroup ${this.literal(name)}: made again by the runtime without klet's record or settings; recorded, its settings written`);
+    await this.ensurePod(pod);
+  }
+
+  /** A pod cgroup with no record of klet's, in a hierarchy, under the QoS cgroup `parent` klet made: the runtime made it for klet's pod. */
+  private reMadeByRuntime(name: string, parent: string): boolean {
+    return fs.existsSync(this.marker(parent)) && this.dirs(name).some((d) => fs.existsSync(d));
   }
 
   podConfig(pod: V1Pod): ResourceConfig {
@@ -175,7 +208,19 @@ export class CgroupManager implements PodCgroups {
     this.pods.delete(uid);
     for (const qos of ['Guaranteed', 'Burstable', 'BestEffort'] as QOSClass[]) {
       const name = podCgroup(this.opts.cgroupRoot, qos, uid);
-      if (fs.existsSync(this.marker(name))) await this.remove(name);
+      if (!fs.existsSync(this.marker(name)) && !this.reMadeByRuntime(name, qosCgroup(this.opts.cgroupRoot, qos))) continue;
+      const dirs = this.dirs(name);
+      const busy = await populatedCgroup(dirs);
+      if (busy !== null) {
+        log.debug(`pod cgroup ${this.literal(name)} left: in use (${busy}), a new instance of pod ${uid} runs in it`);
+        continue;
+      }
+      try {
+        await this.remove(name);
+      } catch (err) {
+        if (!(err instanceof CgroupInUseError)) throw err;
+        log.debug(`pod cgroup ${this.literal(name)} left: ${err.message}`);
+      }
     }
     await this.updateQOS();
   }
@@ -211,14 +256,21 @@ export class CgroupManager implements PodCgroups {
 
   /**
    * Create `name` in every hierarchy if klet has not yet, and write its
-   * settings if it is klet's. Created names are pushed to `created`.
+   * settings if it is klet's. Created names are pushed to `created`. With
+   * `adoptUnder` (a pod cgroup's QoS cgroup): one that exists without klet's
+   * record is klet's all the same when klet made that parent (the runtime
+   * made it again for klet's pod): recorded now, its settings written.
    */
-  private async create(name: string, rc: ResourceConfig, created: string[]): Promise<void> {
+  private async create(name: string, rc: ResourceConfig, created: string[], adoptUnder?: string): Promise<void> {
     const marker = this.marker(name);
     const literal = this.literal(name);
     const required = requiredMounts(this.opts.hierarchies);
     const exists = [...required].every((mount) => fs.existsSync(path.join(mount, literal)));
-    if (exists && !fs.existsSync(marker)) return; // someone else's: used as it is
+    if (exists && !fs.existsSync(marker)) {
+      if (adoptUnder === undefined || !fs.existsSync(this.marker(adoptUnder))) return; // someone else's: used as it is
+      await fsp.mkdir(path.dirname(marker), { recursive: true, mode: 0o700 });
+      await fsp.writeFile(marker, literal + '\n');
+    }
     if (!exists) {
       // The record first: a crash after it leaves a cgroup klet knows is its own.
       await fsp.mkdir(path.dirname(marker), { recursive: true, mode: 0o700 });
@@ -261,10 +313,14 @@ export class CgroupManager implements PodCgroups {
     }
   }
 
-  /** Remove a cgroup klet made (and what the runtime left in it), then its record. */
+  /**
+   * Remove a cgroup klet made (and what the runtime left in it), then its
+   * record. A CgroupInUseError when a process turns up in it meanwhile (the
+   * record is kept).
+   */
   private async remove(name: string): Promise<void> {
     if (this.opts.systemd) await this.opts.systemd.stopUnit(unitOf(this.literal(name)).unit);
-    for (const dir of this.dirs(name)) await rmdirTree(dir);
+    for (const dir of this.dirs(name)) await rmdirTree(dir, { inUse: 'fail' });
     await fsp.rm(this.marker(name), { force: true });
   }
 }
@@ -285,12 +341,52 @@ export async function copyCpuset(dir: string): Promise<void> {
   }
 }
 
+/** A cgroup that could not be removed because a process runs in it (rmdirTree with `inUse: 'fail'`). */
+export class CgroupInUseError extends Error {}
+
+/** The processes of one cgroup (its cgroup.procs), none when it has gone or cannot be read. */
+async function cgroupProcs(dir: string): Promise<string[]> {
+  const text = await fsp.readFile(path.join(dir, 'cgroup.procs'), 'utf8').catch(() => '');
+  return text.split('\n').filter((l) => l !== '');
+}
+
+/**
+ * The first cgroup of the trees at `dirs` (each a cgroup and its
+ * descendants, in its hierarchy) that a process runs in, as
+ * "<dir>: pid <pid>"; null when none does.
+ */
+export async function populatedCgroup(dirs: readonly string[]): Promise<string | null> {
+  const walk = async (dir: string): Promise<string | null> => {
+    let entries: fs.Dirent[];
+    try {
+      entries = await fsp.readdir(dir, { withFileTypes: true });
+    } catch {
+      return null;
+    }
+    const procs = await cgroupProcs(dir);
+    if (procs.length > 0) return `${dir}: pid ${procs[0]}`;
+    for (const e of entries) {
+      if (!e.isDirectory()) continue;
+      const found = await walk(path.join(dir, e.name));
+      if (found !== null) return found;
+    }
+    return null;
+  };
+  for (const dir of dirs) {
+    const found = await walk(dir);
+    if (found !== null) return found;
+  }
+  return null;
+}
+
 /**
  * rmdir a cgroup and the cgroups under it, deepest first (a cgroup dir
  * holds only control files, which rmdir ignores). A cgroup whose last
  * process is still exiting is busy for a moment: retried for up to 5 s.
+ * With `inUse: 'fail'`, a busy cgroup that a process runs in is not waited
+ * for: a CgroupInUseError at once (what was removed before it stays removed).
  */
-export async function rmdirTree(dir: string): Promise<void> {
+export async function rmdirTree(dir: string, opts: { inUse?: 'retry' | 'fail' } = {}): Promise<void> {
   let entries: fs.Dirent[];
   try {
     entries = await fsp.readdir(dir, { withFileTypes: true });
@@ -298,7 +394,7 @@ export async function rmdirTree(dir: string): Promise<void> {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
     throw err;
   }
-  for (const e of entries) if (e.isDirectory()) await rmdirTree(path.join(dir, e.name));
+  for (const e of entries) if (e.isDirectory()) await rmdirTree(path.join(dir, e.name), opts);
   for (let i = 0; ; i++) {
     try {
       await fsp.rmdir(dir);
@@ -306,6 +402,10 @@ export async function rmdirTree(dir: string): Promise<void> {
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'ENOENT') return;
+      if (code === 'EBUSY' && opts.inUse === 'fail') {
+        const procs = await cgroupProcs(dir);
+        if (procs.length > 0) throw new CgroupInUseError(`cgroup ${dir} is in use (pid ${procs[0]})`, { cause: err });
+      }
       if (code !== 'EBUSY' || i >= 50) throw new Error(`cannot remove cgroup ${dir}: ${errorMessage(err)}`, { cause: err });
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -335,17 +435,34 @@ function assertCgroupRoot(literal: string, cgroupRoot: string, name: string, hie
 
 /**
  * Remove the pod cgroups klet recorded for pod `uid` under `rootDir` (made
- * by any klet command of that root dir): what a command without a container
- * manager (`klet delete`) does when it removes a pod that `klet runonce`,
- * `run-pod` or `sync` ran in its own cgroup. Nothing else is touched.
+ * by any klet command of that root dir), and the one the runtime re-made
+ * under a QoS cgroup klet recorded (see the header): what a command without
+ * a container manager (`klet delete`) does when it removes a pod that `klet
+ * runonce`, `run-pod` or `sync` ran in its own cgroup. One that a process
+ * still runs in (a new instance of the pod, which a running `klet sync`
+ * re-created) is left, with its record. Nothing else is touched.
  */
 export async function removeRecordedPodCgroups(rootDir: string, uid: string): Promise<void> {
   const dir = path.join(rootDir, 'cgroups');
   const slice = `-pod${uid.replaceAll('-', '_')}.slice`;
-  const names = (await fsp.readdir(dir).catch(() => [] as string[])).map((f) => decodeURIComponent(f)).filter((n) => path.posix.basename(n) === `pod${uid}` || n.endsWith(slice));
-  if (names.length === 0) return;
+  const recorded = (await fsp.readdir(dir).catch(() => [] as string[])).map((f) => decodeURIComponent(f));
+  const names = recorded.filter((n) => path.posix.basename(n) === `pod${uid}` || n.endsWith(slice));
+  // The pod's cgroup under each QoS cgroup klet recorded: cgroupfs <qos>/pod<uid>, systemd <qos>/<qos unit>-pod<uid>.slice.
+  const children = recorded
+    .filter(isQosCgroup)
+    .map((n) => (n.endsWith('.slice') ? `${n}/${path.posix.basename(n, '.slice')}${slice}` : path.posix.join(n, `pod${uid}`)))
+    .filter((n) => !names.includes(n));
+  if (names.length === 0 && children.length === 0) return;
   const { mounts } = await hostHierarchies();
+  const all = [...new Set(mounts.values())];
+  names.push(...children.filter((n) => all.some((m) => fs.existsSync(path.join(m, n)))));
   for (const name of names) {
+    const dirs = all.map((m) => path.join(m, name));
+    const busy = await populatedCgroup(dirs);
+    if (busy !== null) {
+      log.debug(`pod cgroup ${name} left: in use (${busy}), a new instance of pod ${uid} runs in it`);
+      continue;
+    }
     if (name.endsWith('.slice')) {
       // The systemd driver's slice: stopped by systemd first (rmdir alone would leave the unit behind).
       const { Systemd } = await import('./systemd.js');
@@ -356,9 +473,66 @@ export async function removeRecordedPodCgroups(rootDir: string, uid: string): Pr
         systemd.close();
       }
     }
-    for (const mount of new Set(mounts.values())) await rmdirTree(path.join(mount, name));
+    try {
+      for (const d of dirs) await rmdirTree(d, { inUse: 'fail' });
+    } catch (err) {
+      if (!(err instanceof CgroupInUseError)) throw err;
+      log.debug(`pod cgroup ${name} left: ${err.message}`);
+      continue;
+    }
     await fsp.rm(path.join(dir, encodeURIComponent(name)), { force: true });
   }
+}
+
+/**
+ * The pod UIDs of the pod cgroups klet holds under `rootDir`: those it
+ * recorded, and the `pod<uid>` cgroups under the QoS cgroups it recorded
+ * (in any hierarchy). A systemd slice's UID has its dashes back.
+ */
+async function podCgroupUids(rootDir: string): Promise<Set<string>> {
+  const recorded = (await fsp.readdir(path.join(rootDir, 'cgroups')).catch(() => [] as string[])).map((f) => decodeURIComponent(f));
+  const uidOf = (base: string): string | undefined => {
+    const m = /^pod([0-9a-zA-Z_-]+)$/.exec(base) ?? /-pod([0-9a-zA-Z_]+)\.slice$/.exec(base);
+    return m?.[1] === undefined ? undefined : base.endsWith('.slice') ? m[1].replaceAll('_', '-') : m[1];
+  };
+  const out = new Set<string>();
+  for (const n of recorded) {
+    const uid = uidOf(path.posix.basename(n));
+    if (uid !== undefined) out.add(uid);
+  }
+  const qos = recorded.filter(isQosCgroup);
+  if (qos.length === 0) return out;
+  const { mounts } = await hostHierarchies();
+  for (const mount of new Set(mounts.values())) {
+    for (const q of qos) {
+      for (const e of await fsp.readdir(path.join(mount, q), { withFileTypes: true }).catch(() => [] as fs.Dirent[])) {
+        const uid = e.isDirectory() ? uidOf(e.name) : undefined;
+        if (uid !== undefined) out.add(uid);
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * The kubelet's cleanupOrphanedPodCgroups for a root dir: remove the pod
+ * cgroups klet holds (podCgroupUids) of every pod UID not in `known` — no
+ * pod dir, no pod — that nothing runs in (removeRecordedPodCgroups). What
+ * `klet delete --all` leaves: not even the cgroup of a pod whose sync was
+ * stopped between making its cgroup and recording it again. The UIDs whose
+ * cgroups were looked at.
+ */
+export async function removeOrphanedPodCgroups(rootDir: string, known: ReadonlySet<string>): Promise<string[]> {
+  const orphans = [...(await podCgroupUids(rootDir))].filter((uid) => !known.has(uid));
+  for (const uid of orphans) await removeRecordedPodCgroups(rootDir, uid);
+  return orphans;
+}
+
+/** A QoS cgroup's literal name (kubepods holds the Guaranteed pods), with either driver. */
+function isQosCgroup(literal: string): boolean {
+  const base = path.posix.basename(literal);
+  if (base.endsWith('.slice')) return /(^|-)kubepods(-burstable|-besteffort)?\.slice$/.test(base);
+  return base === 'kubepods' || (['burstable', 'besteffort'].includes(base) && path.posix.basename(path.posix.dirname(literal)) === 'kubepods');
 }
 
 /** The --cgroup-root check alone, before anything starts (the runtime, the sync loop): bad input leaves nothing behind. */

@@ -10,6 +10,7 @@ import fsp from 'node:fs/promises';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { CriClient } from '../cri/client.js';
 import { ContainerState, PodSandboxState, type Container, type PodSandbox } from '../cri/gen/api.js';
+import { CriError, CriNotFoundError } from '../cri/errors.js';
 import { errorMessage } from '../errors.js';
 import { log } from '../log.js';
 import { podEvents } from '../events/pod-events.js';
@@ -20,6 +21,7 @@ import { podLogDirOf } from '../logs/paths.js';
 import { listPodRecords, podDir, readPodRecord, removePodDir, writePodRecord, type PodRecord } from './poddir.js';
 import { killContainer, type SyncContext } from './sync-pod.js';
 import { terminationOrdering } from './termination-order.js';
+import { pause } from '../util/sleep.js';
 
 export type LifecycleContext = SyncContext;
 
@@ -115,10 +117,39 @@ async function removeRuntimeObjects(ctx: LifecycleContext, objs: PodRuntimeObjec
   const call = { signal: ctx.signal };
   const sandboxes = ownSandboxes(ctx, objs);
   const ids = new Set(sandboxes.map((sb) => sb.id));
-  for (const c of objs.containers) if (!ids.has(c.podSandboxId)) await ctx.cri.removeContainer({ containerId: c.id }, call);
+  for (const c of objs.containers) if (!ids.has(c.podSandboxId)) await removeRacing(ctx, () => ctx.cri.removeContainer({ containerId: c.id }, call));
   for (const sb of sandboxes) {
     if (opts.stop) await ctx.cri.stopPodSandbox({ podSandboxId: sb.id }, call);
-    await ctx.cri.removePodSandbox({ podSandboxId: sb.id }, call);
+    await removeRacing(ctx, () => ctx.cri.removePodSandbox({ podSandboxId: sb.id }, call));
+  }
+}
+
+/** How long a removal waits out another remover (or a start) of the same object. */
+const RACING_REMOVAL_MS = 10_000;
+
+/**
+ * A removal that another process may be making at the same moment — `klet
+ * delete` while a running `klet sync` removes the old sandbox of the pod it
+ * re-creates, or its pod container deletor the dead containers: containerd
+ * refuses the second remover ("container is already in removing state"),
+ * and a container the sync is starting ("in starting state, can't be
+ * removed"). Tried again until the other is done (at most
+ * RACING_REMOVAL_MS); an object gone meanwhile is removed.
+ */
+async function removeRacing(ctx: Pick<LifecycleContext, 'signal'>, remove: () => Promise<unknown>): Promise<void> {
+  const deadline = Date.now() + RACING_REMOVAL_MS;
+  for (;;) {
+    try {
+      await remove();
+      return;
+    } catch (err) {
+      if (err instanceof CriNotFoundError) return;
+      const racing = err instanceof CriError && /already in removing state|in starting state/.test(err.details);
+      if (!racing || Date.now() >= deadline || ctx.signal?.aborted === true) throw err;
+      log.debug(`${errorMessage(err)}: trying again`);
+      if (ctx.signal) await pause(250, ctx.signal);
+      else await new Promise((r) => setTimeout(r, 250));
+    }
   }
 }
 

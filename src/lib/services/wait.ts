@@ -16,6 +16,7 @@ import { hostIPs } from '../node/addresses.js';
 import { containerLogDir, latestLogFile, podLogDirOf } from '../logs/paths.js';
 import { readContainerLog } from '../logs/reader.js';
 import { ProberManager } from '../prober/manager.js';
+import { VolumeManager } from '../volume/manager.js';
 import { sleep } from './deps.js';
 
 export type WaitGoal = 'running' | 'ready' | 'completed' | 'none';
@@ -227,11 +228,21 @@ export async function syncUntil(
         const { reason, message } = res.sandboxError;
         return done(current, { ok: false, problem: `${reason}: ${message}`, reason, message });
       }
-      // A one-shot command does not wait out mount retries: the volume problem is the answer.
+      // Volumes that cannot be set up yet are tried again with the volume manager's back-off (500 ms,
+      // doubling), as the kubelet's reconciler does, until the deadline: a hostPath FileOrCreate whose
+      // directory a sibling pod's DirectoryOrCreate makes a moment later. A failure no retry changes
+      // (the spec's, or an object the one-shot's sources do not have: they are read once) is the answer now.
       if (res.mountFailed !== undefined) {
         current = await podWithStatus(ctx, rec);
         opts.onStatus?.(current);
-        return done(current, { ok: false, problem: `FailedMount: ${res.mountFailed}`, reason: 'FailedMount', message: res.mountFailed });
+        const retryable = ctx.volumes instanceof VolumeManager && ctx.volumes.lastFailure(uid)?.retryableWithSameObjects() === true;
+        const left = deadline - Date.now();
+        if (!retryable || left <= 0) {
+          const after = retryable ? ` (still failing after ${Math.round((Date.now() - startedAt) / 1000)}s of retries)` : '';
+          return done(current, { ok: false, problem: `FailedMount: ${res.mountFailed}${after}`, reason: 'FailedMount', message: res.mountFailed });
+        }
+        await sleep(Math.min(Math.max(res.requeueAfterMs ?? poll, poll), left), ctx.signal);
+        continue;
       }
       prober.addPod(rec.pod);
       prober.updatePodStatus(uid, res.status);

@@ -41,10 +41,14 @@ import type { GcContainer } from '../kuberuntime/container-gc.js';
 import { localObjectSource } from '../volume/plugins.js';
 import { VolumeManager } from '../volume/manager.js';
 import { PodWorkers, type SyncOutcome, type UpdateType, type WorkerState } from './pod-workers.js';
+import { settleMakingCalls, type SettledCalls } from './settled-calls.js';
 
 
 /** How long an API pod's sync waits for the first list of Services (then its containers fail CreateContainerConfigError and retry). */
 const SERVICES_SYNC_WAIT_MS = 10_000;
+
+/** How long a stopping loop waits for the sandboxes and containers the runtime is making for it (settled-calls.ts). */
+const SETTLE_ON_STOP_MS = 30_000;
 
 /** The reason the loop's idle wait ends with (an abort's reason; never thrown). */
 const LOOP_WOKE = Object.freeze(new Error('sync loop woke'));
@@ -128,6 +132,8 @@ export class Kubelet {
   /** Pods whose start kubelet_pod_start_duration_seconds has counted (or that were running already). */
   private readonly podStartObserved = new Set<string>();
   private readonly workers: PodWorkers;
+  /** The runtime as the pod syncs use it: a sandbox or container being made is waited for when the loop stops (settled-calls.ts). */
+  private readonly runtime: SettledCalls<CriClient>;
   /** Each pod's last sync: what it planned and how it went (/plans). */
   private readonly lastSyncs = new LastSyncs();
   /** The API pods admission rejected, as recorded in lastSyncs. */
@@ -149,6 +155,7 @@ export class Kubelet {
   readonly services: ServiceLister | undefined;
 
   constructor(private readonly opts: KubeletOptions) {
+    this.runtime = settleMakingCalls(opts.cri);
     this.services = opts.serviceApi === undefined ? undefined : new ServiceLister({ api: opts.serviceApi, onWarning: (m) => log.warn(m) });
     this.apiObjects =
       opts.objectApi === undefined
@@ -256,7 +263,7 @@ export class Kubelet {
     const api = source === API_SOURCE ? this.apiObjects : undefined;
     const objects: LocalObjects = api ? api.objects(forPod) : this.opts.config.objects(source);
     return {
-      cri: this.opts.cri,
+      cri: this.runtime.client,
       rootDir: this.opts.rootDir,
       nodeName: this.opts.nodeName,
       objects,
@@ -321,6 +328,10 @@ export class Kubelet {
     // And the Services have been listed once (an API pod's containers need them, the kubelet's serviceHasSynced).
     if (d?.source === API_SOURCE) await this.services?.waitSynced(SERVICES_SYNC_WAIT_MS, this.abort.signal);
     const res = await syncPod(this.ctx(this.sourceOf(pod), pod, (c) => started.add(c)), pod, { startTime: firstSeen });
+    // The kubelet's SyncPod ensures the pod cgroup exists on every sync (pcm.Exists, EnsureExists): one the runtime
+    // made again without klet's record or settings (a `klet delete` raced this pod's re-creation) is klet's again now.
+    // Not for a pod resized in place: its cgroup follows what its containers run with, written by its own syncs.
+    if (!(this.opts.resize !== undefined && d?.source === API_SOURCE)) await this.opts.cgroups?.reclaimPod?.(pod);
     const now = new Date();
     this.lastSyncs.record(podSyncEvent(pod, res, now.getTime()), now, (e) => this.opts.bus.emit(e));
     this.trackPodStart(pod, firstSeen, res.status, res.actions.containersToKill, started);
@@ -857,6 +868,10 @@ export class Kubelet {
       await this.prober.flush();
       unwatch();
       this.abort.abort();
+      // A sandbox or container the runtime is making for a pod sync is made before the loop says it
+      // stopped (settled-calls.ts); the syncs' next calls, cancelled, make nothing more.
+      const unsettled = await this.runtime.drain(SETTLE_ON_STOP_MS);
+      if (unsettled.length > 0) log.warn(`sync loop stopped with the runtime still answering ${unsettled.join(', ')} after ${SETTLE_ON_STOP_MS / 1000} s: cancelled`);
       await exits;
       await services;
       await pleg.stop();

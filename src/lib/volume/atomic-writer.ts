@@ -20,6 +20,7 @@
 import { randomInt } from 'node:crypto';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
+import { goFsError } from '../util/go-errors.js';
 
 export const DATA_DIR_NAME = '..data';
 const DATA_DIR_TMP_NAME = '..data_tmp';
@@ -133,20 +134,25 @@ export async function writePayload(dir: string, payload: Payload, opts: WriteOpt
   const gen = timestampDirName(opts.now ?? new Date());
   const genDir = path.join(dir, gen);
   await fsp.mkdir(genDir, { mode: 0o755 });
+  // The file being written: a failed write to it names no path of its own.
+  let current = genDir;
   try {
     await fsp.chmod(genDir, 0o755);
     for (const [p, f] of payload) {
       const file = path.join(genDir, p);
       await fsp.mkdir(path.dirname(file), { recursive: true, mode: 0o755 });
+      current = file;
       await fsp.writeFile(file, f.data, { mode: f.mode });
       await fsp.chmod(file, f.mode);
     }
+    current = genDir;
     await opts.setPerms?.(genDir);
   } catch (err) {
     // A generation that could not be written whole (ENOSPC) is never
     // published, and is not left to hold the space it took.
     await fsp.rm(genDir, { recursive: true, force: true }).catch(() => undefined);
-    throw err;
+    // In the kubelet's words, with the file: "write PATH: no space left on device".
+    throw new Error(goFsError(err, current), { cause: err });
   }
 
   // 2. The swap: a new symlink renamed over `..data` (rename(2) is atomic).

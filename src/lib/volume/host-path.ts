@@ -1,11 +1,16 @@
 /**
  * hostPath type checks, as the kubelet's pkg/volume/hostpath
  * checkTypeInternal: `*OrCreate` types create what is missing (a
- * directory with its parents; a file, in an existing directory), every
- * other type must already be there as that type. Messages are the kubelet's.
+ * directory with its parents; a file, in an existing directory: the
+ * kubelet's makeFile does not create the parent, it fails with Go's
+ * `open PATH: no such file or directory` and the volume manager tries again
+ * with its back-off, until a sibling's DirectoryOrCreate or an installer
+ * has made it), every other type must already be there as that type.
+ * Messages are the kubelet's.
  */
 import type { Stats } from 'node:fs';
 import fsp from 'node:fs/promises';
+import { goFsError } from '../util/go-errors.js';
 import { VolumeSetupError } from './plugins.js';
 
 /**
@@ -18,11 +23,15 @@ export async function checkHostPathType(p: string, type: string, opts: { dryRun?
   const fail = (what: string) => new VolumeSetupError(`hostPath type check failed: ${p} is not ${what}`);
   if (st === null && (type === 'DirectoryOrCreate' || type === 'FileOrCreate')) {
     if (opts.dryRun) return 'would create';
-    if (type === 'DirectoryOrCreate') {
-      await fsp.mkdir(p, { recursive: true, mode: 0o755 });
-    } else {
-      const h = await fsp.open(p, 'a', 0o644);
-      await h.close();
+    try {
+      if (type === 'DirectoryOrCreate') {
+        await fsp.mkdir(p, { recursive: true, mode: 0o755 });
+      } else {
+        const h = await fsp.open(p, 'a', 0o644);
+        await h.close();
+      }
+    } catch (err) {
+      throw new VolumeSetupError(goFsError(err, p), 'node', { cause: err });
     }
     return 'created';
   }
@@ -47,6 +56,6 @@ export async function checkHostPathType(p: string, type: string, opts: { dryRun?
       if (!st?.isBlockDevice()) throw fail('a block device');
       return 'exists';
     default:
-      throw new VolumeSetupError(`${type} is an invalid volume type`);
+      throw new VolumeSetupError(`${type} is an invalid volume type`, 'spec');
   }
 }

@@ -28,8 +28,10 @@ import { log } from '../log.js';
 import { hostIPs } from '../node/addresses.js';
 import { nodeCapacity } from '../node/machine.js';
 import { parseQuantity } from '../pod/quantity.js';
+import { goFsError } from '../util/go-errors.js';
 import { mountTmpfs, mountsUnder, unmountAll } from '../util/mounts.js';
-import { DATA_DIR_NAME, type Payload, writePayload } from './atomic-writer.js';
+import { ContainerConfigError } from '../kuberuntime/env.js';
+import { DATA_DIR_NAME, PayloadError, type Payload, writePayload } from './atomic-writer.js';
 import { checkHostPathType } from './host-path.js';
 import { setVolumeOwnership } from './ownership.js';
 import {
@@ -37,6 +39,7 @@ import {
   type ObjectSource,
   type PluginInfo,
   type PluginKind,
+  type VolumeFailureKind,
   VolumeSetupError,
   memoryVolumeSize,
   pluginOf,
@@ -90,12 +93,21 @@ export interface VolumeState {
 export class VolumeMountError extends Error {
   constructor(
     readonly unmounted: string[],
-    readonly causes: { volume: string; message: string }[],
+    readonly causes: { volume: string; message: string; kind: VolumeFailureKind }[],
   ) {
     super(
       `unmounted volumes=[${unmounted.join(' ')}], unattached volumes=[], failed to process volumes=[]: ${causes.map((c) => c.message).join('; ')}`,
     );
   }
+  /**
+   * Can a retry set the volumes up, with the objects as they are? Not when a
+   * volume failed for its spec, or for a ConfigMap, Secret or key its source
+   * does not have (a one-shot command reads its objects once).
+   */
+  retryableWithSameObjects(): boolean {
+    return this.causes.every((c) => c.kind === 'node');
+  }
+
   /** The per-volume event messages (FailedMount). */
   volumeMessages(): string[] {
     return this.causes.map((c) => `MountVolume.SetUp failed for volume "${c.volume}" : ${c.message}`);
@@ -155,13 +167,26 @@ function hashPayload(p: Payload): string {
   return h.digest('hex');
 }
 
+/** A volume's set-up error as the kubelet words it (a file system error as Go's: "open PATH: no such file or directory"). */
+function setupErrorMessage(err: unknown): string {
+  return err instanceof VolumeSetupError ? err.message : goFsError(err);
+}
+
+/** What kind of failure a set-up error is (VolumeFailureKind): the node's state unless it says otherwise. */
+function setupFailureKind(err: unknown): VolumeFailureKind {
+  if (err instanceof VolumeSetupError) return err.kind;
+  // An invalid payload path, a downward API field that cannot be: the spec's.
+  if (err instanceof PayloadError || err instanceof ContainerConfigError) return 'spec';
+  return 'node';
+}
+
 export class VolumeManager implements PodVolumes {
   private readonly desired = new Map<string, V1Pod>();
   private readonly actual = new Map<string, Map<string, VolumeState>>();
   /** Per pod: the tail of its operation chain (operations on one pod never overlap). */
   private readonly chains = new Map<string, Promise<unknown>>();
-  /** Per pod: mount retry back-off (the operation executor's exponential back-off). */
-  private readonly backoff = new Map<string, { delayMs: number; until: number }>();
+  /** Per pod: mount retry back-off (the operation executor's exponential back-off), and the failure it follows. */
+  private readonly backoff = new Map<string, { delayMs: number; until: number; error: VolumeMountError }>();
   private timer: NodeJS.Timeout | undefined;
   private pendingResync: NodeJS.Timeout | undefined;
   private readonly nodeMemory: number;
@@ -267,6 +292,11 @@ export class VolumeManager implements PodVolumes {
     return b === undefined ? undefined : Math.max(0, b.until - Date.now());
   }
 
+  /** The pod's last mount failure, while its retry back-off runs (none once its volumes are set up). */
+  lastFailure(uid: string): VolumeMountError | undefined {
+    return this.backoff.get(uid)?.error;
+  }
+
   private async doMountPod(pod: V1Pod, signal?: AbortSignal): Promise<MountedVolumes> {
     const uid = pod.metadata?.uid ?? '';
     const vols = this.actual.get(uid) ?? new Map<string, VolumeState>();
@@ -275,12 +305,12 @@ export class VolumeManager implements PodVolumes {
     // The mount table is read only when there are volumes to set up (a pod without volumes, the common static pod, reads nothing).
     const mounted = new Set((pod.spec?.volumes ?? []).length > 0 ? await mountsUnder(base) : []);
     const out: MountedVolumes = { paths: new Map(), readOnly: new Set() };
-    const failed: { volume: string; message: string }[] = [];
+    const failed: { volume: string; message: string; kind: VolumeFailureKind }[] = [];
     for (const v of pod.spec?.volumes ?? []) {
       signal?.throwIfAborted();
       const info = pluginOf(v);
       if (info === null) {
-        failed.push({ volume: v.name, message: unsupportedVolumeMessage(v) });
+        failed.push({ volume: v.name, message: unsupportedVolumeMessage(v), kind: 'spec' });
         continue;
       }
       try {
@@ -289,7 +319,7 @@ export class VolumeManager implements PodVolumes {
         out.paths.set(v.name, st.hostPath);
         if (info.readOnly) out.readOnly.add(v.name);
       } catch (err) {
-        failed.push({ volume: v.name, message: err instanceof VolumeSetupError ? err.message : errorMessage(err) });
+        failed.push({ volume: v.name, message: setupErrorMessage(err), kind: setupFailureKind(err) });
       }
     }
     // Volumes the pod no longer declares (an edited manifest keeps its UID).
@@ -302,8 +332,9 @@ export class VolumeManager implements PodVolumes {
     if (failed.length > 0) {
       const prev = this.backoff.get(uid);
       const delayMs = prev === undefined ? BACKOFF_INITIAL_MS : Math.min(prev.delayMs * 2, BACKOFF_MAX_MS);
-      this.backoff.set(uid, { delayMs, until: Date.now() + delayMs });
-      throw new VolumeMountError(failed.map((f) => f.volume).sort(), failed);
+      const error = new VolumeMountError(failed.map((f) => f.volume).sort(), failed);
+      this.backoff.set(uid, { delayMs, until: Date.now() + delayMs, error });
+      throw error;
     }
     this.backoff.delete(uid);
     return out;
@@ -352,7 +383,7 @@ export class VolumeManager implements PodVolumes {
       } catch (err) {
         // Already published: the volume is mounted and keeps its last content (the kubelet's remount failure).
         if ((await fsp.lstat(path.join(dir, DATA_DIR_NAME)).catch(() => null)) === null) throw err;
-        log.warn(`MountVolume.SetUp failed for volume "${v.name}" of ${podKey(pod)} : ${errorMessage(err)} (keeping the last content)`);
+        log.warn(`MountVolume.SetUp failed for volume "${v.name}" of ${podKey(pod)} : ${setupErrorMessage(err)} (keeping the last content)`);
       }
     }
     if (prev === undefined) this.emit(pod, st, 'SetUp');
@@ -412,7 +443,7 @@ export class VolumeManager implements PodVolumes {
         }
         row.action = steps.join(', ');
       } catch (err) {
-        row.error = errorMessage(err);
+        row.error = setupErrorMessage(err);
       }
       out.push(row);
     }
@@ -495,7 +526,7 @@ export class VolumeManager implements PodVolumes {
         await this.project(pod, v, st);
       } catch (err) {
         // The kubelet keeps the last good content when an update cannot be projected.
-        log.warn(`MountVolume.SetUp failed for volume "${v.name}" of ${podKey(pod)} : ${errorMessage(err)}`);
+        log.warn(`MountVolume.SetUp failed for volume "${v.name}" of ${podKey(pod)} : ${setupErrorMessage(err)}`);
       }
     }
   }

@@ -58,8 +58,25 @@ export function localObjectSource(objects: { configMaps: readonly V1ConfigMap[];
   };
 }
 
+/**
+ * Why a volume's set-up failed, as far as trying again goes: `node`, the
+ * node's state (a path not there yet, a full disk), which may change any
+ * moment; `objects`, a ConfigMap, Secret or key its source does not have
+ * (yet); `spec`, what no retry changes (a volume type klet cannot set up,
+ * an invalid one, a reference to no container).
+ */
+export type VolumeFailureKind = 'node' | 'objects' | 'spec';
+
 /** A volume could not be set up: the message is the cause, without the "MountVolume.SetUp failed" prefix. */
-export class VolumeSetupError extends Error {}
+export class VolumeSetupError extends Error {
+  constructor(
+    message: string,
+    readonly kind: VolumeFailureKind = 'node',
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
 
 export interface PluginInfo {
   kind: PluginKind;
@@ -177,7 +194,7 @@ function keyedPayload(
     const v = data.get(it.key);
     if (v === undefined) {
       if (optional) continue;
-      throw new VolumeSetupError(missingKey(it.key));
+      throw new VolumeSetupError(missingKey(it.key), 'objects');
     }
     into.set(it.path, file(v, it.mode ?? defaultMode));
   }
@@ -194,7 +211,7 @@ async function configMapPayload(
   const cm = await objects.configMap(ns, name);
   if (cm === undefined) {
     if (src.optional) return;
-    throw new VolumeSetupError(`configmap "${name}" not found`);
+    throw new VolumeSetupError(`configmap "${name}" not found`, 'objects');
   }
   keyedPayload(configMapBytes(cm), src.items, defaultMode, src.optional === true, (k) => `configmap references non-existent config key: ${k}`, into);
 }
@@ -210,7 +227,7 @@ async function secretPayload(
   const s = await objects.secret(ns, name);
   if (s === undefined) {
     if (src.optional) return;
-    throw new VolumeSetupError(`secret "${name}" not found`);
+    throw new VolumeSetupError(`secret "${name}" not found`, 'objects');
   }
   keyedPayload(secretBytes(s), src.items, defaultMode, src.optional === true, (k) => `references non-existent secret key: ${k}`, into);
 }
@@ -224,7 +241,7 @@ function downwardPayload(items: V1DownwardAPIVolumeFile[] | undefined, defaultMo
     } else if (it.resourceFieldRef) {
       const ref = it.resourceFieldRef;
       const c = all.find((x) => x.name === ref.containerName);
-      if (c === undefined) throw new VolumeSetupError(`downwardAPI item "${it.path}": no container "${ref.containerName ?? ''}"`);
+      if (c === undefined) throw new VolumeSetupError(`downwardAPI item "${it.path}": no container "${ref.containerName ?? ''}"`, 'spec');
       value = resourceFieldRefValue(c, { resource: ref.resource, divisor: ref.divisor as string | undefined }, env);
     } else {
       continue;
@@ -250,12 +267,12 @@ export async function volumePayload(v: V1Volume, env: EnvContext, objects: Objec
       else if (s.secret) await secretPayload(objects, ns, s.secret.name ?? '', s.secret, mode, out);
       else if (s.downwardAPI) downwardPayload(s.downwardAPI.items, mode, env, out);
       else if (s.serviceAccountToken) {
-        if (objects.serviceAccountToken === undefined) throw new VolumeSetupError('serviceAccountToken projections need an API server (klet in cluster mode)');
+        if (objects.serviceAccountToken === undefined) throw new VolumeSetupError('serviceAccountToken projections need an API server (klet in cluster mode)', 'spec');
         // The kubelet's: 0600 when the volume gets a group owner (its ownership step then adds group read).
         const tokenMode = env.pod.spec?.securityContext?.fsGroup === undefined ? mode : 0o600;
         out.set(s.serviceAccountToken.path, file(await objects.serviceAccountToken(env.pod, s.serviceAccountToken), tokenMode));
       }
-      else throw new VolumeSetupError('projected volume source is not supported (configMap, secret and downwardAPI are)');
+      else throw new VolumeSetupError('projected volume source is not supported (configMap, secret and downwardAPI are)', 'spec');
     }
   }
   return out;
