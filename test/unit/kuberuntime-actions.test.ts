@@ -372,6 +372,31 @@ describe('computePodActions: sidecars (restartable init containers)', () => {
     expect(isNoop(later)).toBe(true);
   });
 
+  it('restarts a running sidecar that fails its liveness probe (with the probe\'s grace period), before and after the app started', () => {
+    const probed = ctr('proxy', { restartPolicy: 'Always', livenessProbe: { exec: { command: ['true'] }, terminationGracePeriodSeconds: 3 } });
+    const live = mkPod({ initContainers: [probed, setup], containers: [app] });
+    const st = running(probed);
+    const verdict = (v: 'Success' | 'Failure' | undefined) => ({ get: (type: 'Liveness' | 'Startup', id: string) => (type === 'Liveness' && id === st.id ? v : undefined) });
+    const kill = [{ id: st.id, name: 'proxy', message: 'Init container proxy failed liveness probe', gracePeriodSeconds: 3 }];
+    // After the app started: the sidecar alone is restarted.
+    const after = computePodActions(live, rt([sandbox()], [running(app), exited(setup, 0), st]), verdict('Failure'));
+    expect(after.initContainersToStart).toEqual([0]);
+    expect(after.containersToStart).toEqual([]);
+    expect(after.containersToKill).toEqual(kill);
+    expect(isNoop(computePodActions(live, rt([sandbox()], [running(app), exited(setup, 0), st]), verdict('Success')))).toBe(true);
+    // While the init containers after it run: restarted too.
+    const during = computePodActions(live, rt([sandbox()], [st]), verdict('Failure'));
+    expect(during.containersToKill).toEqual(kill);
+    expect(during.initContainersToStart).toContain(0);
+    // A failed startup probe after the app started restarts it as well (the kubelet checks it at every sync).
+    const startupProbed = ctr('proxy', { restartPolicy: 'Always', startupProbe: { exec: { command: ['true'] } } });
+    const sp = mkPod({ initContainers: [startupProbed, setup], containers: [app] });
+    const st2 = running(startupProbed);
+    const failedStartup = computePodActions(sp, rt([sandbox()], [running(app), exited(setup, 0), st2]), { get: (t: 'Liveness' | 'Startup', id: string) => (t === 'Startup' && id === st2.id ? 'Failure' : undefined) });
+    expect(failedStartup.containersToKill).toEqual([{ id: st2.id, name: 'proxy', message: 'Init container proxy failed startup probe' }]);
+    expect(failedStartup.initContainersToStart).toEqual([0]);
+  });
+
   it('does not keep a finished pod alive for its sidecar', () => {
     const never = mkPod({ restartPolicy: 'Never', initContainers: [side, setup], containers: [app] });
     const a = computePodActions(never, rt([sandbox()], [exited(app, 0), exited(side, 137), exited(setup, 0)]));

@@ -3,7 +3,7 @@
  * spec, as a plan (the kubelet's kuberuntime_manager.go computePodActions).
  * Pure: the executor in sync-pod.ts carries the plan out.
  */
-import type { V1Container, V1Pod, V1ResourceRequirements } from '@kubernetes/client-node';
+import type { V1Container, V1Pod, V1Probe, V1ResourceRequirements } from '@kubernetes/client-node';
 import type { PodSyncPlan } from '../events/types.js';
 import { containerHash } from './hash.js';
 import { containerResources, type ContainerUpdate } from './resize.js';
@@ -201,14 +201,18 @@ function computeInitContainerActions(pod: V1Pod, status: RuntimePodStatus, chang
         // A sidecar must be running before the init containers after it start.
         if (!appStarted) return false;
         initialized = false;
-      } else if (c.startupProbe !== undefined && !appStarted) {
-        // Running, but started only once its startup probe passes.
+      } else if (c.startupProbe !== undefined && probes?.get('Startup', st.id) !== 'Success') {
+        // Running, but started only once its startup probe passes; one that fails it is restarted.
         const startup = probes?.get('Startup', st.id);
         if (startup === 'Failure') {
-          changes.containersToKill.push({ id: st.id, name: c.name, message: `Init container ${c.name} failed startup probe` });
+          changes.containersToKill.push({ id: st.id, name: c.name, message: `Init container ${c.name} failed startup probe`, ...probeGrace(c.startupProbe) });
           if (!pod.metadata?.deletionTimestamp) changes.initContainersToStart.push(i);
         }
-        if (startup !== 'Success') return false;
+        if (!appStarted) return false;
+      } else if (c.livenessProbe !== undefined && st.hash === containerHash(c) && probes?.get('Liveness', st.id) === 'Failure') {
+        // A sidecar that fails its liveness probe is restarted, as an app container is (the kubelet's computeInitContainerActions).
+        changes.containersToKill.push({ id: st.id, name: c.name, message: `Init container ${c.name} failed liveness probe`, ...probeGrace(c.livenessProbe) });
+        if (!pod.metadata?.deletionTimestamp) changes.initContainersToStart.push(i);
       } else if (actuated !== undefined && st.hash === containerHash(c) && !pod.metadata?.deletionTimestamp) {
         computePodResizeAction(c, i, true, st, actuated, changes);
       }
@@ -244,6 +248,11 @@ function computeInitContainerActions(pod: V1Pod, status: RuntimePodStatus, chang
     }
   }
   return initialized || appStarted;
+}
+
+/** A probe's own terminationGracePeriodSeconds, for the kill it causes. */
+function probeGrace(probe: V1Probe | undefined): { gracePeriodSeconds?: number } {
+  return probe?.terminationGracePeriodSeconds !== undefined ? { gracePeriodSeconds: probe.terminationGracePeriodSeconds } : {};
 }
 
 /** An API pod the server says has finished (Succeeded/Failed): kept for its logs and status, never run again. */
