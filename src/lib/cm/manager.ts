@@ -403,11 +403,15 @@ export async function rmdirTree(dir: string, opts: { inUse?: 'retry' | 'fail' } 
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'ENOENT') return;
       if (code === 'EBUSY' && opts.inUse === 'fail') {
-        const procs = await cgroupProcs(dir);
-        if (procs.length > 0) throw new CgroupInUseError(`cgroup ${dir} is in use (pid ${procs[0]})`, { cause: err });
+        // A process in it, or in a cgroup the runtime made under it meanwhile (a new sandbox's).
+        const busy = await populatedCgroup([dir]);
+        if (busy !== null) throw new CgroupInUseError(`cgroup ${busy} is in use`, { cause: err });
       }
       if (code !== 'EBUSY' || i >= 50) throw new Error(`cannot remove cgroup ${dir}: ${errorMessage(err)}`, { cause: err });
       await new Promise((r) => setTimeout(r, 100));
+      // A child cgroup made since the walk above keeps it busy: removed first, as the others were.
+      const now = await fsp.readdir(dir, { withFileTypes: true }).catch(() => [] as fs.Dirent[]);
+      for (const e of now) if (e.isDirectory()) await rmdirTree(path.join(dir, e.name), opts);
     }
   }
 }
