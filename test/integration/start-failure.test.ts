@@ -19,8 +19,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CriClient } from '../../src/lib/cri/index.js';
 import { ContainerState } from '../../src/lib/cri/gen/api.js';
 import { explain, runKlet, type CliResult } from '../helpers/cli.js';
-import { startTestRuntime, wipeNode, type TestRuntime } from '../helpers/runtime.js';
-import { eventually, killAllSyncs, startSync } from '../helpers/sync.js';
+import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+import { teardown } from '../helpers/teardown.js';
+import { eventually, startSync } from '../helpers/sync.js';
 
 const NODE = 'sfnode';
 const NS = 'ksf';
@@ -67,11 +68,9 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  await killAllSyncs();
-  if (cri !== undefined) await wipeNode(cri, rt.rootDir, NS).catch(() => undefined);
   cri?.close();
-  await rt?.stop();
   for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+  await teardown(rt);
 }, 120_000);
 
 describe('a container whose command does not exist (StartError)', () => {

@@ -11,8 +11,9 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CriClient } from '../../src/lib/cri/index.js';
 import { explain, runKlet, type CliResult } from '../helpers/cli.js';
-import { startTestRuntime, wipeNode, type TestRuntime } from '../helpers/runtime.js';
-import { eventually, killAllSyncs, startSync } from '../helpers/sync.js';
+import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+import { teardown } from '../helpers/teardown.js';
+import { eventually, startSync } from '../helpers/sync.js';
 
 const NODE = 'upnode';
 const NS = 'kup';
@@ -45,11 +46,9 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  await killAllSyncs();
-  if (cri !== undefined) await wipeNode(cri, rt.rootDir, NS).catch(() => undefined);
   cri?.close();
-  await rt?.stop();
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  await teardown(rt);
 }, 120_000);
 
 describe('klet status when no prober runs', () => {
