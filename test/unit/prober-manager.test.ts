@@ -106,10 +106,28 @@ describe('ProberManager', () => {
     exit.start = 0;
     await until(() => m.get('Readiness', 'c1') === 'Success');
     expect(m.started('u1', 'c', 'c1')).toBe(true);
-    expect(cri.calls).toContain('live');
+    // Readiness runs at once when started; liveness at its next tick.
+    await until(() => cri.calls.includes('live'));
     const after = cri.calls.lastIndexOf('start');
     await new Promise((r) => setTimeout(r, 1500));
     expect(cri.calls.lastIndexOf('start')).toBe(after); // startup stops once passed
+  });
+
+  it('probes readiness as soon as the startup probe succeeds, not a readiness period later', async () => {
+    const exit = { start: 1, ready: 0 };
+    const cri = fakeCri(exit);
+    const { m } = setup(cri);
+    m.addPod(podWith({
+      startupProbe: { exec: { command: ['start'] }, periodSeconds: 1, failureThreshold: 100 },
+      readinessProbe: { exec: { command: ['ready'] }, periodSeconds: 60 },
+    }));
+    m.updatePodStatus('u1', status(runningContainer('c1')));
+    await until(() => cri.calls.includes('start'));
+    exit.start = 0;
+    const t0 = Date.now();
+    await until(() => m.get('Readiness', 'c1') === 'Success', 5000);
+    // Without the trigger the readiness worker would wait out its 60 s period.
+    expect(Date.now() - t0).toBeLessThan(3000);
   });
 
   it('honours initialDelaySeconds and successThreshold, and writes results for other processes', async () => {

@@ -431,6 +431,9 @@ export class ProberManager {
       byName[w.container.name] = entry;
     }
     this.persist(uid);
+    // Started: its readiness probe runs now, not a period later (the kubelet's UpdatePodStatus
+    // triggers the readiness worker of a running container that is not ready yet).
+    if (w.type === 'Startup' && result === 'Success') this.workers.get(ProberManager.key(uid, w.container.name, 'Readiness'))?.trigger();
     this.opts.onEvent?.({
       kind: 'ProbeResult',
       pod: podKey(w.pod),
